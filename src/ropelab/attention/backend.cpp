@@ -1,0 +1,54 @@
+#include "ropelab/attention/backend.h"
+
+#include "ropelab/util/enum_names.h"
+
+#include <limits>
+
+namespace ropelab {
+
+torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device) {
+  return torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(tk - tq + 1);
+}
+
+SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options) : dropout_(options.dropout()) {}
+
+torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
+  const int64_t tq = in.q.size(-2);
+  const int64_t tk = in.k.size(-2);
+  // scale q (Tq x Dh) rather than the scores (Tq x Tk)
+  auto q = in.q * (1.0 / std::sqrt(static_cast<double>(in.q.size(-1))));
+  auto scores = torch::matmul(q, in.k.transpose(-2, -1));  // (B, H, Tq, Tk)
+  if (in.logit_bias.defined()) scores = scores + in.logit_bias;
+
+  torch::Tensor mask;  // broadcastable to (B, H, Tq, Tk), true = hidden
+  if (in.causal && tq > 1) mask = causal_mask(tq, tk, scores.device());
+  if (in.key_padding_mask.defined()) {
+    auto pad = in.key_padding_mask.view({in.key_padding_mask.size(0), 1, 1, tk});
+    mask = mask.defined() ? (mask | pad) : pad;
+  }
+  // The dtype's lowest finite value, not -inf: a row with every key hidden then gives
+  // uniform weights instead of NaN, and its output is ignored by the caller anyway.
+  if (mask.defined()) scores = scores.masked_fill(mask, std::numeric_limits<float>::lowest());
+  auto probs = torch::softmax(scores, -1);
+  if (dropout_ > 0.0 && is_training()) probs = torch::dropout(probs, dropout_, true);
+  return torch::matmul(probs, in.v);  // (B, H, Tq, Dh)
+}
+
+AttentionBackend make_attention_backend(const AttentionOptions& options) {
+  switch (options.type()) {
+    case AttentionType::softmax:
+      return std::make_shared<SoftmaxAttention>(options);
+  }
+  TORCH_INTERNAL_ASSERT(false, "unhandled AttentionType");
+}
+
+namespace {
+const EnumNames<AttentionType, 1> kAttentionNames{{{AttentionType::softmax, "softmax"}}};
+}
+
+std::string to_string(AttentionType type) { return enum_name(type, kAttentionNames); }
+AttentionType parse_attention_type(const std::string& name) {
+  return parse_enum(name, kAttentionNames, "attention type");
+}
+
+}  // namespace ropelab

@@ -1,0 +1,62 @@
+#pragma once
+/// Multi-head attention (Vaswani et al. 2017, 3.2.2): projections, head split, the
+/// position encoder's rotation hook, the attention backend, the output projection.
+
+#include "ropelab/attention/backend.h"
+#include "ropelab/position/position_encoder.h"
+
+#include <torch/torch.h>
+
+namespace ropelab {
+
+struct MultiHeadAttentionOptions {
+  MultiHeadAttentionOptions(int64_t d_model, int64_t heads) : d_model_(d_model), heads_(heads) {}
+  TORCH_ARG(int64_t, d_model);
+  TORCH_ARG(int64_t, heads);
+  TORCH_ARG(AttentionOptions, attention);
+};
+
+/// Keys and values kept across decoding steps, rotated already; (B, H, T, Dh).
+/// Self-attention appends to them; cross-attention fills them once per sentence.
+struct AttentionCache {
+  torch::Tensor k, v;
+  /// Keeps the rows `index` (beam search reorders hypotheses).
+  void reorder(const torch::Tensor& index);
+};
+
+/// Per-call inputs beyond the activations.
+struct AttentionCall {
+  torch::Tensor key_padding_mask;  // (B, Tk) true at padded keys, over cached + new keys
+  torch::Tensor positions;         // query positions (and those of new keys in self-attention)
+  torch::Tensor key_positions;     // cross-attention: memory positions (rotated only if enabled)
+  torch::Tensor logit_bias;        // (1|B, H, Tq, Tk), from the stack's position encoder
+  bool causal = false;
+  AttentionCache* cache = nullptr;
+};
+
+class MultiHeadAttentionImpl : public torch::nn::Module {
+ public:
+  /// `rotation`: the stack's position encoder when it rotates q/k here, else nullptr.
+  MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options, PositionEncoder rotation);
+  void reset();
+
+  /// Self-attention: memory undefined, keys and values come from `x`.
+  /// x (B, Tq, D), memory (B, Tk, D) -> (B, Tq, D)
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const AttentionCall& call);
+
+  const AttentionBackend& backend() const { return backend_; }
+
+  MultiHeadAttentionOptions options;
+  torch::Tensor in_proj_weight;  // (3D, D): rows [q | k | v]
+  torch::Tensor in_proj_bias;    // (3D)
+  torch::nn::Linear out_proj{nullptr};
+
+ private:
+  /// (B, T, n*D) -> n tensors (B, H, T, Dh)
+  std::vector<torch::Tensor> split_heads(const torch::Tensor& x, int64_t n) const;
+  PositionEncoder rotation_;
+  AttentionBackend backend_;
+};
+TORCH_MODULE(MultiHeadAttention);
+
+}  // namespace ropelab

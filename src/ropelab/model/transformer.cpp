@@ -1,0 +1,217 @@
+#include "ropelab/model/transformer.h"
+
+#include "ropelab/util/enum_names.h"
+
+namespace ropelab {
+
+namespace {
+const EnumNames<NormPosition, 2> kNormNames{{{NormPosition::post, "post"}, {NormPosition::pre, "pre"}}};
+}
+std::string to_string(NormPosition norm) { return enum_name(norm, kNormNames); }
+NormPosition parse_norm_position(const std::string& name) { return parse_enum(name, kNormNames, "norm position"); }
+
+// --- feed-forward -------------------------------------------------------------------
+
+FeedForwardImpl::FeedForwardImpl(const LayerOptions& options) {
+  fc1 = register_module("fc1", torch::nn::Linear(options.d_model(), options.d_ff()));
+  fc2 = register_module("fc2", torch::nn::Linear(options.d_ff(), options.d_model()));
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) { return fc2(torch::relu(fc1(x))); }
+
+// --- layer ----------------------------------------------------------------------------
+
+TransformerLayerImpl::TransformerLayerImpl(const LayerOptions& options, bool causal, bool cross_attention,
+                                           const PositionEncoder& position, bool rotate_cross)
+    : causal_(causal), norm_(options.norm()) {
+  auto mha = MultiHeadAttentionOptions(options.d_model(), options.heads()).attention(options.attention());
+  auto rotation = position && position->rotates() ? position : nullptr;
+  auto norm = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model()})); };
+  self_attn = register_module("self_attn", MultiHeadAttention(mha, rotation));
+  self_norm = register_module("self_norm", norm());
+  if (cross_attention) {
+    cross_attn = register_module("cross_attn", MultiHeadAttention(mha, rotate_cross ? rotation : nullptr));
+    cross_norm = register_module("cross_norm", norm());
+  }
+  ffn = register_module("ffn", FeedForward(options));
+  ffn_norm = register_module("ffn_norm", norm());
+  dropout = register_module("dropout", torch::nn::Dropout(options.dropout()));
+}
+
+template <typename Sublayer>
+torch::Tensor TransformerLayerImpl::residual(const torch::Tensor& x, torch::nn::LayerNorm& norm,
+                                             Sublayer&& sublayer) {
+  if (norm_ == NormPosition::pre) return x + dropout(sublayer(norm(x)));
+  return norm(x + dropout(sublayer(x)));  // the paper's LayerNorm(x + Sublayer(x))
+}
+
+torch::Tensor TransformerLayerImpl::forward(const torch::Tensor& x, const StackInputs& in,
+                                            AttentionCache* self_cache, AttentionCache* cross_cache) {
+  AttentionCall self_call;
+  self_call.key_padding_mask = in.padding_mask;
+  self_call.positions = in.positions;
+  self_call.logit_bias = in.logit_bias;
+  self_call.causal = causal_;
+  self_call.cache = self_cache;
+  auto h = residual(x, self_norm, [&](const torch::Tensor& y) { return self_attn(y, torch::Tensor(), self_call); });
+  if (cross_attn) {
+    AttentionCall cross_call;  // no position bias across sequences (Raffel et al. 2020)
+    cross_call.key_padding_mask = in.memory_padding_mask;
+    cross_call.positions = in.positions;
+    cross_call.key_positions = in.memory_positions;
+    cross_call.cache = cross_cache;
+    h = residual(h, cross_norm, [&](const torch::Tensor& y) { return cross_attn(y, in.memory, cross_call); });
+  }
+  return residual(h, ffn_norm, [&](const torch::Tensor& y) { return ffn(y); });
+}
+
+// --- stack ----------------------------------------------------------------------------
+
+void DecoderState::reorder(const torch::Tensor& index) {
+  for (auto& c : self) c.reorder(index);
+  for (auto& c : cross) c.reorder(index);
+  if (key_positions.defined() && key_positions.dim() >= 2) key_positions = key_positions.index_select(0, index);
+  if (memory_padding_mask.defined()) memory_padding_mask = memory_padding_mask.index_select(0, index);
+}
+
+StackImpl::StackImpl(const StackOptions& options) : options_(options) {
+  const auto& layer = options.layer();
+  PositionGeometry geometry{layer.d_model(), layer.heads(), options.causal()};
+  position_ = register_module("position", make_position_encoder(options.position(), geometry));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < options.layers(); ++i)
+    layers->push_back(TransformerLayer(layer, options.causal(), options.cross_attention(), position_,
+                                       options.position().rotate_cross_attention()));
+  if (layer.norm() == NormPosition::pre)
+    final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({layer.d_model()})));
+  dropout_ = register_module("dropout", torch::nn::Dropout(layer.dropout()));
+}
+
+torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, DecoderState* state) {
+  TORCH_CHECK(!state || options_.causal(), "Stack: incremental decoding needs a causal stack");
+  TORCH_CHECK(!state || !in.padding_mask.defined(), "Stack: incremental decoding takes no target padding mask");
+  const int64_t offset = state ? state->offset : 0;
+  if (!in.positions.defined()) {
+    in.positions = position_range(offset, x.size(1), x.device());
+    if (position_->axes() > 1) in.positions = in.positions.unsqueeze(-1).expand({-1, position_->axes()});
+  }
+  auto h = dropout_(position_->embed(x, in.positions));
+  if (position_->has_logit_bias()) {
+    auto key_positions = in.positions;
+    if (state) {
+      const int64_t time_dim = in.positions.dim() - 1;
+      if (state->key_positions.defined()) key_positions = torch::cat({state->key_positions, in.positions}, time_dim);
+      state->key_positions = key_positions;
+    }
+    in.logit_bias = position_->logit_bias(in.positions, key_positions).to(x.dtype());
+  }
+  if (state && state->self.empty()) {
+    state->self.resize(layers->size());
+    state->cross.resize(layers->size());
+  }
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto layer = layers[i]->as<TransformerLayerImpl>();
+    h = layer->forward(h, in, state ? &state->self[i] : nullptr, state ? &state->cross[i] : nullptr);
+  }
+  if (state) state->offset += x.size(1);
+  return final_norm ? final_norm(h) : h;
+}
+
+// --- embedding ------------------------------------------------------------------------
+
+TiedEmbeddingImpl::TiedEmbeddingImpl(int64_t vocab_size, int64_t d_model, int64_t pad_id)
+    : scale_(std::sqrt(static_cast<double>(d_model))) {
+  TORCH_CHECK(vocab_size > 0, "TiedEmbedding: vocab_size must be positive, got ", vocab_size);
+  TORCH_CHECK(pad_id >= 0 && pad_id < vocab_size, "TiedEmbedding: pad_id ", pad_id, " outside vocabulary of ",
+              vocab_size);
+  // N(0, D^-1/2): after the sqrt(D) input scale, embeddings have unit scale.
+  weight = register_parameter("weight", torch::randn({vocab_size, d_model}) / scale_);
+  torch::NoGradGuard no_grad;
+  weight[pad_id].zero_();
+}
+
+torch::Tensor TiedEmbeddingImpl::forward(const torch::Tensor& tokens) {
+  return torch::embedding(weight, tokens) * scale_;
+}
+
+torch::Tensor TiedEmbeddingImpl::logits(const torch::Tensor& hidden) {
+  return torch::nn::functional::linear(hidden, weight);
+}
+
+// --- models ---------------------------------------------------------------------------
+
+LayerOptions TransformerOptions::layer() const {
+  return LayerOptions().d_model(d_model()).heads(heads()).d_ff(d_ff()).dropout(dropout()).norm(norm()).attention(
+      attention());
+}
+
+Memory Memory::index_select(const torch::Tensor& index) const {
+  const bool batched = positions.dim() == (axes == 1 ? 2 : 3);  // (B, S[, N]) vs shared (S[, N])
+  return {out.index_select(0, index), padding_mask.index_select(0, index),
+          batched ? positions.index_select(0, index) : positions, axes};
+}
+
+Seq2SeqImpl::Seq2SeqImpl(const TransformerOptions& options_) : options(options_) {
+  embedding = register_module("embedding", TiedEmbedding(options.vocab_size(), options.d_model(), options.pad_id()));
+  encoder = register_module("encoder", Stack(StackOptions()
+                                                 .layer(options.layer())
+                                                 .layers(options.encoder_layers())
+                                                 .position(options.encoder_position())));
+  decoder = register_module("decoder", Stack(StackOptions()
+                                                 .layer(options.layer())
+                                                 .layers(options.decoder_layers())
+                                                 .position(options.decoder_position())
+                                                 .causal(true)
+                                                 .cross_attention(true)));
+}
+
+Memory Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_positions) {
+  StackInputs in;
+  in.padding_mask = src.eq(options.pad_id());
+  in.positions = src_positions;
+  if (!in.positions.defined()) {
+    in.positions = position_range(0, src.size(1), src.device());
+    const int64_t axes = encoder->position()->axes();
+    if (axes > 1) in.positions = in.positions.unsqueeze(-1).expand({-1, axes});
+  }
+  auto out = encoder(embedding(src), in);
+  return {out, in.padding_mask, in.positions, encoder->position()->axes()};
+}
+
+torch::Tensor Seq2SeqImpl::decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderState* state,
+                                  const torch::Tensor& tgt_positions) {
+  StackInputs in;
+  if (!state) in.padding_mask = tgt_in.eq(options.pad_id());
+  in.positions = tgt_positions;
+  in.memory = memory.out;
+  in.memory_padding_mask = memory.padding_mask;
+  in.memory_positions = memory.positions;
+  return embedding->logits(decoder(embedding(tgt_in), in, state));
+}
+
+torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
+  return decode(tgt_in, encode(src));
+}
+
+DecoderState Seq2SeqImpl::new_state() const { return {}; }
+
+LanguageModelImpl::LanguageModelImpl(const TransformerOptions& options_) : options(options_) {
+  embedding = register_module("embedding", TiedEmbedding(options.vocab_size(), options.d_model(), options.pad_id()));
+  decoder = register_module("decoder", Stack(StackOptions()
+                                                 .layer(options.layer())
+                                                 .layers(options.decoder_layers())
+                                                 .position(options.decoder_position())
+                                                 .causal(true)));
+}
+
+torch::Tensor LanguageModelImpl::forward(const torch::Tensor& tokens, DecoderState* state,
+                                         const torch::Tensor& positions) {
+  StackInputs in;
+  if (!state) in.padding_mask = tokens.eq(options.pad_id());
+  in.positions = positions;
+  return embedding->logits(decoder(embedding(tokens), in, state));
+}
+
+DecoderState LanguageModelImpl::new_state() const { return {}; }
+
+}  // namespace ropelab

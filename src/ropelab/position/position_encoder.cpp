@@ -1,0 +1,215 @@
+#include "ropelab/position/position_encoder.h"
+
+#include "ropelab/position/encoders.h"
+#include "ropelab/util/enum_names.h"
+
+namespace ropelab {
+
+namespace {
+
+/// inverse frequencies base^(-2i/dim), i = 0 .. dim/2-1, as a (dim/2) float tensor.
+torch::Tensor inverse_frequencies(int64_t dim, double base) {
+  auto i = torch::arange(0, dim / 2, torch::kDouble);
+  return torch::pow(base, -2.0 * i / static_cast<double>(dim)).to(torch::kFloat);
+}
+
+/// Promotes 1-D positions (T) or (B, T) to coordinates (T, 1) or (B, T, 1).
+torch::Tensor as_coordinates(const torch::Tensor& positions, int64_t axes) {
+  if (axes == 1 && (positions.dim() == 1 || positions.dim() == 2)) return positions.unsqueeze(-1);
+  TORCH_CHECK(positions.dim() >= 2 && positions.size(-1) == axes, "RotaryEncoder: expected positions with ",
+              axes, " coordinates in the last dimension, got shape ", positions.sizes());
+  return positions;
+}
+
+}  // namespace
+
+torch::Tensor position_range(int64_t offset, int64_t length, const torch::Device& device) {
+  return torch::arange(offset, offset + length, torch::TensorOptions().dtype(torch::kLong).device(device));
+}
+
+// --- sinusoidal ----------------------------------------------------------------
+
+SinusoidalEncoder::SinusoidalEncoder(const PositionOptions& options, const PositionGeometry& geometry)
+    : layout_(options.sinusoid_layout()) {
+  TORCH_CHECK(geometry.d_model % 2 == 0, "SinusoidalEncoder: d_model must be even, got ", geometry.d_model);
+  inv_freq_ = register_buffer("inv_freq", inverse_frequencies(geometry.d_model, 10000.0));
+}
+
+torch::Tensor SinusoidalEncoder::table(const torch::Tensor& positions) const {
+  auto angles = positions.to(inv_freq_.dtype()).unsqueeze(-1) * inv_freq_;  // (..., D/2)
+  if (layout_ == SinusoidLayout::concat) return torch::cat({angles.sin(), angles.cos()}, -1);
+  // interleaved: (..., D/2, 2) -> (..., D) puts sin at even and cos at odd dims
+  return torch::stack({angles.sin(), angles.cos()}, -1).flatten(-2);
+}
+
+torch::Tensor SinusoidalEncoder::embed(const torch::Tensor& x, const torch::Tensor& positions) {
+  auto pe = table(positions).to(x.dtype());  // (T, D) or (B, T, D)
+  return x + pe;
+}
+
+// --- learned -------------------------------------------------------------------
+
+LearnedEncoder::LearnedEncoder(const PositionOptions& options, const PositionGeometry& geometry) {
+  TORCH_CHECK(options.max_len() > 0, "LearnedEncoder: max_len must be positive, got ", options.max_len());
+  table_ = register_module("table", torch::nn::Embedding(options.max_len(), geometry.d_model));
+  // Same scale as the token embeddings after their sqrt(D) factor would be too large;
+  // a small normal init keeps the positions from swamping the tokens at the start.
+  torch::NoGradGuard no_grad;
+  table_->weight.normal_(0.0, 0.02);
+}
+
+torch::Tensor LearnedEncoder::embed(const torch::Tensor& x, const torch::Tensor& positions) {
+  const int64_t max_len = table_->weight.size(0);
+  TORCH_CHECK(positions.numel() == 0 || positions.max().item<int64_t>() < max_len,
+              "LearnedEncoder: position ", positions.max().item<int64_t>(), " is beyond the learned table of ",
+              max_len, " positions (raise position.max_len)");
+  return x + table_(positions);
+}
+
+// --- rotary --------------------------------------------------------------------
+
+RotaryEncoder::RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes)
+    : head_dim_(geometry.d_model / geometry.heads), axes_(axes), layout_(options.layout()) {
+  TORCH_CHECK(axes_ >= 1, "RotaryEncoder: axes must be >= 1, got ", axes_);
+  TORCH_CHECK(options.fraction() > 0.0 && options.fraction() <= 1.0,
+              "RotaryEncoder: fraction must be in (0, 1], got ", options.fraction());
+  rotary_dim_ = static_cast<int64_t>(std::llround(options.fraction() * static_cast<double>(head_dim_)));
+  TORCH_CHECK(rotary_dim_ % (2 * axes_) == 0 && rotary_dim_ > 0, "RotaryEncoder: rotated dimensions (",
+              rotary_dim_, " = fraction ", options.fraction(), " x head_dim ", head_dim_,
+              ") must be a positive multiple of 2 x axes = ", 2 * axes_);
+  inv_freq_ = register_buffer("inv_freq", inverse_frequencies(rotary_dim_ / axes_, options.base()));
+}
+
+torch::Tensor RotaryEncoder::angles(const torch::Tensor& positions) const {
+  auto coords = as_coordinates(positions, axes_).to(inv_freq_.dtype());  // (..., T, N)
+  // (..., T, N, r/2/N) -> (..., T, r/2): block a holds axis a's angles
+  return (coords.unsqueeze(-1) * inv_freq_).flatten(-2);
+}
+
+torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const torch::Tensor& positions) {
+  TORCH_CHECK(x.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", x.size(-1));
+  if (!cached_positions_.defined() || !cached_positions_.is_same(positions) ||
+      cached_cos_.device() != x.device() || cached_cos_.scalar_type() != x.scalar_type()) {
+    auto a = angles(positions);                   // (T, r/2) or (B, T, r/2)
+    if (a.dim() == 3) a = a.unsqueeze(1);         // (B, 1, T, r/2): broadcast over heads
+    cached_cos_ = a.cos().to(x.scalar_type());
+    cached_sin_ = a.sin().to(x.scalar_type());
+    cached_positions_ = positions;
+  }
+  return apply_rotary(x, cached_cos_, cached_sin_, layout_);
+}
+
+torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                           RotaryLayout layout) {
+  const int64_t half = cos.size(-1);
+  const int64_t r = 2 * half;
+  auto rot = r == x.size(-1) ? x : x.narrow(-1, 0, r);
+  torch::Tensor out;
+  if (layout == RotaryLayout::half) {
+    auto x1 = rot.narrow(-1, 0, half);
+    auto x2 = rot.narrow(-1, half, half);
+    out = torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
+  } else {
+    auto pairs = rot.unflatten(-1, {half, 2});  // (..., r/2, 2)
+    auto x1 = pairs.select(-1, 0);
+    auto x2 = pairs.select(-1, 1);
+    out = torch::stack({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1).flatten(-2);
+  }
+  if (r == x.size(-1)) return out;
+  return torch::cat({out, x.narrow(-1, r, x.size(-1) - r)}, -1);
+}
+
+// --- T5 relative bias ------------------------------------------------------------
+
+T5BiasEncoder::T5BiasEncoder(const PositionOptions& options, const PositionGeometry& geometry)
+    : num_buckets_(options.num_buckets()), max_distance_(options.max_distance()), bidirectional_(!geometry.causal) {
+  const int64_t exact = (bidirectional_ ? num_buckets_ / 2 : num_buckets_) / 2;
+  TORCH_CHECK(exact >= 1, "T5BiasEncoder: num_buckets too small, got ", num_buckets_);
+  TORCH_CHECK(max_distance_ > exact, "T5BiasEncoder: max_distance (", max_distance_,
+              ") must exceed the exact-bucket range (", exact, ")");
+  table_ = register_module("table", torch::nn::Embedding(num_buckets_, geometry.heads));
+}
+
+torch::Tensor t5_relative_bucket(const torch::Tensor& relative, bool bidirectional, int64_t num_buckets,
+                                 int64_t max_distance) {
+  auto bucket = torch::zeros_like(relative);
+  torch::Tensor n;
+  if (bidirectional) {
+    num_buckets /= 2;
+    bucket = bucket + (relative > 0).to(torch::kLong) * num_buckets;
+    n = relative.abs();
+  } else {
+    n = (-relative).clamp_min(0);
+  }
+  const int64_t max_exact = num_buckets / 2;
+  auto is_small = n < max_exact;
+  // log-spaced buckets from max_exact up to max_distance; clamp n >= 1 before the log
+  auto nf = n.clamp_min(1).to(torch::kFloat);
+  auto large = max_exact + (torch::log(nf / static_cast<double>(max_exact)) /
+                            std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)) *
+                            static_cast<double>(num_buckets - max_exact))
+                               .to(torch::kLong);
+  large = large.clamp_max(num_buckets - 1);
+  return bucket + torch::where(is_small, n, large);
+}
+
+torch::Tensor T5BiasEncoder::logit_bias(const torch::Tensor& q_positions, const torch::Tensor& k_positions) {
+  TORCH_CHECK(q_positions.dim() == k_positions.dim() && q_positions.dim() <= 2,
+              "T5BiasEncoder: expected 1-D positions (T) or (B, T), got ", q_positions.sizes(), " and ",
+              k_positions.sizes());
+  auto relative = k_positions.unsqueeze(-2) - q_positions.unsqueeze(-1);  // (..., Tq, Tk)
+  auto buckets = t5_relative_bucket(relative, bidirectional_, num_buckets_, max_distance_);
+  auto bias = table_(buckets);                   // (..., Tq, Tk, H)
+  bias = bias.movedim(-1, -3);                   // (..., H, Tq, Tk)
+  return bias.dim() == 3 ? bias.unsqueeze(0) : bias;  // (1|B, H, Tq, Tk)
+}
+
+// --- factory and names -------------------------------------------------------------
+
+namespace {
+class NoPositionEncoder : public PositionEncoderImpl {};
+}  // namespace
+
+PositionEncoder make_position_encoder(const PositionOptions& options, const PositionGeometry& geometry) {
+  switch (options.type()) {
+    case PositionType::none:
+      return std::make_shared<NoPositionEncoder>();
+    case PositionType::sinusoidal:
+      return std::make_shared<SinusoidalEncoder>(options, geometry);
+    case PositionType::learned:
+      return std::make_shared<LearnedEncoder>(options, geometry);
+    case PositionType::t5_bias:
+      return std::make_shared<T5BiasEncoder>(options, geometry);
+    case PositionType::rotary:
+      return std::make_shared<RotaryEncoder>(options, geometry, 1);
+    case PositionType::rotary_nd:
+      return std::make_shared<RotaryEncoder>(options, geometry, options.axes());
+  }
+  TORCH_INTERNAL_ASSERT(false, "unhandled PositionType");
+}
+
+namespace {
+const EnumNames<PositionType, 6> kPositionNames{{{PositionType::none, "none"},
+                                                                         {PositionType::sinusoidal, "sinusoidal"},
+                                                                         {PositionType::learned, "learned"},
+                                                                         {PositionType::t5_bias, "t5_bias"},
+                                                                         {PositionType::rotary, "rotary"},
+                                                                         {PositionType::rotary_nd, "rotary_nd"}}};
+const EnumNames<SinusoidLayout, 2> kSinusoidNames{
+    {{SinusoidLayout::interleaved, "interleaved"}, {SinusoidLayout::concat, "concat"}}};
+const EnumNames<RotaryLayout, 2> kRotaryNames{
+    {{RotaryLayout::half, "half"}, {RotaryLayout::interleaved, "interleaved"}}};
+}  // namespace
+
+std::string to_string(PositionType type) { return enum_name(type, kPositionNames); }
+std::string to_string(SinusoidLayout layout) { return enum_name(layout, kSinusoidNames); }
+std::string to_string(RotaryLayout layout) { return enum_name(layout, kRotaryNames); }
+PositionType parse_position_type(const std::string& name) {
+  return parse_enum(name, kPositionNames, "position type");
+}
+SinusoidLayout parse_sinusoid_layout(const std::string& name) {
+  return parse_enum(name, kSinusoidNames, "sinusoid layout");
+}
+RotaryLayout parse_rotary_layout(const std::string& name) { return parse_enum(name, kRotaryNames, "rotary layout"); }
+
+}  // namespace ropelab

@@ -1,0 +1,98 @@
+#pragma once
+/// Position encoders: the seam through which every kind of position information
+/// reaches a Transformer (Vaswani et al. 2017, 3.5; Su et al. 2021; Raffel et al. 2020).
+///
+/// An encoder implements up to three hooks, each a no-op by default:
+///   embed(x, positions)            additive encodings (sinusoidal, learned)
+///   rotate(x, positions)           rotation of queries and keys (rotary, axial rotary)
+///   logit_bias(q_pos, k_pos)       additive attention-logit bias (T5 relative bias)
+/// Positions are int64 tensors of absolute coordinates: (T) shared by the batch or
+/// (B, T) per sequence; multi-dimensional encoders take (T, N) or (B, T, N). Every hook
+/// takes positions, so incremental decoding passes the step offset in them.
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+namespace ropelab {
+
+enum class PositionType { none, sinusoidal, learned, t5_bias, rotary, rotary_nd };
+/// Sinusoid layout: `interleaved` is the paper's (sin at even dims, cos at odd);
+/// `concat` is fairseq / tensor2tensor's [sin | cos].
+enum class SinusoidLayout { interleaved, concat };
+/// Rotary pairing: `half` pairs (i, i + r/2) as GPT-NeoX; `interleaved` pairs
+/// (2i, 2i + 1) as GPT-J, Mesh-TF-JAX and roformer.
+enum class RotaryLayout { half, interleaved };
+
+struct PositionOptions {
+  /// Which encoder.
+  TORCH_ARG(PositionType, type) = PositionType::sinusoidal;
+  /// learned: table size; other absolute encoders accept any position.
+  TORCH_ARG(int64_t, max_len) = 1024;
+  /// sinusoidal: dimension layout.
+  TORCH_ARG(SinusoidLayout, sinusoid_layout) = SinusoidLayout::interleaved;
+  /// rotary, rotary_nd: frequency base (inv_freq_i = base^(-2i/r)).
+  TORCH_ARG(double, base) = 10000.0;
+  /// rotary, rotary_nd: pairing of rotated dimensions.
+  TORCH_ARG(RotaryLayout, layout) = RotaryLayout::half;
+  /// rotary, rotary_nd: fraction of the head dimension rotated (GPT-NeoX rotary_pct).
+  TORCH_ARG(double, fraction) = 1.0;
+  /// rotary: also rotate queries and keys in cross-attention. Off by default: source
+  /// and target positions are not one coordinate system.
+  TORCH_ARG(bool, rotate_cross_attention) = false;
+  /// rotary_nd: number of coordinate axes per token.
+  TORCH_ARG(int64_t, axes) = 2;
+  /// t5_bias: bucket count and the distance beyond which buckets saturate.
+  TORCH_ARG(int64_t, num_buckets) = 32;
+  TORCH_ARG(int64_t, max_distance) = 128;
+};
+
+/// Shapes an encoder is built for; fixed by the stack that owns it.
+struct PositionGeometry {
+  int64_t d_model = 0;
+  int64_t heads = 0;
+  bool causal = false;  // a decoder stack: T5 buckets are one-directional
+};
+
+class PositionEncoderImpl : public torch::nn::Module {
+ public:
+  ~PositionEncoderImpl() override = default;
+
+  /// x (B, T, D) -> x plus the encoding of `positions`. Default: x unchanged.
+  virtual torch::Tensor embed(const torch::Tensor& x, const torch::Tensor& positions) { return x; }
+
+  /// Whether rotate() changes its input (lets attention skip the call).
+  virtual bool rotates() const { return false; }
+  /// x (B, H, T, Dh) -> x rotated by `positions`. Default: x unchanged.
+  virtual torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& positions) { return x; }
+
+  /// Whether logit_bias() returns a tensor.
+  virtual bool has_logit_bias() const { return false; }
+  /// Additive logit bias, broadcastable to (B, H, Tq, Tk); undefined when the
+  /// encoder has none. Computed once per stack and shared by its layers.
+  virtual torch::Tensor logit_bias(const torch::Tensor& q_positions, const torch::Tensor& k_positions) {
+    return {};
+  }
+
+  /// Number of coordinates per token the encoder expects (1 for sequences).
+  virtual int64_t axes() const { return 1; }
+};
+
+using PositionEncoder = std::shared_ptr<PositionEncoderImpl>;
+
+/// Builds the encoder named by `options.type()` (a plain switch; see position_encoder.cpp).
+PositionEncoder make_position_encoder(const PositionOptions& options, const PositionGeometry& geometry);
+
+/// Positions offset, offset+1, ..., offset+length-1 as a (length) int64 tensor.
+torch::Tensor position_range(int64_t offset, int64_t length, const torch::Device& device);
+
+/// Converts between enum values and their YAML spellings; throws on an unknown name.
+std::string to_string(PositionType type);
+std::string to_string(SinusoidLayout layout);
+std::string to_string(RotaryLayout layout);
+PositionType parse_position_type(const std::string& name);
+SinusoidLayout parse_sinusoid_layout(const std::string& name);
+RotaryLayout parse_rotary_layout(const std::string& name);
+
+}  // namespace ropelab
