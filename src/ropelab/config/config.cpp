@@ -1,0 +1,477 @@
+#include "ropelab/config/config.h"
+
+#include "ropelab/util/enum_names.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace ropelab {
+
+// --- enum spellings -----------------------------------------------------------------
+
+namespace {
+const EnumNames<Task, 1> kTaskNames{{{Task::translation, "translation"}}};
+const EnumNames<LrSchedule, 3> kScheduleNames{
+    {{LrSchedule::noam, "noam"}, {LrSchedule::inverse_sqrt, "inverse_sqrt"}, {LrSchedule::constant, "constant"}}};
+const EnumNames<CorpusFormat, 2> kFormatNames{{{CorpusFormat::tsv, "tsv"}, {CorpusFormat::parallel, "parallel"}}};
+const EnumNames<TokenizerType, 2> kTokenizerNames{
+    {{TokenizerType::word, "word"}, {TokenizerType::sentencepiece, "sentencepiece"}}};
+const EnumNames<LengthPenalty, 2> kPenaltyNames{{{LengthPenalty::gnmt, "gnmt"}, {LengthPenalty::average, "average"}}};
+}  // namespace
+
+std::string to_string(Task v) { return enum_name(v, kTaskNames); }
+std::string to_string(LrSchedule v) { return enum_name(v, kScheduleNames); }
+std::string to_string(CorpusFormat v) { return enum_name(v, kFormatNames); }
+std::string to_string(TokenizerType v) { return enum_name(v, kTokenizerNames); }
+std::string to_string(LengthPenalty v) { return enum_name(v, kPenaltyNames); }
+Task parse_task(const std::string& s) { return parse_enum(s, kTaskNames, "task"); }
+LrSchedule parse_lr_schedule(const std::string& s) { return parse_enum(s, kScheduleNames, "lr schedule"); }
+CorpusFormat parse_corpus_format(const std::string& s) { return parse_enum(s, kFormatNames, "corpus format"); }
+TokenizerType parse_tokenizer_type(const std::string& s) { return parse_enum(s, kTokenizerNames, "tokenizer"); }
+LengthPenalty parse_length_penalty(const std::string& s) {
+  return parse_enum(s, kPenaltyNames, "length penalty formula");
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// --- the schema: every option, once ------------------------------------------------------
+//
+// A visitor sees each option as (name, reference); sections nest names with dots.
+// The reader, the writer and the key list are all visitors over this one description.
+
+namespace {
+
+template <typename V>
+void describe(V& v, PositionOptions& p) {
+  v.choice("type", p.type(), parse_position_type);
+  v("max_len", p.max_len());
+  v.choice("sinusoid_layout", p.sinusoid_layout(), parse_sinusoid_layout);
+  v("base", p.base());
+  v.choice("layout", p.layout(), parse_rotary_layout);
+  v("fraction", p.fraction());
+  v("rotate_cross_attention", p.rotate_cross_attention());
+  v("axes", p.axes());
+  v("num_buckets", p.num_buckets());
+  v("max_distance", p.max_distance());
+}
+
+template <typename V>
+void describe(V& v, AttentionOptions& a) {
+  v.choice("type", a.type(), parse_attention_type);
+  v("dropout", a.dropout());
+}
+
+template <typename V>
+void describe(V& v, Config& c) {
+  v.choice("task", c.task, parse_task);
+  v.section("data", [&] {
+    auto& d = c.data;
+    v("train", d.train());
+    v("valid", d.valid());
+    v("test", d.test());
+    v.choice("format", d.format(), parse_corpus_format);
+    v("source_lang", d.source_lang());
+    v("target_lang", d.target_lang());
+    v("max_len", d.max_len());
+  });
+  v.section("tokenizer", [&] {
+    v.choice("type", c.tokenizer.type(), parse_tokenizer_type);
+    v("vocab_size", c.tokenizer.vocab_size());
+  });
+  v.section("model", [&] {
+    auto& m = c.model;
+    v("d_model", m.d_model());
+    v("heads", m.heads());
+    v("d_ff", m.d_ff());
+    v("encoder_layers", m.encoder_layers());
+    v("decoder_layers", m.decoder_layers());
+    v("dropout", m.dropout());
+    v.choice("norm", m.norm(), parse_norm_position);
+    v.section("encoder_position", [&] { describe(v, m.encoder_position()); });
+    v.section("decoder_position", [&] { describe(v, m.decoder_position()); });
+    v.section("attention", [&] { describe(v, m.attention()); });
+  });
+  v.section("train", [&] {
+    auto& t = c.train;
+    v("device", t.device());
+    v("threads", t.threads());
+    v("seed", t.seed());
+    v("steps", t.steps());
+    v("max_tokens", t.max_tokens());
+    v("accumulate", t.accumulate());
+    v.choice("lr_schedule", t.lr_schedule(), parse_lr_schedule);
+    v("lr", t.lr());
+    v("warmup", t.warmup());
+    v("adam_beta1", t.adam_beta1());
+    v("adam_beta2", t.adam_beta2());
+    v("adam_eps", t.adam_eps());
+    v("weight_decay", t.weight_decay());
+    v("label_smoothing", t.label_smoothing());
+    v("clip_norm", t.clip_norm());
+    v("log_every", t.log_every());
+    v("valid_every", t.valid_every());
+    v("patience", t.patience());
+  });
+  v.section("decode", [&] {
+    auto& d = c.decode;
+    v("beam", d.beam());
+    v("lenpen", d.lenpen());
+    v.choice("lenpen_formula", d.lenpen_formula(), parse_length_penalty);
+    v("max_len_a", d.max_len_a());
+    v("max_len_b", d.max_len_b());
+  });
+}
+
+std::string join_key(const std::vector<std::string>& path, const std::string& name) {
+  std::string key;
+  for (const auto& p : path) key += p + ".";
+  return key + name;
+}
+
+template <typename T>
+const char* type_name() {
+  if constexpr (std::is_same_v<T, bool>) return "a boolean (true/false)";
+  if constexpr (std::is_integral_v<T>) return "an integer";
+  if constexpr (std::is_floating_point_v<T>) return "a number";
+  return "a string";
+}
+
+/// Where each leaf key came from: a file name or "--set".
+using Origins = std::map<std::string, std::string>;
+
+std::string origin_of(const Origins& origins, const std::string& key) {
+  // the key itself, else the nearest parent or child that has an origin
+  for (std::string k = key;; k = k.substr(0, k.rfind('.'))) {
+    if (auto it = origins.find(k); it != origins.end()) return it->second;
+    if (k.find('.') == std::string::npos) break;
+  }
+  if (auto it = origins.lower_bound(key + "."); it != origins.end() && it->first.rfind(key + ".", 0) == 0)
+    return it->second;
+  return "config";
+}
+
+/// Reads the merged tree into a Config; records every key the schema knows.
+class Reader {
+ public:
+  Reader(YAML::Node root, const Origins& origins) : root_(std::move(root)), origins_(origins) {}
+
+  template <typename T>
+  void operator()(const std::string& name, T& value) {
+    const auto key = join_key(path_, name);
+    known_.insert(key);
+    auto node = lookup(key);
+    if (!node) return;
+    if (!node.IsScalar()) fail(key, "expected " + std::string(type_name<T>()) + ", got a list or mapping");
+    try {
+      value = node.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(key, "=" + node.Scalar() + " is not " + type_name<T>());
+    }
+  }
+
+  template <typename E>
+  void choice(const std::string& name, E& value, E (*parse)(const std::string&)) {
+    std::string spelling;
+    (*this)(name, spelling);
+    if (spelling.empty()) return;
+    try {
+      value = parse(spelling);
+    } catch (const c10::Error& e) {
+      fail(join_key(path_, name), std::string(": ") + e.what_without_backtrace());
+    }
+  }
+
+  template <typename F>
+  void section(const std::string& name, F&& body) {
+    const auto key = join_key(path_, name);
+    known_.insert(key);
+    if (auto node = lookup(key); node && !node.IsMap()) fail(key, " must be a mapping of keys");
+    path_.push_back(name);
+    body();
+    path_.pop_back();
+  }
+
+  /// Every key in the tree must be one the schema visited.
+  void reject_unknown() const { walk(root_, ""); }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& message) const {
+    throw ConfigError(origin_of(origins_, key) + ": " + key + message);
+  }
+
+ private:
+  YAML::Node lookup(const std::string& key) const {
+    YAML::Node node = root_;
+    std::stringstream parts(key);
+    std::string part;
+    while (std::getline(parts, part, '.')) {
+      if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+      // yaml-cpp: `node = child` would overwrite node's content; reset() rebinds, and
+      // indexing through a const Node inserts nothing.
+      const YAML::Node child = static_cast<const YAML::Node&>(node)[part];
+      if (!child) return YAML::Node(YAML::NodeType::Undefined);
+      node.reset(child);
+    }
+    return node;
+  }
+
+  void walk(const YAML::Node& node, const std::string& prefix) const {
+    for (const auto& entry : node) {
+      const auto key = prefix + entry.first.Scalar();
+      if (!known_.count(key)) {
+        std::string best;
+        size_t best_distance = 4;  // suggest only close spellings
+        const auto parent = prefix;
+        for (const auto& k : known_) {
+          if (k.rfind(parent, 0) != 0 || k.find('.', parent.size()) != std::string::npos) continue;
+          const auto d = edit_distance(k.substr(parent.size()), entry.first.Scalar());
+          if (d < best_distance) best_distance = d, best = k;
+        }
+        throw ConfigError(origin_of(origins_, key) + ": unknown key " + key +
+                          (best.empty() ? "" : " (did you mean " + best + "?)"));
+      }
+      if (entry.second.IsMap()) walk(entry.second, key + ".");
+    }
+  }
+
+  YAML::Node root_;
+  const Origins& origins_;
+  std::vector<std::string> path_;
+  std::set<std::string> known_;
+};
+
+/// Emits the whole Config as YAML.
+class Writer {
+ public:
+  explicit Writer(YAML::Emitter& out) : out_(out) {}
+  template <typename T>
+  void operator()(const std::string& name, T& value) {
+    out_ << YAML::Key << name << YAML::Value << value;
+  }
+  template <typename E>
+  void choice(const std::string& name, E& value, E (*)(const std::string&)) {
+    out_ << YAML::Key << name << YAML::Value << to_string(value);
+  }
+  template <typename F>
+  void section(const std::string& name, F&& body) {
+    out_ << YAML::Key << name << YAML::Value << YAML::BeginMap;
+    body();
+    out_ << YAML::EndMap;
+  }
+
+ private:
+  YAML::Emitter& out_;
+};
+
+// --- merging ------------------------------------------------------------------------------
+
+void erase_origins_below(Origins& origins, const std::string& key) {
+  const auto prefix = key + ".";
+  for (auto it = origins.lower_bound(prefix); it != origins.end() && it->first.rfind(prefix, 0) == 0;)
+    it = origins.erase(it);
+}
+
+/// Deep-merges `src` into `dst` (maps merge, everything else replaces), recording origins.
+void merge_into(YAML::Node dst, const YAML::Node& src, const std::string& prefix, const std::string& origin,
+           Origins& origins) {
+  for (const auto& entry : src) {
+    const auto& name = entry.first.Scalar();
+    const auto key = prefix + name;
+    if (entry.second.IsMap()) {
+      if (!dst[name] || !dst[name].IsMap()) {
+        dst[name] = YAML::Node(YAML::NodeType::Map);
+        erase_origins_below(origins, key);
+      }
+      origins[key] = origin;
+      merge_into(dst[name], entry.second, key + ".", origin, origins);
+    } else {
+      dst[name] = YAML::Clone(entry.second);
+      erase_origins_below(origins, key);
+      origins[key] = origin;
+    }
+  }
+}
+
+YAML::Node load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open config file");
+  YAML::Node node;
+  try {
+    node = YAML::Load(in);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  }
+  if (node.IsNull()) return YAML::Node(YAML::NodeType::Map);  // an empty file
+  if (!node.IsMap()) throw ConfigError(path + ": expected a mapping of keys at the top level");
+  return node;
+}
+
+YAML::Node parse_override(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("--set " + assignment + ": expected key=value, e.g. --set model.d_model=256");
+  const auto key = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError("--set " + assignment + ": value is not valid YAML: " + e.msg);
+  }
+  // a.b.c=v -> {a: {b: {c: v}}}
+  YAML::Node root(YAML::NodeType::Map);
+  YAML::Node node = root;
+  std::stringstream parts(key);
+  std::string part, next;
+  std::getline(parts, part, '.');
+  while (std::getline(parts, next, '.')) {
+    node[part] = YAML::Node(YAML::NodeType::Map);
+    node.reset(node[part]);  // rebind, not assign (see lookup)
+    part = next;
+  }
+  node[part] = value;
+  return root;
+}
+
+/// Expands the shorthand model.position into encoder_position and decoder_position.
+void expand_position_shorthand(YAML::Node root, Origins& origins) {
+  YAML::Node model = root["model"];
+  if (!model || !model.IsMap() || !model["position"]) return;
+  YAML::Node shorthand = model["position"];
+  if (!shorthand.IsMap()) throw ConfigError(origin_of(origins, "model.position") + ": model.position must be a mapping");
+  for (const char* stack : {"encoder_position", "decoder_position"}) {
+    YAML::Node expanded(YAML::NodeType::Map);
+    Origins scratch;
+    merge_into(expanded, shorthand, "", "", scratch);
+    const std::string prefix = std::string("model.") + stack + ".";
+    for (const auto& entry : shorthand) {
+      const auto key = prefix + entry.first.Scalar();
+      if (!origins.count(key)) origins[key] = origin_of(origins, "model.position." + entry.first.Scalar());
+    }
+    if (model[stack]) merge_into(expanded, model[stack], "", "", scratch);
+    model[stack] = expanded;
+  }
+  model.remove("position");
+}
+
+// --- validation -----------------------------------------------------------------------------
+
+template <typename T>
+std::string show(const T& v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+void validate(const Config& c, const Reader& r) {
+  auto require = [&](bool ok, const std::string& key, const auto& value, const std::string& what) {
+    if (!ok) r.fail(key, "=" + show(value) + " " + what);
+  };
+  const auto& m = c.model;
+  require(m.d_model() > 0, "model.d_model", m.d_model(), "must be positive");
+  require(m.heads() > 0, "model.heads", m.heads(), "must be positive");
+  require(m.d_model() % m.heads() == 0, "model.heads", m.heads(),
+          "does not divide model.d_model=" + show(m.d_model()));
+  require(m.d_ff() > 0, "model.d_ff", m.d_ff(), "must be positive");
+  require(m.encoder_layers() > 0, "model.encoder_layers", m.encoder_layers(), "must be positive");
+  require(m.decoder_layers() > 0, "model.decoder_layers", m.decoder_layers(), "must be positive");
+  require(m.dropout() >= 0 && m.dropout() < 1, "model.dropout", m.dropout(), "must be in [0, 1)");
+  require(m.attention().dropout() >= 0 && m.attention().dropout() < 1, "model.attention.dropout",
+          m.attention().dropout(), "must be in [0, 1)");
+
+  // Build each stack's position encoder and the attention backend: their own checks
+  // (rotary dimensions, bucket ranges) then run before any work, reported by key.
+  auto backend = make_attention_backend(m.attention());
+  auto check_stack = [&](const char* key, const PositionOptions& p, bool causal) {
+    try {
+      make_position_encoder(p, PositionGeometry{m.d_model(), m.heads(), causal});
+    } catch (const c10::Error& e) {
+      r.fail(std::string("model.") + key, std::string(": ") + e.what_without_backtrace());
+    }
+    require(p.type() != PositionType::t5_bias || backend->accepts_logit_bias(), std::string("model.") + key + ".type",
+            to_string(p.type()),
+            "needs an attention backend that takes a logit bias; model.attention.type=" +
+                to_string(m.attention().type()) + " does not");
+  };
+  check_stack("encoder_position", m.encoder_position(), false);
+  check_stack("decoder_position", m.decoder_position(), true);
+
+  const auto& t = c.train;
+  try {
+    torch::Device device(t.device());
+  } catch (const c10::Error&) {
+    require(false, "train.device", t.device(), "is not a device (expected cpu, cuda or cuda:N)");
+  }
+  require(t.threads() >= 0, "train.threads", t.threads(), "must be >= 0 (0 = all cores)");
+  require(t.steps() > 0, "train.steps", t.steps(), "must be positive");
+  require(t.max_tokens() > 0, "train.max_tokens", t.max_tokens(), "must be positive");
+  require(t.accumulate() >= 1, "train.accumulate", t.accumulate(), "must be >= 1");
+  require(t.lr() > 0, "train.lr", t.lr(), "must be positive");
+  require(t.warmup() >= 0, "train.warmup", t.warmup(), "must be >= 0");
+  require(t.lr_schedule() == LrSchedule::constant || t.warmup() > 0, "train.warmup", t.warmup(),
+          "must be positive for lr_schedule " + to_string(t.lr_schedule()));
+  require(t.adam_beta1() >= 0 && t.adam_beta1() < 1, "train.adam_beta1", t.adam_beta1(), "must be in [0, 1)");
+  require(t.adam_beta2() >= 0 && t.adam_beta2() < 1, "train.adam_beta2", t.adam_beta2(), "must be in [0, 1)");
+  require(t.adam_eps() > 0, "train.adam_eps", t.adam_eps(), "must be positive");
+  require(t.weight_decay() >= 0, "train.weight_decay", t.weight_decay(), "must be >= 0");
+  require(t.label_smoothing() >= 0 && t.label_smoothing() < 1, "train.label_smoothing", t.label_smoothing(),
+          "must be in [0, 1)");
+  require(t.clip_norm() >= 0, "train.clip_norm", t.clip_norm(), "must be >= 0 (0 = off)");
+  require(t.log_every() > 0, "train.log_every", t.log_every(), "must be positive");
+  require(t.valid_every() >= 0, "train.valid_every", t.valid_every(), "must be >= 0");
+  require(t.patience() >= 0, "train.patience", t.patience(), "must be >= 0");
+
+  require(c.tokenizer.vocab_size() >= 8, "tokenizer.vocab_size", c.tokenizer.vocab_size(), "must be >= 8");
+  require(c.data.max_len() >= 3, "data.max_len", c.data.max_len(), "must be >= 3 (BOS, a token, EOS)");
+  const auto& d = c.decode;
+  require(d.beam() >= 1, "decode.beam", d.beam(), "must be >= 1");
+  require(d.lenpen() >= 0, "decode.lenpen", d.lenpen(), "must be >= 0");
+  require(d.max_len_a() >= 0, "decode.max_len_a", d.max_len_a(), "must be >= 0");
+  require(d.max_len_b() >= 1 || d.max_len_a() > 0, "decode.max_len_b", d.max_len_b(),
+          "must be >= 1 when decode.max_len_a is 0");
+}
+
+}  // namespace
+
+Config load_config(const ConfigSources& sources) {
+  YAML::Node root(YAML::NodeType::Map);
+  Origins origins;
+  for (const auto& file : sources.files) merge_into(root, load_file(file), "", file, origins);
+  for (const auto& assignment : sources.overrides) merge_into(root, parse_override(assignment), "", "--set", origins);
+  expand_position_shorthand(root, origins);
+
+  Config config;
+  Reader reader(root, origins);
+  describe(reader, config);
+  reader.reject_unknown();
+  validate(config, reader);
+  return config;
+}
+
+std::string dump_config(const Config& config) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);
+  out << YAML::BeginMap;
+  Writer writer(out);
+  Config copy = config;
+  describe(writer, copy);
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace ropelab

@@ -1,0 +1,59 @@
+#pragma once
+/// Parallel corpora and token-budget batching.
+
+#include "ropelab/data/options.h"
+#include "ropelab/data/tokenizer.h"
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ropelab {
+
+/// Line-aligned sentence pairs of one split.
+struct ParallelText {
+  std::vector<std::string> source, target;
+  std::vector<int64_t> line;  // 1-based line number of each pair in its file(s)
+  int64_t skipped_empty = 0;  // pairs dropped because a side was empty
+};
+
+/// Reads the split at `path` in the configured format (tsv: PATH; parallel:
+/// PATH.SOURCE_LANG + PATH.TARGET_LANG). Strips a UTF-8 byte-order mark and CR line
+/// ends; skips and counts pairs with an empty side. Throws std::runtime_error naming
+/// the file and line for invalid UTF-8, a missing tab, or files with different line counts.
+ParallelText read_parallel(const DataOptions& options, const std::string& path);
+
+/// Whether `text` is valid UTF-8 (no overlongs, surrogates or values over U+10FFFF).
+bool valid_utf8(const std::string& text);
+
+/// One tokenized pair; BOS/EOS are added at batching.
+struct Example {
+  std::vector<int64_t> source, target;
+};
+
+/// Tokenizes pairs; pairs longer than `max_len` tokens (with BOS/EOS) on either side are
+/// truncated when `truncate`, else skipped; both are counted in `*dropped`.
+std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& tokenizer, int64_t max_len,
+                                    bool truncate, int64_t* dropped);
+
+struct Batch {
+  torch::Tensor source;      // (B, S): tokens EOS pad...
+  torch::Tensor target_in;   // (B, T): BOS tokens pad...
+  torch::Tensor target_out;  // (B, T): tokens EOS pad...
+  int64_t target_tokens = 0; // non-pad target tokens
+  int64_t sentences = 0;
+};
+
+/// Pads the examples at `indices` into one batch on `device`.
+Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& indices, const torch::Device& device);
+
+/// Splits examples into batches whose padded size (rows x longest side) stays within
+/// `max_tokens`. With `bucketing`, examples of similar length share a batch (sorted by
+/// length with seeded random tie-breaks); without, batches are drawn in random order.
+/// Batch order is shuffled with `seed`.
+std::vector<std::vector<size_t>> plan_batches(const std::vector<Example>& examples, int64_t max_tokens,
+                                              bool bucketing, uint64_t seed);
+
+}  // namespace ropelab

@@ -1,0 +1,254 @@
+#include "ropelab/data/tokenizer.h"
+
+#include "ropelab/build_config.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace ropelab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kSpecials = {"<pad>", "<unk>", "<s>", "</s>"};
+
+// --- word tokenizer -------------------------------------------------------------------
+
+bool is_split_punct(unsigned char c) {
+  return c < 0x80 && std::ispunct(c) && c != '\'' && c != '-';
+}
+
+/// Length of the opening inverted mark at s[i] ("¿" or "¡", two UTF-8 bytes), or 0.
+size_t inverted_mark(const std::string& s, size_t i) {
+  return i + 1 < s.size() && static_cast<unsigned char>(s[i]) == 0xC2 &&
+                 (static_cast<unsigned char>(s[i + 1]) == 0xBF || static_cast<unsigned char>(s[i + 1]) == 0xA1)
+             ? 2
+             : 0;
+}
+
+class WordTokenizer : public Tokenizer {
+ public:
+  explicit WordTokenizer(std::vector<std::string> words) : words_(std::move(words)) {
+    for (size_t i = 0; i < words_.size(); ++i) index_.emplace(words_[i], static_cast<int64_t>(i));
+  }
+
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int64_t> ids;
+    for (const auto& w : split_words(text)) {
+      auto it = index_.find(w);
+      ids.push_back(it == index_.end() ? kUnkId : it->second);
+    }
+    return ids;
+  }
+
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    std::string out;
+    bool glue_next = true;  // no space at the start or after an opening mark
+    for (auto id : ids) {
+      if (id == kPadId || id == kBosId || id == kEosId || id < 0 || id >= vocab_size()) continue;
+      const auto& w = words_[static_cast<size_t>(id)];
+      const bool closing = w.size() == 1 && std::string(".,!?;:)]}").find(w[0]) != std::string::npos;
+      if (!glue_next && !closing) out += ' ';
+      out += w;
+      glue_next = inverted_mark(w, 0) == w.size() || w == "(" || w == "[" || w == "{";
+    }
+    return out;
+  }
+
+  int64_t vocab_size() const override { return static_cast<int64_t>(words_.size()); }
+
+  void save(const std::string& dir) const override {
+    const auto path = (fs::path(dir) / "vocab.txt").string();
+    std::ofstream out(path);
+    for (const auto& w : words_) out << w << '\n';
+    if (!out) throw std::runtime_error(path + ": cannot write vocabulary");
+  }
+
+ private:
+  std::vector<std::string> words_;
+  std::unordered_map<std::string, int64_t> index_;
+};
+
+std::unique_ptr<Tokenizer> train_words(const TokenizerOptions& options, const std::vector<std::string>& texts) {
+  std::map<std::string, int64_t> counts;
+  for (const auto& t : texts)
+    for (const auto& w : split_words(t)) ++counts[w];
+  std::vector<std::pair<std::string, int64_t>> ranked(counts.begin(), counts.end());
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> words = kSpecials;
+  for (const auto& [w, n] : ranked) {
+    if (static_cast<int64_t>(words.size()) >= options.vocab_size()) break;
+    words.push_back(w);
+  }
+  return std::make_unique<WordTokenizer>(std::move(words));
+}
+
+// --- SentencePiece, through the shim ----------------------------------------------------
+
+struct SpmShim {
+  std::string* (*train)(const std::string*);
+  void (*free_string)(std::string*);
+  void* (*load)(const std::string*, std::string*);
+  void (*free)(void*);
+  int (*vocab_size)(void*);
+  void (*encode)(void*, const std::string*, std::vector<int>*);
+  void (*decode)(void*, const std::vector<int>*, std::string*);
+};
+
+std::string shim_path() {
+  if (const char* env = std::getenv("ROPELAB_SPM_SHIM")) return env;
+  std::error_code ec;
+  auto exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  if (!ec && fs::exists(exe_dir / "libropelab_spm.so")) return (exe_dir / "libropelab_spm.so").string();
+  return ROPELAB_SPM_SHIM_PATH;
+}
+
+const SpmShim& shim() {
+  static const SpmShim loaded = [] {
+    const auto path = shim_path();
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    if (!handle) throw std::runtime_error("cannot load the SentencePiece shim " + path + ": " + dlerror());
+    auto sym = [&](const char* name) {
+      void* f = dlsym(handle, name);
+      if (!f) throw std::runtime_error(path + ": missing symbol " + name);
+      return f;
+    };
+    SpmShim s;
+    s.train = reinterpret_cast<decltype(s.train)>(sym("ropelab_spm_train"));
+    s.free_string = reinterpret_cast<decltype(s.free_string)>(sym("ropelab_spm_free_string"));
+    s.load = reinterpret_cast<decltype(s.load)>(sym("ropelab_spm_load"));
+    s.free = reinterpret_cast<decltype(s.free)>(sym("ropelab_spm_free"));
+    s.vocab_size = reinterpret_cast<decltype(s.vocab_size)>(sym("ropelab_spm_vocab_size"));
+    s.encode = reinterpret_cast<decltype(s.encode)>(sym("ropelab_spm_encode"));
+    s.decode = reinterpret_cast<decltype(s.decode)>(sym("ropelab_spm_decode"));
+    return s;
+  }();
+  return loaded;
+}
+
+class SentencePieceTokenizer : public Tokenizer {
+ public:
+  explicit SentencePieceTokenizer(const std::string& model_path) : path_(model_path) {
+    std::string error;
+    processor_ = shim().load(&model_path, &error);
+    if (!processor_) throw std::runtime_error(model_path + ": cannot load SentencePiece model: " + error);
+  }
+  ~SentencePieceTokenizer() override { shim().free(processor_); }
+  SentencePieceTokenizer(const SentencePieceTokenizer&) = delete;
+  SentencePieceTokenizer& operator=(const SentencePieceTokenizer&) = delete;
+
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int> ids;
+    shim().encode(processor_, &text, &ids);
+    return {ids.begin(), ids.end()};
+  }
+
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    std::vector<int> kept;
+    for (auto id : ids)
+      if (id != kPadId && id != kBosId && id != kEosId) kept.push_back(static_cast<int>(id));
+    std::string text;
+    shim().decode(processor_, &kept, &text);
+    return text;
+  }
+
+  int64_t vocab_size() const override { return shim().vocab_size(processor_); }
+
+  void save(const std::string& dir) const override {
+    const auto target = fs::path(dir) / "spm.model";
+    if (fs::path(path_) != target) fs::copy_file(path_, target, fs::copy_options::overwrite_existing);
+  }
+
+ private:
+  std::string path_;
+  void* processor_ = nullptr;
+};
+
+std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, const std::vector<std::string>& texts,
+                                               const std::string& work_dir) {
+  fs::create_directories(work_dir);
+  const auto input = (fs::path(work_dir) / "spm_input.txt").string();
+  {
+    std::ofstream out(input);
+    for (const auto& t : texts) out << t << '\n';
+    if (!out) throw std::runtime_error(input + ": cannot write SentencePiece training text");
+  }
+  const auto prefix = (fs::path(work_dir) / "spm").string();
+  const std::string args = "--input=" + input + " --model_prefix=" + prefix +
+                           " --vocab_size=" + std::to_string(options.vocab_size()) +
+                           " --model_type=unigram --character_coverage=1.0 --pad_id=0 --unk_id=1 --bos_id=2"
+                           " --eos_id=3 --hard_vocab_limit=false --input_sentence_size=2000000"
+                           " --shuffle_input_sentence=true --num_threads=2 --minloglevel=2";
+  std::unique_ptr<std::string> error(shim().train(&args));
+  const std::string message = *error;
+  shim().free_string(error.release());
+  fs::remove(input);
+  if (!message.empty()) throw std::runtime_error("SentencePiece training failed: " + message);
+  return std::make_unique<SentencePieceTokenizer>(prefix + ".model");
+}
+
+}  // namespace
+
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string current;
+  auto flush = [&] {
+    if (!current.empty()) words.push_back(current), current.clear();
+  };
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (std::isspace(c)) {
+      flush(), ++i;
+    } else if (is_split_punct(c)) {
+      flush(), words.emplace_back(1, text[i]), ++i;
+    } else if (size_t n = inverted_mark(text, i)) {
+      flush(), words.push_back(text.substr(i, n)), i += n;
+    } else {
+      current += text[i++];
+    }
+  }
+  flush();
+  return words;
+}
+
+std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& texts,
+                                           const std::string& work_dir) {
+  switch (options.type()) {
+    case TokenizerType::word:
+      return train_words(options, texts);
+    case TokenizerType::sentencepiece:
+      return train_sentencepiece(options, texts, work_dir);
+  }
+  throw std::logic_error("unhandled TokenizerType");
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options, const std::string& dir) {
+  switch (options.type()) {
+    case TokenizerType::word: {
+      const auto path = (fs::path(dir) / "vocab.txt").string();
+      std::ifstream in(path);
+      if (!in) throw std::runtime_error(path + ": missing word vocabulary");
+      std::vector<std::string> words;
+      for (std::string line; std::getline(in, line);) words.push_back(line);
+      if (words.size() < kSpecials.size() || !std::equal(kSpecials.begin(), kSpecials.end(), words.begin()))
+        throw std::runtime_error(path + ": not a ropelab vocabulary (special tokens missing)");
+      return std::make_unique<WordTokenizer>(std::move(words));
+    }
+    case TokenizerType::sentencepiece: {
+      const auto path = (fs::path(dir) / "spm.model").string();
+      if (!fs::exists(path)) throw std::runtime_error(path + ": missing SentencePiece model");
+      return std::make_unique<SentencePieceTokenizer>(path);
+    }
+  }
+  throw std::logic_error("unhandled TokenizerType");
+}
+
+}  // namespace ropelab

@@ -1,0 +1,41 @@
+#pragma once
+/// Tokenizers: text <-> token ids with the special ids every model in ropelab uses.
+
+#include "ropelab/data/options.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ropelab {
+
+/// Special ids, the same for every tokenizer.
+constexpr int64_t kPadId = 0;
+constexpr int64_t kUnkId = 1;
+constexpr int64_t kBosId = 2;
+constexpr int64_t kEosId = 3;
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  /// Text -> ids, without BOS/EOS.
+  virtual std::vector<int64_t> encode(const std::string& text) const = 0;
+  /// Ids -> detokenized text; special ids are dropped.
+  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  virtual int64_t vocab_size() const = 0;
+  /// Writes the tokenizer into `dir` (file name fixed per type).
+  virtual void save(const std::string& dir) const = 0;
+};
+
+/// Trains a tokenizer of the configured type on `texts` (both languages: a joint vocabulary).
+/// `work_dir` receives intermediate and model files.
+std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& texts,
+                                           const std::string& work_dir);
+/// Loads the tokenizer saved in `dir`; throws std::runtime_error naming the file.
+std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options, const std::string& dir);
+
+/// The word tokenizer's pre-tokenization: whitespace split with punctuation split off.
+std::vector<std::string> split_words(const std::string& text);
+
+}  // namespace ropelab

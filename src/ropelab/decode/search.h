@@ -1,0 +1,29 @@
+#pragma once
+/// Autoregressive decoding for Seq2Seq models with incremental (cached) decoding:
+/// self-attention keys/values are appended per step, cross-attention keys/values
+/// are computed once per sentence.
+
+#include "ropelab/decode/options.h"
+#include "ropelab/model/transformer.h"
+
+#include <torch/torch.h>
+
+#include <vector>
+
+namespace ropelab {
+
+struct Hypothesis {
+  std::vector<int64_t> tokens;  // without BOS and EOS
+  double score = 0.0;           // sum of token log-probabilities (EOS included)
+};
+
+/// Greedy decoding of a source batch (B, S) -> B hypotheses. `max_len` is computed per
+/// sentence from options.max_len_a/b and the source length. `use_cache=false`
+/// recomputes the decoder over the whole prefix at each step (reference / benchmark).
+std::vector<Hypothesis> greedy_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
+                                      bool use_cache = true);
+
+/// The output length limit for a source of `source_len` tokens.
+int64_t max_output_length(const DecodeOptions& options, int64_t source_len);
+
+}  // namespace ropelab

@@ -1,0 +1,92 @@
+#include "ropelab/train/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+namespace ropelab {
+
+namespace {
+
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw std::runtime_error(path + ": cannot open for fsync");
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) throw std::runtime_error(path + ": fsync failed");
+}
+
+const char* kProgressKeys[] = {"progress.step", "progress.epoch", "progress.batch", "progress.bad_validations"};
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                     const Progress& progress) {
+  torch::serialize::OutputArchive archive;
+  for (const auto& p : model.named_parameters()) archive.write("model." + p.key(), p.value().detach().cpu());
+  for (const auto& b : model.named_buffers()) archive.write("model." + b.key(), b.value().cpu(), /*is_buffer=*/true);
+  if (optimizer) {
+    torch::serialize::OutputArchive state;
+    optimizer->save(state);
+    archive.write("optimizer", state);
+  }
+  const int64_t values[] = {progress.step, progress.epoch, progress.batch, progress.bad_validations};
+  for (size_t i = 0; i < 4; ++i) archive.write(kProgressKeys[i], torch::tensor(values[i]));
+  archive.write("progress.best_valid", torch::tensor(progress.best_valid, torch::kDouble));
+
+  const auto tmp = path + ".tmp";
+  try {
+    archive.save_to(tmp);
+  } catch (const c10::Error& e) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot write checkpoint (disk full?): " + e.what_without_backtrace());
+  }
+  fsync_path(tmp);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error(path + ": cannot rename checkpoint into place: " + ec.message());
+  fsync_path(std::filesystem::path(path).parent_path().empty() ? "." : std::filesystem::path(path).parent_path().string());
+}
+
+void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                     Progress* progress) {
+  if (!std::filesystem::exists(path)) throw std::runtime_error(path + ": checkpoint not found");
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path);
+  } catch (const c10::Error&) {
+    throw std::runtime_error(path + ": not a readable ropelab checkpoint (corrupt, truncated or foreign)");
+  }
+  torch::NoGradGuard no_grad;
+  auto restore = [&](const std::string& name, torch::Tensor& target, bool is_buffer) {
+    torch::Tensor value;
+    if (!archive.try_read("model." + name, value, is_buffer))
+      throw std::runtime_error(path + ": checkpoint has no " + name + " (a different model?)");
+    if (value.sizes() != target.sizes())
+      throw std::runtime_error(path + ": " + name + " has shape " + c10::str(value.sizes()) + " but the model expects " +
+                               c10::str(target.sizes()) + " (config and checkpoint disagree)");
+    target.copy_(value);
+  };
+  for (auto& p : model.named_parameters()) restore(p.key(), p.value(), false);
+  for (auto& b : model.named_buffers()) restore(b.key(), b.value(), true);
+  if (optimizer) {
+    torch::serialize::InputArchive state;
+    if (!archive.try_read("optimizer", state)) throw std::runtime_error(path + ": checkpoint has no optimizer state");
+    optimizer->load(state);
+  }
+  if (progress) {
+    int64_t* fields[] = {&progress->step, &progress->epoch, &progress->batch, &progress->bad_validations};
+    for (size_t i = 0; i < 4; ++i) {
+      torch::Tensor v;
+      if (!archive.try_read(kProgressKeys[i], v)) throw std::runtime_error(path + ": checkpoint has no progress");
+      *fields[i] = v.item<int64_t>();
+    }
+    torch::Tensor best;
+    if (archive.try_read("progress.best_valid", best)) progress->best_valid = best.item<double>();
+  }
+}
+
+}  // namespace ropelab

@@ -1,0 +1,28 @@
+#pragma once
+/// Checkpoints: model parameters and buffers, optimizer state and progress in one
+/// torch archive, written atomically (temporary file, fsync, rename).
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace ropelab {
+
+struct Progress {
+  int64_t step = 0;            // optimizer updates done
+  int64_t epoch = 0;           // passes over the training data begun
+  int64_t batch = 0;           // batches of the current epoch consumed
+  double best_valid = 1e30;    // best validation loss so far
+  int64_t bad_validations = 0; // validations since the best (early stopping)
+};
+
+/// Writes `path` atomically; the previous file at `path` survives any failure.
+void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                     const Progress& progress);
+
+/// Loads into `model` (and `optimizer`, `progress` when given). Throws std::runtime_error
+/// naming the file for unreadable files and parameters missing or of another shape.
+void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer = nullptr,
+                     Progress* progress = nullptr);
+
+}  // namespace ropelab

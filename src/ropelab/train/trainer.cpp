@@ -1,0 +1,261 @@
+#include "ropelab/train/trainer.h"
+
+#include "ropelab/data/corpus.h"
+#include "ropelab/train/checkpoint.h"
+#include "ropelab/train/run.h"
+#include "ropelab/util/runtime.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace ropelab {
+
+namespace fs = std::filesystem;
+
+// --- run directory ------------------------------------------------------------------
+
+RunPaths::RunPaths(std::string d)
+    : dir(std::move(d)),
+      config((fs::path(dir) / "config.yaml").string()),
+      last((fs::path(dir) / "checkpoint_last.pt").string()),
+      best((fs::path(dir) / "checkpoint_best.pt").string()),
+      metrics((fs::path(dir) / "metrics.jsonl").string()) {}
+
+std::string RunPaths::checkpoint(const std::string& which) const {
+  if (which == "best") return fs::exists(best) ? best : last;  // a run without validation has no best
+  if (which == "last") return last;
+  return which;
+}
+
+Seq2Seq build_model(const Config& config, int64_t vocab_size) {
+  auto options = config.model;
+  options.vocab_size(vocab_size).pad_id(kPadId);
+  return Seq2Seq(options);
+}
+
+LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device) {
+  RunPaths paths(dir);
+  if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": run directory not found");
+  LoadedRun run;
+  run.config = load_config({{paths.config}, {}});
+  run.tokenizer = load_tokenizer(run.config.tokenizer, dir);
+  run.model = build_model(run.config, run.tokenizer->vocab_size());
+  load_checkpoint(paths.checkpoint(checkpoint), *run.model);
+  run.model->to(device);
+  run.model->eval();
+  return run;
+}
+
+// --- optimization pieces ---------------------------------------------------------------
+
+double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
+  const double s = static_cast<double>(std::max<int64_t>(step, 1));  // guard step 0
+  const double w = static_cast<double>(o.warmup());
+  switch (o.lr_schedule()) {
+    case LrSchedule::noam:
+      return o.lr() * std::pow(static_cast<double>(d_model), -0.5) * std::min(std::pow(s, -0.5), s * std::pow(w, -1.5));
+    case LrSchedule::inverse_sqrt:
+      return s < w ? o.lr() * s / w : o.lr() * std::sqrt(w / s);
+    case LrSchedule::constant:
+      return o.lr();
+  }
+  TORCH_INTERNAL_ASSERT(false, "unhandled LrSchedule");
+}
+
+std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target,
+                                                      double label_smoothing, int64_t pad_id) {
+  auto logp = torch::log_softmax(logits.to(torch::kFloat), -1);            // (B, T, V)
+  auto keep = target.ne(pad_id);                                           // (B, T)
+  auto nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1);           // (B, T)
+  nll = nll.masked_fill(~keep, 0.0).sum();
+  if (label_smoothing == 0.0) return {nll, nll.detach()};
+  auto uniform = -logp.mean(-1).masked_fill(~keep, 0.0).sum();             // eps/V over all classes
+  return {(1.0 - label_smoothing) * nll + label_smoothing * uniform, nll.detach()};
+}
+
+// --- the loop ----------------------------------------------------------------------------
+
+namespace {
+
+struct Split {
+  std::vector<Example> examples;
+  int64_t dropped = 0;
+  int64_t empty = 0;
+};
+
+Split load_split(const Config& config, const std::string& path, const Tokenizer& tokenizer, bool truncate) {
+  auto text = read_parallel(config.data, path);
+  Split split;
+  split.empty = text.skipped_empty;
+  split.examples = tokenize_pairs(text, tokenizer, config.data.max_len(), truncate, &split.dropped);
+  return split;
+}
+
+struct Totals {
+  double loss = 0, nll = 0, tokens = 0;
+  void add(double l, double n, double t) { loss += l, nll += n, tokens += t; }
+};
+
+Totals evaluate(Seq2Seq& model, const std::vector<Example>& examples, const Config& config,
+                const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  model->eval();
+  Totals totals;
+  for (const auto& indices : plan_batches(examples, config.train.max_tokens(), true, 0)) {
+    auto batch = collate(examples, indices, device);
+    auto [loss, nll] = smoothed_loss(model(batch.source, batch.target_in), batch.target_out,
+                                     config.train.label_smoothing(), kPadId);
+    totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
+  }
+  model->train();
+  return totals;
+}
+
+/// Appends one JSON object per line to the metrics file.
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path) : out_(path, std::ios::app) {
+    if (!out_) throw std::runtime_error(path + ": cannot open for writing");
+  }
+  void write(const std::string& event, int64_t step, std::initializer_list<std::pair<const char*, double>> fields) {
+    out_ << "{\"event\":\"" << event << "\",\"step\":" << step;
+    for (const auto& [k, v] : fields) out_ << ",\"" << k << "\":" << v;
+    out_ << "}\n" << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+}  // namespace
+
+void train(const Config& config, const std::string& run_dir, bool resume) {
+  const auto& t = config.train;
+  const auto device = parse_device(t.device());
+  const auto threads = set_threads(t.threads());
+  RunPaths paths(run_dir);
+  fs::create_directories(run_dir);
+
+  if (config.data.train().empty()) throw ConfigError("config: data.train is required for training");
+  torch::manual_seed(static_cast<uint64_t>(t.seed()));
+
+  // Tokenizer: trained on the training split (source and target: a joint vocabulary).
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (resume) {
+    tokenizer = load_tokenizer(config.tokenizer, run_dir);
+  } else {
+    auto text = read_parallel(config.data, config.data.train());
+    std::vector<std::string> all = text.source;
+    all.insert(all.end(), text.target.begin(), text.target.end());
+    tokenizer = train_tokenizer(config.tokenizer, all, run_dir);
+    tokenizer->save(run_dir);
+    std::ofstream(paths.config) << dump_config(config);
+  }
+  auto train_split = load_split(config, config.data.train(), *tokenizer, false);
+  Split valid_split;
+  if (!config.data.valid().empty()) valid_split = load_split(config, config.data.valid(), *tokenizer, true);
+  std::cout << "data: " << train_split.examples.size() << " training pairs (" << train_split.dropped
+            << " over data.max_len=" << config.data.max_len() << " skipped, " << train_split.empty
+            << " with an empty side skipped), " << valid_split.examples.size() << " validation pairs; vocabulary "
+            << tokenizer->vocab_size() << std::endl;
+  if (train_split.examples.empty()) throw std::runtime_error(config.data.train() + ": no usable training pairs");
+
+  auto model = build_model(config, tokenizer->vocab_size());
+  model->to(device);
+  int64_t parameters = 0;
+  for (const auto& p : model->parameters()) parameters += p.numel();
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(t.lr())
+                                                        .betas({t.adam_beta1(), t.adam_beta2()})
+                                                        .eps(t.adam_eps())
+                                                        .weight_decay(t.weight_decay()));
+  Progress progress;
+  if (resume) {
+    load_checkpoint(paths.last, *model, &optimizer, &progress);
+    std::cout << "resume: " << paths.last << " at step " << progress.step << std::endl;
+  }
+  std::cout << "model: " << parameters << " parameters on " << device << ", " << threads << " threads" << std::endl;
+
+  MetricsLog metrics(paths.metrics);
+  Totals window;
+  double window_start = now_seconds();
+  const double start = window_start;
+  const int64_t first_step = progress.step;
+  bool stop = false;
+
+  auto validate = [&] {
+    if (valid_split.examples.empty()) return;
+    auto v = evaluate(model, valid_split.examples, config, device);
+    const double loss = v.loss / v.tokens, ppl = std::exp(v.nll / v.tokens);
+    const bool improved = loss < progress.best_valid;
+    if (improved) progress.best_valid = loss, progress.bad_validations = 0;
+    else ++progress.bad_validations;
+    std::printf("valid step %ld | loss %.4f | ppl %.2f%s\n", static_cast<long>(progress.step), loss, ppl,
+                improved ? " | best" : "");
+    std::fflush(stdout);
+    metrics.write("valid", progress.step, {{"loss", loss}, {"ppl", ppl}});
+    if (improved) save_checkpoint(paths.best, *model, &optimizer, progress);
+    if (t.patience() > 0 && progress.bad_validations >= t.patience()) {
+      std::cout << "early stop: no improvement in " << t.patience() << " validations" << std::endl;
+      stop = true;
+    }
+  };
+
+  model->train();
+  while (!stop && progress.step < t.steps()) {
+    auto plan = plan_batches(train_split.examples, t.max_tokens(), true,
+                             static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.epoch));
+    while (!stop && progress.step < t.steps() && progress.batch + t.accumulate() <= static_cast<int64_t>(plan.size())) {
+      // Dropout draws depend only on (seed, step), so a resumed run replays them exactly.
+      torch::manual_seed(static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.step) + 1);
+      double tokens = 0;
+      for (int64_t a = 0; a < t.accumulate(); ++a) {
+        auto batch = collate(train_split.examples, plan[static_cast<size_t>(progress.batch++)], device);
+        auto [loss, nll] = smoothed_loss(model(batch.source, batch.target_in), batch.target_out,
+                                         t.label_smoothing(), kPadId);
+        loss.backward();
+        tokens += static_cast<double>(batch.target_tokens);
+        window.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
+      }
+      // Gradients of summed losses -> per-token mean over the whole update.
+      for (auto& p : model->parameters())
+        if (p.grad().defined()) p.grad().div_(tokens);
+      if (t.clip_norm() > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), t.clip_norm());
+      ++progress.step;
+      const double lr = learning_rate(t, config.model.d_model(), progress.step);
+      for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+      optimizer.step();
+      optimizer.zero_grad();
+
+      if (progress.step % t.log_every() == 0 || progress.step == t.steps()) {
+        const double now = now_seconds();
+        const double speed = window.tokens / std::max(now - window_start, 1e-9);
+        const double per_step = (now - start) / static_cast<double>(progress.step - first_step);
+        std::printf("step %ld/%ld | loss %.4f | ppl %.2f | lr %.3g | %.0f tok/s | %s elapsed | ETA %s\n",
+                    static_cast<long>(progress.step), static_cast<long>(t.steps()), window.loss / window.tokens,
+                    std::exp(window.nll / window.tokens), lr, speed, format_duration(now - start).c_str(),
+                    format_duration(per_step * static_cast<double>(t.steps() - progress.step)).c_str());
+        std::fflush(stdout);
+        metrics.write("train", progress.step,
+                      {{"loss", window.loss / window.tokens}, {"ppl", std::exp(window.nll / window.tokens)},
+                       {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", now - start}});
+        window = Totals();
+        window_start = now_seconds();
+      }
+      if (t.valid_every() > 0 && progress.step % t.valid_every() == 0) {
+        validate();
+        save_checkpoint(paths.last, *model, &optimizer, progress);
+      }
+    }
+    if (progress.batch + t.accumulate() > static_cast<int64_t>(plan.size())) ++progress.epoch, progress.batch = 0;
+  }
+  if (t.valid_every() == 0 || progress.step % t.valid_every() != 0) validate();
+  save_checkpoint(paths.last, *model, &optimizer, progress);
+  std::cout << "done: step " << progress.step << " in " << format_duration(now_seconds() - start) << ", run "
+            << run_dir << std::endl;
+}
+
+}  // namespace ropelab

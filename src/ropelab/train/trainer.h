@@ -1,0 +1,23 @@
+#pragma once
+/// `ropelab train`: tokenizer, data, model, optimization loop, validation and checkpoints
+/// for the encoder-decoder translator (Vaswani et al. 2017, section 5).
+
+#include "ropelab/config/config.h"
+
+#include <string>
+
+namespace ropelab {
+
+/// lr at optimizer update `step` (1-based) for the configured schedule.
+double learning_rate(const TrainOptions& options, int64_t d_model, int64_t step);
+
+/// Label-smoothed loss and un-smoothed NLL, both summed over non-pad targets.
+/// Smoothing is torch's variant: eps/V on every class, the target included.
+/// logits (B, T, V), target (B, T) -> {smoothed_sum, nll_sum}
+std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target,
+                                                      double label_smoothing, int64_t pad_id);
+
+/// Trains from `config` into `run_dir`; with `resume`, continues the run found there.
+void train(const Config& config, const std::string& run_dir, bool resume);
+
+}  // namespace ropelab
