@@ -1,50 +1,75 @@
-// SentencePiece behind a narrow C-linkage interface, built as its own shared object and
-// loaded with dlopen(RTLD_LOCAL | RTLD_DEEPBIND). Debian's libsentencepiece bundles a
-// protobuf-lite that exports the same symbols as the libprotobuf LibTorch loads; linked
-// together they crash at start-up. Isolated this way each binds its own copy.
+// SentencePiece behind a plain C interface, built as its own shared object and loaded
+// with dlmopen(LM_ID_NEWLM): a separate link-map namespace with its own libstdc++ and
+// libc. Debian's libsentencepiece bundles a protobuf-lite whose exported symbols clash
+// with the libprotobuf LibTorch loads (a crash at start-up when linked together), and
+// RTLD_DEEPBIND is not enough: SentencePiece's logging then writes to an unconstructed
+// std::cerr. Because the namespaces have separate heaps, nothing allocated here crosses
+// the boundary: callers pass buffers, functions return the size they needed.
 // No LibTorch here.
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
-extern "C" {
-
-/// Trains a model; returns "" on success, else the error text.
-std::string* ropelab_spm_train(const std::string* args) {
-  auto status = sentencepiece::SentencePieceTrainer::Train(*args);
-  return new std::string(status.ok() ? "" : status.ToString());
+namespace sentencepiece::logging {
+void SetMinLogLevel(int v);  // exported by libsentencepiece, not declared in its public headers
 }
 
-void ropelab_spm_free_string(std::string* s) { delete s; }
+namespace {
+using Processor = sentencepiece::SentencePieceProcessor;
 
-/// Loads a model; on failure returns nullptr and sets *error.
-void* ropelab_spm_load(const std::string* path, std::string* error) {
-  auto* processor = new sentencepiece::SentencePieceProcessor();
-  auto status = processor->Load(*path);
+/// Copies `text` into buf (NUL-terminated, truncated to cap) and returns its full length.
+int copy_out(const std::string& text, char* buf, int cap) {
+  if (cap > 0) {
+    const auto n = std::min<size_t>(text.size(), static_cast<size_t>(cap - 1));
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return static_cast<int>(text.size());
+}
+}  // namespace
+
+extern "C" {
+
+/// Trains a model from a SentencePiece flag string; 0 on success, else 1 with the error in err.
+int ropelab_spm_train(const char* args, char* err, int err_cap) {
+  sentencepiece::logging::SetMinLogLevel(2);  // warnings and errors only
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+  copy_out(status.ok() ? "" : status.ToString(), err, err_cap);
+  return status.ok() ? 0 : 1;
+}
+
+/// Loads a model; nullptr on failure with the error in err.
+void* ropelab_spm_load(const char* path, char* err, int err_cap) {
+  auto* processor = new Processor();
+  const auto status = processor->Load(path);
   if (!status.ok()) {
-    *error = status.ToString();
+    copy_out(status.ToString(), err, err_cap);
     delete processor;
     return nullptr;
   }
   return processor;
 }
 
-void ropelab_spm_free(void* processor) { delete static_cast<sentencepiece::SentencePieceProcessor*>(processor); }
+void ropelab_spm_free(void* processor) { delete static_cast<Processor*>(processor); }
 
-int ropelab_spm_vocab_size(void* processor) {
-  return static_cast<sentencepiece::SentencePieceProcessor*>(processor)->GetPieceSize();
+int ropelab_spm_vocab_size(void* processor) { return static_cast<Processor*>(processor)->GetPieceSize(); }
+
+/// Encodes text into ids[0..cap); returns the number of ids (retry with more room if > cap).
+int ropelab_spm_encode(void* processor, const char* text, int length, int* ids, int cap) {
+  std::vector<int> out;
+  static_cast<Processor*>(processor)->Encode(std::string(text, static_cast<size_t>(length)), &out);
+  for (size_t i = 0; i < out.size() && static_cast<int>(i) < cap; ++i) ids[i] = out[i];
+  return static_cast<int>(out.size());
 }
 
-void ropelab_spm_encode(void* processor, const std::string* text, std::vector<int>* ids) {
-  ids->clear();
-  static_cast<sentencepiece::SentencePieceProcessor*>(processor)->Encode(*text, ids);
-}
-
-void ropelab_spm_decode(void* processor, const std::vector<int>* ids, std::string* text) {
-  text->clear();
-  static_cast<sentencepiece::SentencePieceProcessor*>(processor)->Decode(*ids, text);
+/// Decodes ids into buf; returns the text length (retry with more room if >= cap).
+int ropelab_spm_decode(void* processor, const int* ids, int n, char* buf, int cap) {
+  std::string text;
+  static_cast<Processor*>(processor)->Decode(std::vector<int>(ids, ids + n), &text);
+  return copy_out(text, buf, cap);
 }
 
 }  // extern "C"

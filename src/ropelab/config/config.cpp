@@ -178,7 +178,7 @@ class Reader {
     known_.insert(key);
     auto node = lookup(key);
     if (!node) return;
-    if (!node.IsScalar()) fail(key, "expected " + std::string(type_name<T>()) + ", got a list or mapping");
+    if (!node.IsScalar()) fail(key, " expected " + std::string(type_name<T>()) + ", got a list or mapping");
     try {
       value = node.as<T>();
     } catch (const YAML::Exception&) {

@@ -2,6 +2,9 @@
 
 #include "ropelab/build_config.h"
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // dlmopen
+#endif
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -93,14 +96,14 @@ std::unique_ptr<Tokenizer> train_words(const TokenizerOptions& options, const st
 
 // --- SentencePiece, through the shim ----------------------------------------------------
 
+/// The SentencePiece shim's entry points (src/spm_shim/spm_shim.cpp).
 struct SpmShim {
-  std::string* (*train)(const std::string*);
-  void (*free_string)(std::string*);
-  void* (*load)(const std::string*, std::string*);
+  int (*train)(const char*, char*, int);
+  void* (*load)(const char*, char*, int);
   void (*free)(void*);
   int (*vocab_size)(void*);
-  void (*encode)(void*, const std::string*, std::vector<int>*);
-  void (*decode)(void*, const std::vector<int>*, std::string*);
+  int (*encode)(void*, const char*, int, int*, int);
+  int (*decode)(void*, const int*, int, char*, int);
 };
 
 std::string shim_path() {
@@ -111,10 +114,11 @@ std::string shim_path() {
   return ROPELAB_SPM_SHIM_PATH;
 }
 
+/// Loads the shim once, into its own link-map namespace (see spm_shim.cpp for why).
 const SpmShim& shim() {
   static const SpmShim loaded = [] {
     const auto path = shim_path();
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    void* handle = dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) throw std::runtime_error("cannot load the SentencePiece shim " + path + ": " + dlerror());
     auto sym = [&](const char* name) {
       void* f = dlsym(handle, name);
@@ -123,7 +127,6 @@ const SpmShim& shim() {
     };
     SpmShim s;
     s.train = reinterpret_cast<decltype(s.train)>(sym("ropelab_spm_train"));
-    s.free_string = reinterpret_cast<decltype(s.free_string)>(sym("ropelab_spm_free_string"));
     s.load = reinterpret_cast<decltype(s.load)>(sym("ropelab_spm_load"));
     s.free = reinterpret_cast<decltype(s.free)>(sym("ropelab_spm_free"));
     s.vocab_size = reinterpret_cast<decltype(s.vocab_size)>(sym("ropelab_spm_vocab_size"));
@@ -137,8 +140,8 @@ const SpmShim& shim() {
 class SentencePieceTokenizer : public Tokenizer {
  public:
   explicit SentencePieceTokenizer(const std::string& model_path) : path_(model_path) {
-    std::string error;
-    processor_ = shim().load(&model_path, &error);
+    char error[512] = {0};
+    processor_ = shim().load(model_path.c_str(), error, sizeof error);
     if (!processor_) throw std::runtime_error(model_path + ": cannot load SentencePiece model: " + error);
   }
   ~SentencePieceTokenizer() override { shim().free(processor_); }
@@ -146,17 +149,29 @@ class SentencePieceTokenizer : public Tokenizer {
   SentencePieceTokenizer& operator=(const SentencePieceTokenizer&) = delete;
 
   std::vector<int64_t> encode(const std::string& text) const override {
-    std::vector<int> ids;
-    shim().encode(processor_, &text, &ids);
-    return {ids.begin(), ids.end()};
+    std::vector<int> ids(text.size() + 16);  // at most one piece per byte, plus slack
+    int n = shim().encode(processor_, text.data(), static_cast<int>(text.size()), ids.data(),
+                          static_cast<int>(ids.size()));
+    if (n > static_cast<int>(ids.size())) {
+      ids.resize(static_cast<size_t>(n));
+      n = shim().encode(processor_, text.data(), static_cast<int>(text.size()), ids.data(), n);
+    }
+    return {ids.begin(), ids.begin() + n};
   }
 
   std::string decode(const std::vector<int64_t>& ids) const override {
     std::vector<int> kept;
     for (auto id : ids)
       if (id != kPadId && id != kBosId && id != kEosId) kept.push_back(static_cast<int>(id));
-    std::string text;
-    shim().decode(processor_, &kept, &text);
+    std::string text(kept.size() * 16 + 16, '\0');
+    int n = shim().decode(processor_, kept.data(), static_cast<int>(kept.size()), text.data(),
+                          static_cast<int>(text.size()));
+    if (n >= static_cast<int>(text.size())) {
+      text.resize(static_cast<size_t>(n) + 1);
+      n = shim().decode(processor_, kept.data(), static_cast<int>(kept.size()), text.data(),
+                        static_cast<int>(text.size()));
+    }
+    text.resize(static_cast<size_t>(n));
     return text;
   }
 
@@ -187,11 +202,10 @@ std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, 
                            " --model_type=unigram --character_coverage=1.0 --pad_id=0 --unk_id=1 --bos_id=2"
                            " --eos_id=3 --hard_vocab_limit=false --input_sentence_size=2000000"
                            " --shuffle_input_sentence=true --num_threads=2 --minloglevel=2";
-  std::unique_ptr<std::string> error(shim().train(&args));
-  const std::string message = *error;
-  shim().free_string(error.release());
+  char error[1024] = {0};
+  const int failed = shim().train(args.c_str(), error, sizeof error);
   fs::remove(input);
-  if (!message.empty()) throw std::runtime_error("SentencePiece training failed: " + message);
+  if (failed) throw std::runtime_error("SentencePiece training failed: " + std::string(error));
   return std::make_unique<SentencePieceTokenizer>(prefix + ".model");
 }
 

@@ -1,0 +1,69 @@
+// The softmax attention backend against a direct evaluation of its definition.
+#include "ropelab/attention/backend.h"
+
+#include "../test_util.h"
+
+using namespace ropelab;
+using ropelab::testing::max_diff;
+
+namespace {
+
+class Attention : public ropelab::testing::Seeded {};
+
+/// softmax(q k^T / sqrt(d) + bias) v, row by row, skipping hidden keys entirely.
+torch::Tensor reference(const AttentionInputs& in) {
+  auto q = in.q.to(torch::kDouble), k = in.k.to(torch::kDouble), v = in.v.to(torch::kDouble);
+  const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2);
+  auto out = torch::zeros_like(q);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Tq; ++i) {
+        std::vector<int64_t> keys;
+        for (int64_t j = 0; j < Tk; ++j) {
+          if (in.causal && j > i + Tk - Tq) continue;
+          if (in.key_padding_mask.defined() && in.key_padding_mask[b][j].item<bool>()) continue;
+          keys.push_back(j);
+        }
+        auto idx = torch::tensor(keys);
+        auto scores = torch::matmul(k[b][h].index_select(0, idx), q[b][h][i]) / std::sqrt(double(q.size(3)));
+        if (in.logit_bias.defined())
+          scores = scores + in.logit_bias.to(torch::kDouble).expand({B, H, Tq, Tk})[b][h][i].index_select(0, idx);
+        out[b][h][i] = torch::matmul(torch::softmax(scores, 0), v[b][h].index_select(0, idx));
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST_F(Attention, SoftmaxMatchesDefinitionWithMasksAndBias) {
+  SoftmaxAttention attention(AttentionOptions{});
+  AttentionInputs in{torch::randn({2, 3, 5, 8}), torch::randn({2, 3, 7, 8}), torch::randn({2, 3, 7, 8}),
+                     torch::tensor({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool),
+                     torch::randn({1, 3, 5, 7}), false};
+  EXPECT_LT(max_diff(attention.forward(in), reference(in)), 1e-5);
+  in.causal = true;  // Tk > Tq: query i sees keys up to i + 2
+  in.key_padding_mask = torch::Tensor();
+  EXPECT_LT(max_diff(attention.forward(in), reference(in)), 1e-5);
+}
+
+TEST_F(Attention, CausalMaskAlignsQueriesWithTheLastKeys) {
+  auto mask = causal_mask(2, 4, torch::kCPU);
+  auto expected = torch::tensor({{0, 0, 0, 1}, {0, 0, 0, 0}}).to(torch::kBool);
+  EXPECT_TRUE(torch::equal(mask, expected));
+}
+
+TEST_F(Attention, FullyMaskedRowsStayFinite) {
+  SoftmaxAttention attention(AttentionOptions{});
+  AttentionInputs in{torch::randn({1, 1, 2, 4}), torch::randn({1, 1, 2, 4}), torch::randn({1, 1, 2, 4}),
+                     torch::ones({1, 2}, torch::kBool), {}, false};
+  EXPECT_TRUE(torch::isfinite(attention.forward(in)).all().item<bool>());
+}
+
+TEST_F(Attention, DropoutOnlyInTraining) {
+  SoftmaxAttention attention(AttentionOptions().dropout(0.5));
+  AttentionInputs in{torch::randn({1, 2, 6, 4}), torch::randn({1, 2, 6, 4}), torch::randn({1, 2, 6, 4}), {}, {}, false};
+  attention.eval();
+  EXPECT_LT(max_diff(attention.forward(in), reference(in)), 1e-5);
+  attention.train();
+  EXPECT_GT(max_diff(attention.forward(in), reference(in)), 1e-3);
+}

@@ -1,0 +1,126 @@
+// The config loader: priority, shorthand, round trip, and one clear error per mistake.
+#include "ropelab/config/config.h"
+
+#include "../test_util.h"
+
+#include <filesystem>
+#include <fstream>
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+
+namespace {
+
+class ConfigTest : public ropelab::testing::Seeded {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("ropelab_config_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    auto path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string load_error(const std::vector<std::string>& files, const std::vector<std::string>& overrides = {}) {
+    return error_of([&] { load_config({files, overrides}); });
+  }
+  std::filesystem::path dir_;
+};
+
+}  // namespace
+
+TEST_F(ConfigTest, DefaultsAreThePaperBaseModel) {
+  auto c = load_config({});
+  EXPECT_EQ(c.model.d_model(), 512);
+  EXPECT_EQ(c.model.heads(), 8);
+  EXPECT_EQ(c.model.d_ff(), 2048);
+  EXPECT_EQ(c.model.encoder_layers(), 6);
+  EXPECT_DOUBLE_EQ(c.model.dropout(), 0.1);
+  EXPECT_EQ(c.model.norm(), NormPosition::post);
+  EXPECT_DOUBLE_EQ(c.train.adam_beta2(), 0.98);
+  EXPECT_DOUBLE_EQ(c.train.adam_eps(), 1e-9);
+  EXPECT_EQ(c.train.warmup(), 4000);
+  EXPECT_DOUBLE_EQ(c.train.label_smoothing(), 0.1);
+  EXPECT_EQ(c.decode.beam(), 4);
+  EXPECT_DOUBLE_EQ(c.decode.lenpen(), 0.6);
+}
+
+TEST_F(ConfigTest, LaterFilesWinAndSetWinsOverFiles) {
+  auto a = write("a.yaml", "model:\n  d_model: 256\n  heads: 4\ntrain:\n  steps: 10\n");
+  auto b = write("b.yaml", "model:\n  d_model: 128\n");
+  auto c = load_config({{a, b}, {"train.steps=99"}});
+  EXPECT_EQ(c.model.d_model(), 128);
+  EXPECT_EQ(c.model.heads(), 4);  // merged, not replaced
+  EXPECT_EQ(c.train.steps(), 99);
+}
+
+TEST_F(ConfigTest, PositionShorthandSetsBothStacksAndSpecificKeysWin) {
+  auto a = write("a.yaml",
+                 "model:\n  position:\n    type: rotary\n    fraction: 0.5\n  decoder_position:\n    type: t5_bias\n");
+  auto c = load_config({{a}, {}});
+  EXPECT_EQ(c.model.encoder_position().type(), PositionType::rotary);
+  EXPECT_DOUBLE_EQ(c.model.encoder_position().fraction(), 0.5);
+  EXPECT_EQ(c.model.decoder_position().type(), PositionType::t5_bias);
+  EXPECT_DOUBLE_EQ(c.model.decoder_position().fraction(), 0.5);
+}
+
+TEST_F(ConfigTest, DumpRoundTrips) {
+  auto a = write("a.yaml", "model:\n  position: {type: rotary_nd, axes: 2}\n  norm: pre\ntrain: {lr: 0.0007}\n");
+  auto c = load_config({{a}, {}});
+  auto dumped = write("dumped.yaml", dump_config(c));
+  EXPECT_EQ(dump_config(load_config({{dumped}, {}})), dump_config(c));
+  EXPECT_NE(dump_config(c).find("type: rotary_nd"), std::string::npos);
+}
+
+TEST_F(ConfigTest, UnknownKeySuggestsTheClosestKnownKey) {
+  auto a = write("x.yaml", "model:\n  dmodel: 256\n");
+  EXPECT_EQ(load_error({a}), a + ": unknown key model.dmodel (did you mean model.d_model?)");
+  auto b = write("y.yaml", "trian:\n  steps: 3\n");
+  EXPECT_EQ(load_error({b}), b + ": unknown key trian (did you mean train?)");
+  EXPECT_EQ(load_error({}, {"model.zzzzzzzz=1"}), "--set: unknown key model.zzzzzzzz");
+}
+
+TEST_F(ConfigTest, WrongTypesNameFileAndKey) {
+  auto a = write("x.yaml", "model:\n  heads: six\n");
+  EXPECT_EQ(load_error({a}), a + ": model.heads=six is not an integer");
+  auto b = write("y.yaml", "model:\n  dropout: [1, 2]\n");
+  EXPECT_EQ(load_error({b}), b + ": model.dropout expected a number, got a list or mapping");
+  auto c = write("z.yaml", "model:\n  norm: middle\n");
+  EXPECT_EQ(load_error({c}), c + ": model.norm: unknown norm position 'middle' (expected post | pre)");
+}
+
+TEST_F(ConfigTest, OutOfRangeValuesAreRejectedWithTheKey) {
+  auto a = write("x.yaml", "model:\n  heads: 6\n");
+  EXPECT_EQ(load_error({a}), a + ": model.heads=6 does not divide model.d_model=512");
+  EXPECT_EQ(load_error({}, {"model.dropout=1.5"}), "--set: model.dropout=1.5 must be in [0, 1)");
+  EXPECT_EQ(load_error({}, {"train.device=tpu"}),
+            "--set: train.device=tpu is not a device (expected cpu, cuda or cuda:N)");
+  EXPECT_EQ(load_error({}, {"decode.beam=0"}), "--set: decode.beam=0 must be >= 1");
+}
+
+TEST_F(ConfigTest, PositionEncoderChecksRunAtConfigTime) {
+  // d_model 512 / 8 heads = Dh 64; fraction 0.3 -> 19 rotated dims: odd
+  auto a = write("x.yaml", "model:\n  encoder_position: {type: rotary, fraction: 0.3}\n");
+  auto message = load_error({a});
+  EXPECT_EQ(message.rfind(a + ": model.encoder_position: RotaryEncoder: rotated dimensions (19", 0), 0u) << message;
+  auto b = write("y.yaml", "model:\n  position: {type: rotary_nd, axes: 3}\n");
+  message = load_error({b});
+  EXPECT_NE(message.find("must be a positive multiple of 2 x axes = 6"), std::string::npos) << message;
+}
+
+TEST_F(ConfigTest, SyntaxErrorsNameTheLine) {
+  auto a = write("x.yaml", "model:\n  d_model: 256\n  heads: [4\n");
+  auto message = load_error({a});
+  EXPECT_EQ(message.rfind(a + ":", 0), 0u) << message;
+  EXPECT_NE(message.find("YAML syntax error"), std::string::npos) << message;
+  EXPECT_EQ(load_error({(dir_ / "missing.yaml").string()}), (dir_ / "missing.yaml").string() + ": cannot open config file");
+  EXPECT_EQ(load_error({}, {"model.d_model"}), "--set model.d_model: expected key=value, e.g. --set model.d_model=256");
+}
+
+TEST(EditDistance, Levenshtein) {
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("same", "same"), 0u);
+}

@@ -1,0 +1,143 @@
+// Corpus reading, batching and tokenizers.
+#include "ropelab/data/corpus.h"
+
+#include "../test_util.h"
+
+#include <filesystem>
+#include <fstream>
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+
+namespace {
+
+class Corpus : public ropelab::testing::Seeded {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("ropelab_corpus_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& bytes) {
+    auto path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+}  // namespace
+
+TEST_F(Corpus, TsvStripsBomAndCrAndCountsEmptyPairs) {
+  auto path = write("a.tsv", "\xEF\xBB\xBFhello\thola\r\n\nworld\t\ncat\tgato\n");
+  auto text = read_parallel(DataOptions(), path);
+  ASSERT_EQ(text.source.size(), 2u);
+  EXPECT_EQ(text.source[0], "hello");
+  EXPECT_EQ(text.target[0], "hola");
+  EXPECT_EQ(text.line[1], 4);
+  EXPECT_EQ(text.skipped_empty, 2);
+}
+
+TEST_F(Corpus, ErrorsNameFileAndLine) {
+  auto bad_utf8 = write("b.tsv", "ok\tok\nbad \xC3\x28\tx\n");
+  EXPECT_EQ(error_of([&] { read_parallel(DataOptions(), bad_utf8); }), bad_utf8 + ":2: invalid UTF-8");
+  auto no_tab = write("c.tsv", "ok\tok\nno tab here\n");
+  EXPECT_EQ(error_of([&] { read_parallel(DataOptions(), no_tab); }),
+            no_tab + ":2: expected exactly one tab between source and target");
+  write("d.en", "a\nb\nc\n");
+  write("d.es", "a\nb\n");
+  auto prefix = (dir_ / "d").string();
+  EXPECT_EQ(error_of([&] { read_parallel(DataOptions().format(CorpusFormat::parallel), prefix); }),
+            prefix + ".en has 3 lines but " + prefix + ".es has 2");
+}
+
+TEST_F(Corpus, Utf8Validation) {
+  EXPECT_TRUE(valid_utf8("¿Dónde está? — “sí”"));
+  EXPECT_FALSE(valid_utf8("\xC0\xAF"));          // overlong '/'
+  EXPECT_FALSE(valid_utf8("\xED\xA0\x80"));      // surrogate
+  EXPECT_FALSE(valid_utf8("\xF4\x90\x80\x80"));  // beyond U+10FFFF
+  EXPECT_FALSE(valid_utf8("abc\xE2\x82"));       // truncated
+}
+
+TEST_F(Corpus, BatchesRespectTheTokenBudgetAndCoverEveryExample) {
+  std::vector<Example> examples;
+  for (int i = 0; i < 200; ++i)
+    examples.push_back({std::vector<int64_t>(static_cast<size_t>(1 + i % 17), 5),
+                        std::vector<int64_t>(static_cast<size_t>(1 + i % 13), 6)});
+  for (bool bucketing : {true, false}) {
+    auto plan = plan_batches(examples, 64, bucketing, 7);
+    std::vector<int> seen(examples.size(), 0);
+    for (const auto& batch : plan) {
+      auto b = collate(examples, batch, torch::kCPU);
+      EXPECT_LE(b.source.numel(), 64);
+      EXPECT_LE(b.target_in.numel(), 64);
+      for (auto i : batch) ++seen[i];
+    }
+    for (int s : seen) EXPECT_EQ(s, 1);
+    EXPECT_EQ(plan, plan_batches(examples, 64, bucketing, 7));  // seeded
+    EXPECT_NE(plan, plan_batches(examples, 64, bucketing, 8));
+  }
+  // bucketing wastes less on padding
+  auto padding = [&](bool bucketing) {
+    int64_t pads = 0;
+    for (const auto& batch : plan_batches(examples, 64, bucketing, 7))
+      pads += collate(examples, batch, torch::kCPU).source.eq(kPadId).sum().item<int64_t>();
+    return pads;
+  };
+  EXPECT_LT(padding(true), padding(false) / 2);
+}
+
+TEST_F(Corpus, CollateAddsBosAndEosAndShiftsTarget) {
+  std::vector<Example> examples = {{{10, 11}, {20, 21, 22}}, {{12}, {23}}};
+  auto b = collate(examples, {0, 1}, torch::kCPU);
+  ASSERT_EQ(kPadId, 0);
+  ASSERT_EQ(kBosId, 2);
+  ASSERT_EQ(kEosId, 3);
+  EXPECT_TRUE(torch::equal(b.source, torch::tensor({{10, 11, 3}, {12, 3, 0}}).to(torch::kLong)));
+  EXPECT_TRUE(torch::equal(b.target_in, torch::tensor({{2, 20, 21, 22}, {2, 23, 0, 0}}).to(torch::kLong)));
+  EXPECT_TRUE(torch::equal(b.target_out, torch::tensor({{20, 21, 22, 3}, {23, 3, 0, 0}}).to(torch::kLong)));
+  EXPECT_EQ(b.target_tokens, 6);
+}
+
+TEST_F(Corpus, LongPairsAreSkippedOrTruncatedAndCounted) {
+  ParallelText text;
+  text.source = {"a b c d e f", "a"};
+  text.target = {"x", "y"};
+  auto tokenizer = train_tokenizer(TokenizerOptions().type(TokenizerType::word), {"a b c d e f x y"}, dir_.string());
+  int64_t dropped = 0;
+  EXPECT_EQ(tokenize_pairs(text, *tokenizer, 4, false, &dropped).size(), 1u);
+  EXPECT_EQ(dropped, 1);
+  auto truncated = tokenize_pairs(text, *tokenizer, 4, true, &dropped);
+  EXPECT_EQ(truncated[0].source.size(), 3u);
+  EXPECT_EQ(dropped, 2);
+}
+
+TEST_F(Corpus, WordTokenizerSplitsPunctuationAndRoundTrips) {
+  EXPECT_EQ(split_words("¿Dónde está la estación?"),
+            (std::vector<std::string>{"¿", "Dónde", "está", "la", "estación", "?"}));
+  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::word), {"¿Dónde está la estación?", "Hola, amigo."},
+                             dir_.string());
+  EXPECT_EQ(tok->decode(tok->encode("¿Dónde está la estación?")), "¿Dónde está la estación?");
+  EXPECT_EQ(tok->decode(tok->encode("Hola, amigo.")), "Hola, amigo.");
+  EXPECT_EQ(tok->encode("desconocido")[0], kUnkId);
+  tok->save(dir_.string());
+  auto loaded = load_tokenizer(TokenizerOptions().type(TokenizerType::word), dir_.string());
+  EXPECT_EQ(loaded->encode("Hola, amigo."), tok->encode("Hola, amigo."));
+}
+
+TEST_F(Corpus, SentencePieceTrainsEncodesAndDecodes) {
+  std::vector<std::string> texts;
+  for (int i = 0; i < 300; ++i)
+    texts.push_back("the quick brown fox " + std::to_string(i) + " jumps over el perro marrón número " +
+                    std::to_string(i * 7));
+  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(100), texts,
+                             dir_.string());
+  EXPECT_LE(tok->vocab_size(), 100);
+  auto ids = tok->encode("the brown perro jumps 42");
+  for (auto id : ids) EXPECT_GT(id, kEosId);  // specials never come out of encode
+  EXPECT_EQ(tok->decode(ids), "the brown perro jumps 42");
+  auto loaded = load_tokenizer(TokenizerOptions(), dir_.string());
+  EXPECT_EQ(loaded->encode("el perro marrón"), tok->encode("el perro marrón"));
+  auto message = error_of([&] { load_tokenizer(TokenizerOptions(), (dir_ / "nowhere").string()); });
+  EXPECT_EQ(message, (dir_ / "nowhere" / "spm.model").string() + ": missing SentencePiece model");
+}

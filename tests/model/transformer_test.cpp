@@ -1,0 +1,207 @@
+// Properties of the Transformer modules (Vaswani et al. 2017, section 3).
+#include "ropelab/model/transformer.h"
+
+#include "../test_util.h"
+
+using namespace ropelab;
+using ropelab::testing::max_diff;
+using ropelab::testing::tiny_options;
+
+namespace {
+
+class Transformer : public ropelab::testing::Seeded {};
+
+/// Every position encoder type, with options that fit tiny_options (Dh = 8).
+std::vector<PositionOptions> all_position_types() {
+  return {PositionOptions().type(PositionType::none),
+          PositionOptions().type(PositionType::sinusoidal),
+          PositionOptions().type(PositionType::learned).max_len(64),
+          PositionOptions().type(PositionType::t5_bias).num_buckets(8).max_distance(16),
+          PositionOptions().type(PositionType::rotary),
+          PositionOptions().type(PositionType::rotary).layout(RotaryLayout::interleaved).fraction(0.5)};
+}
+
+}  // namespace
+
+TEST_F(Transformer, OutputShapes) {
+  Seq2Seq model(tiny_options());
+  auto src = torch::randint(1, 23, {3, 7});
+  auto tgt = torch::randint(1, 23, {3, 5});
+  EXPECT_EQ(model(src, tgt).sizes(), (std::vector<int64_t>{3, 5, 23}));
+  auto memory = model->encode(src);
+  EXPECT_EQ(memory.out.sizes(), (std::vector<int64_t>{3, 7, 16}));
+  LanguageModel lm(tiny_options());
+  EXPECT_EQ(lm(tgt).sizes(), (std::vector<int64_t>{3, 5, 23}));
+}
+
+TEST_F(Transformer, PreNormHasFinalLayerNormAndPostNormDoesNot) {
+  Seq2Seq post(tiny_options());
+  Seq2Seq pre(tiny_options().norm(NormPosition::pre));
+  EXPECT_FALSE(post->encoder->final_norm);
+  EXPECT_TRUE(pre->encoder->final_norm);
+  EXPECT_TRUE(pre->decoder->final_norm);
+}
+
+// Changing target tokens at positions >= t must leave decoder outputs before t unchanged.
+TEST_F(Transformer, DecoderIsCausalForEveryPositionEncoder) {
+  for (const auto& position : all_position_types()) {
+    for (auto norm : {NormPosition::post, NormPosition::pre}) {
+      SCOPED_TRACE(to_string(position.type()) + " " + to_string(norm));
+      Seq2Seq model(tiny_options().decoder_position(position).encoder_position(position).norm(norm));
+      model->eval();
+      auto src = torch::randint(1, 23, {2, 6});
+      auto tgt = torch::randint(1, 23, {2, 8});
+      auto changed = tgt.clone();
+      changed.narrow(1, 5, 3).random_(1, 23);
+      auto a = model(src, tgt), b = model(src, changed);
+      EXPECT_LT(max_diff(a.narrow(1, 0, 5), b.narrow(1, 0, 5)), 1e-5);
+      EXPECT_GT(max_diff(a.narrow(1, 5, 3), b.narrow(1, 5, 3)), 1e-3);  // the change did reach later positions
+
+      LanguageModel lm(tiny_options().decoder_position(position).norm(norm));
+      lm->eval();
+      auto la = lm(tgt), lb = lm(changed);
+      EXPECT_LT(max_diff(la.narrow(1, 0, 5), lb.narrow(1, 0, 5)), 1e-5);
+    }
+  }
+}
+
+// Right padding (source or target) never changes the outputs at real tokens.
+TEST_F(Transformer, PaddingDoesNotChangeNonPadOutputs) {
+  for (const auto& position : all_position_types()) {
+    SCOPED_TRACE(to_string(position.type()));
+    Seq2Seq model(tiny_options().encoder_position(position).decoder_position(position));
+    model->eval();
+    auto src = torch::randint(1, 23, {1, 5});
+    auto tgt = torch::randint(1, 23, {1, 4});
+    auto padded_src = torch::cat({src, torch::zeros({1, 3}, torch::kLong)}, 1);
+    auto padded_tgt = torch::cat({tgt, torch::zeros({1, 2}, torch::kLong)}, 1);
+    auto reference = model(src, tgt);
+    EXPECT_LT(max_diff(reference, model(padded_src, tgt)), 1e-5);
+    EXPECT_LT(max_diff(reference, model(padded_src, padded_tgt).narrow(1, 0, 4)), 1e-5);
+    // ...and batching with a longer sentence is the same as decoding alone.
+    auto other_src = torch::randint(1, 23, {1, 8});
+    auto other_tgt = torch::randint(1, 23, {1, 6});
+    auto batch = model(torch::cat({padded_src, other_src}), torch::cat({padded_tgt, other_tgt}));
+    EXPECT_LT(max_diff(reference, batch.narrow(0, 0, 1).narrow(1, 0, 4)), 1e-5);
+  }
+}
+
+TEST_F(Transformer, EmbeddingIsSharedAndTiedToTheOutputProjection) {
+  Seq2Seq model(tiny_options());
+  // one (V, D) matrix serves source, target and the pre-softmax projection
+  int64_t matrices = 0;
+  for (const auto& p : model->named_parameters())
+    if (p.value().sizes() == torch::IntArrayRef({23, 16})) ++matrices;
+  EXPECT_EQ(matrices, 1);
+  // the projection really uses it: changing the embedding row of token 5 moves its logit
+  auto src = torch::randint(1, 23, {1, 4});
+  auto tgt = torch::randint(1, 23, {1, 3});
+  auto before = model(src, tgt).select(-1, 5).clone();
+  {
+    torch::NoGradGuard no_grad;
+    // random, not constant: the final LayerNorm output has zero mean, so a constant
+    // shift of the row would leave its logit unchanged
+    model->embedding->weight[5].add_(torch::randn({16}));
+  }
+  EXPECT_GT(max_diff(before, model(src, tgt).select(-1, 5)), 1e-3);
+  // and gradients from both uses accumulate in the one tensor
+  model->zero_grad();
+  model(src, tgt).sum().backward();
+  EXPECT_GT(model->embedding->weight.grad().abs().sum().item<double>(), 0.0);
+  // the input scale is sqrt(D)
+  auto tokens = torch::tensor({{7}});
+  EXPECT_LT(max_diff(model->embedding(tokens)[0][0], model->embedding->weight[7] * 4.0), 1e-6);
+}
+
+// Central finite differences in double precision against autograd.
+TEST_F(Transformer, GradientsMatchFiniteDifferences) {
+  for (const auto& position : all_position_types()) {
+    SCOPED_TRACE(to_string(position.type()));
+    Seq2Seq model(tiny_options(11)
+                      .d_model(8)
+                      .heads(2)
+                      .d_ff(8)
+                      .encoder_layers(1)
+                      .decoder_layers(1)
+                      .encoder_position(position)
+                      .decoder_position(position)
+                      .norm(NormPosition::pre));
+    model->to(torch::kDouble);
+    model->eval();
+    auto src = torch::tensor({{3, 4, 5, 0}});
+    auto tgt = torch::tensor({{2, 6, 7}});
+    auto weights = torch::randn({1, 3, 11}, torch::kDouble);
+    auto loss = [&] { return (model(src, tgt) * weights).sum(); };
+    model->zero_grad();
+    loss().backward();
+    int checked = 0;
+    for (auto& p : model->parameters()) {
+      auto flat = p.view(-1);
+      auto grad = p.grad().view(-1);
+      for (int64_t i : {int64_t{0}, flat.numel() / 2, flat.numel() - 1}) {
+        const double eps = 1e-6;
+        double plus, minus;
+        {
+          torch::NoGradGuard no_grad;
+          const double original = flat[i].item<double>();
+          flat[i] = original + eps;
+          plus = loss().item<double>();
+          flat[i] = original - eps;
+          minus = loss().item<double>();
+          flat[i] = original;
+        }
+        const double numeric = (plus - minus) / (2 * eps);
+        EXPECT_NEAR(grad[i].item<double>(), numeric, 1e-6 + 1e-5 * std::abs(numeric));
+        ++checked;
+      }
+    }
+    EXPECT_GT(checked, 60);
+  }
+}
+
+// Incremental decoding with caches gives the same logits as the full teacher-forced pass.
+TEST_F(Transformer, CachedDecodingEqualsFullRecomputation) {
+  for (const auto& position : all_position_types()) {
+    SCOPED_TRACE(to_string(position.type()));
+    Seq2Seq model(tiny_options().encoder_position(position).decoder_position(position));
+    model->eval();
+    auto src = torch::tensor({{5, 6, 7, 8, 0}, {9, 10, 11, 12, 13}});
+    auto tgt = torch::randint(1, 23, {2, 6});
+    auto full = model(src, tgt);
+    auto memory = model->encode(src);
+    auto state = model->new_state();
+    for (int64_t t = 0; t < 6; ++t) {
+      auto step = model->decode(tgt.narrow(1, t, 1), memory, &state);
+      EXPECT_LT(max_diff(step, full.narrow(1, t, 1)), 1e-5) << "step " << t;
+    }
+    LanguageModel lm(tiny_options().decoder_position(position));
+    lm->eval();
+    auto lm_full = lm(tgt);
+    auto lm_state = lm->new_state();
+    auto first = lm(tgt.narrow(1, 0, 2), &lm_state);  // a two-token prompt, then one token at a time
+    EXPECT_LT(max_diff(first, lm_full.narrow(1, 0, 2)), 1e-5);
+    for (int64_t t = 2; t < 6; ++t)
+      EXPECT_LT(max_diff(lm(tgt.narrow(1, t, 1), &lm_state), lm_full.narrow(1, t, 1)), 1e-5) << "step " << t;
+  }
+}
+
+TEST_F(Transformer, BeamReorderKeepsCacheRowsConsistent) {
+  Seq2Seq model(tiny_options());
+  model->eval();
+  auto src = torch::tensor({{5, 6, 7}, {9, 10, 11}});
+  auto tgt = torch::randint(1, 23, {2, 3});
+  auto memory = model->encode(src);
+  auto state = model->new_state();
+  model->decode(tgt.narrow(1, 0, 2), memory, &state);
+  auto swap = torch::tensor({1, 0});
+  state.reorder(swap);
+  auto swapped_memory = memory.index_select(swap);
+  auto step = model->decode(tgt.index_select(0, swap).narrow(1, 2, 1), swapped_memory, &state);
+  auto full = model(src.index_select(0, swap), tgt.index_select(0, swap));
+  EXPECT_LT(max_diff(step, full.narrow(1, 2, 1)), 1e-5);
+}
+
+TEST_F(Transformer, HeadsMustDivideDModel) {
+  auto message = ropelab::testing::error_of([] { Seq2Seq(tiny_options().heads(3)); });
+  EXPECT_NE(message.find("heads (3) must divide d_model (16)"), std::string::npos) << message;
+}

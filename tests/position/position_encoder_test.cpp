@@ -1,0 +1,158 @@
+// Position encoders: formulas, the properties the papers rely on, golden T5 buckets.
+#include "ropelab/position/encoders.h"
+
+#include "../test_util.h"
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+using ropelab::testing::max_diff;
+
+namespace {
+
+class Position : public ropelab::testing::Seeded {};
+
+torch::Tensor dot_after_rotation(RotaryEncoder& rotary, const torch::Tensor& q, const torch::Tensor& k,
+                                 const torch::Tensor& m, const torch::Tensor& n) {
+  // q, k: (1, 1, 1, Dh); m, n: positions of one token each
+  return (rotary.rotate(q, m) * rotary.rotate(k, n)).sum();
+}
+
+}  // namespace
+
+TEST_F(Position, SinusoidMatchesThePaperFormula) {
+  SinusoidalEncoder enc(PositionOptions(), PositionGeometry{16, 2, false});
+  auto pe = enc.table(torch::arange(50));
+  for (int64_t pos : {0, 1, 7, 49})
+    for (int64_t i = 0; i < 8; ++i) {
+      const double angle = static_cast<double>(pos) / std::pow(10000.0, 2.0 * i / 16.0);
+      EXPECT_NEAR(pe[pos][2 * i].item<double>(), std::sin(angle), 1e-5);
+      EXPECT_NEAR(pe[pos][2 * i + 1].item<double>(), std::cos(angle), 1e-5);
+    }
+  SinusoidalEncoder concat(PositionOptions().sinusoid_layout(SinusoidLayout::concat), PositionGeometry{16, 2, false});
+  auto pc = concat.table(torch::arange(50));
+  EXPECT_LT(max_diff(pc.narrow(1, 0, 8), pe.index({torch::indexing::Slice(), torch::arange(0, 16, 2)})), 1e-6);
+  EXPECT_LT(max_diff(pc.narrow(1, 8, 8), pe.index({torch::indexing::Slice(), torch::arange(1, 16, 2)})), 1e-6);
+}
+
+// Vaswani et al. 3.5: PE(pos + k) is a linear function of PE(pos), the same for every pos.
+TEST_F(Position, SinusoidShiftIsOneLinearMapForAllPositions) {
+  SinusoidalEncoder enc(PositionOptions(), PositionGeometry{16, 2, false});
+  const int64_t shift = 5;
+  auto base = enc.table(torch::arange(0, 40)).to(torch::kDouble);        // (40, D)
+  auto shifted = enc.table(torch::arange(shift, 40 + shift)).to(torch::kDouble);
+  // M_k depends on k alone: per frequency w_i, (sin w(p+k), cos w(p+k)) is the 2x2
+  // rotation [[cos wk, sin wk], [-sin wk, cos wk]] of (sin wp, cos wp).
+  auto M = torch::zeros({16, 16}, torch::kDouble);
+  for (int64_t i = 0; i < 8; ++i) {
+    const double wk = static_cast<double>(shift) / std::pow(10000.0, 2.0 * i / 16.0);
+    M[2 * i][2 * i] = std::cos(wk), M[2 * i][2 * i + 1] = std::sin(wk);
+    M[2 * i + 1][2 * i] = -std::sin(wk), M[2 * i + 1][2 * i + 1] = std::cos(wk);
+  }
+  EXPECT_LT(max_diff(torch::matmul(base, M.t()), shifted), 1e-4);
+}
+
+TEST_F(Position, RotaryLogitDependsOnlyOnRelativePosition) {
+  for (auto layout : {RotaryLayout::half, RotaryLayout::interleaved}) {
+    for (double fraction : {1.0, 0.5}) {
+      RotaryEncoder rotary(PositionOptions().layout(layout).fraction(fraction), PositionGeometry{64, 4, false}, 1);
+      auto q = torch::randn({1, 1, 1, 16}, torch::kDouble);
+      auto k = torch::randn({1, 1, 1, 16}, torch::kDouble);
+      rotary.to(torch::kDouble);
+      auto at = [](int64_t p) { return torch::tensor({p}); };
+      auto reference = dot_after_rotation(rotary, q, k, at(3), at(1));
+      for (int64_t m : {2, 10, 100, 1000})
+        EXPECT_NEAR(dot_after_rotation(rotary, q, k, at(m + 2), at(m)).item<double>(), reference.item<double>(), 1e-9);
+      // and it does depend on the offset
+      EXPECT_GT(std::abs(dot_after_rotation(rotary, q, k, at(7), at(1)).item<double>() - reference.item<double>()),
+                1e-6);
+    }
+  }
+}
+
+TEST_F(Position, RotaryPreservesNormsAndPassesUnrotatedDimsThrough) {
+  RotaryEncoder rotary(PositionOptions().fraction(0.5), PositionGeometry{64, 4, false}, 1);
+  auto x = torch::randn({2, 4, 9, 16});
+  auto y = rotary.rotate(x, torch::arange(9));
+  EXPECT_LT(max_diff(x.norm(2, -1), y.norm(2, -1)), 1e-4);
+  EXPECT_LT(max_diff(x.narrow(-1, 8, 8), y.narrow(-1, 8, 8)), 0.0 + 1e-12);
+  EXPECT_LT(max_diff(x.select(2, 0), y.select(2, 0)), 1e-6);  // position 0: the identity
+}
+
+// half and interleaved pair different dimensions: one fixed permutation maps one onto the other.
+TEST_F(Position, RotaryLayoutsAreOnePermutationApart) {
+  const int64_t dh = 16;
+  RotaryEncoder half(PositionOptions().layout(RotaryLayout::half), PositionGeometry{dh * 2, 2, false}, 1);
+  RotaryEncoder inter(PositionOptions().layout(RotaryLayout::interleaved), PositionGeometry{dh * 2, 2, false}, 1);
+  // interleaved index 2i <-> half index i, 2i+1 <-> i + Dh/2
+  std::vector<int64_t> perm(dh);
+  for (int64_t i = 0; i < dh / 2; ++i) perm[2 * i] = i, perm[2 * i + 1] = i + dh / 2;
+  auto p = torch::tensor(perm);
+  auto x = torch::randn({1, 2, 6, dh});
+  auto positions = torch::arange(6);
+  auto via_half = half.rotate(x, positions).index_select(-1, p);
+  auto via_inter = inter.rotate(x.index_select(-1, p), positions);
+  EXPECT_LT(max_diff(via_half, via_inter), 1e-5);
+}
+
+TEST_F(Position, AxialRotaryLogitDependsOnlyOnPerAxisDifferences) {
+  RotaryEncoder rotary(PositionOptions(), PositionGeometry{64, 4, false}, 2);
+  rotary.to(torch::kDouble);
+  auto q = torch::randn({1, 1, 1, 16}, torch::kDouble);
+  auto k = torch::randn({1, 1, 1, 16}, torch::kDouble);
+  auto at = [](int64_t row, int64_t col) { return torch::tensor({{row, col}}); };
+  auto reference = dot_after_rotation(rotary, q, k, at(3, 5), at(1, 2)).item<double>();  // (2, 3) apart
+  EXPECT_NEAR(dot_after_rotation(rotary, q, k, at(10, 20), at(8, 17)).item<double>(), reference, 1e-9);
+  EXPECT_NEAR(dot_after_rotation(rotary, q, k, at(42, 3), at(40, 0)).item<double>(), reference, 1e-9);
+  // same flattened distance, different per-axis differences: a different logit
+  EXPECT_GT(std::abs(dot_after_rotation(rotary, q, k, at(3, 5), at(2, 1)).item<double>() - reference), 1e-6);
+}
+
+TEST_F(Position, RotaryRejectsDimensionsThatDoNotSplit) {
+  // Dh = 16, fraction 0.25 -> 4 rotated dims: fine for 1 or 2 axes, not 3
+  EXPECT_EQ(error_of([] { RotaryEncoder(PositionOptions().fraction(0.25), PositionGeometry{32, 2, false}, 2); }), "");
+  auto message = error_of([] { RotaryEncoder(PositionOptions(), PositionGeometry{32, 2, false}, 3); });
+  EXPECT_NE(message.find("must be a positive multiple of 2 x axes = 6"), std::string::npos) << message;
+  message = error_of([] { RotaryEncoder(PositionOptions(), PositionGeometry{30, 2, false}, 1); });
+  EXPECT_NE(message.find("(15 = fraction 1 x head_dim 15)"), std::string::npos) << message;
+}
+
+// Golden values: tests/golden/t5_buckets.py, an independent Python implementation.
+TEST_F(Position, T5BucketsMatchGoldenValues) {
+  const std::vector<int64_t> relative = {0,   1,   -1, 3,   -3,  7,   -7,   8,   -8,   15,   -15, 16,
+                                         -16, 20, -20, 40, -40, 127, -127, 128, -128, 1000, -1000};
+  const std::vector<int64_t> bidirectional = {0,  17, 1,  19, 3,  23, 7,  24, 8,  25, 9, 26,
+                                              10, 26, 10, 28, 12, 31, 15, 31, 15, 31, 15};
+  const std::vector<int64_t> causal = {0, 0, 1, 0, 3, 0, 7, 0, 8, 0, 15, 0, 16, 0, 17, 0, 23, 0, 31, 0, 31, 0, 31};
+  auto r = torch::tensor(relative);
+  auto b = t5_relative_bucket(r, true, 32, 128);
+  auto c = t5_relative_bucket(r, false, 32, 128);
+  for (size_t i = 0; i < relative.size(); ++i) {
+    EXPECT_EQ(b[static_cast<int64_t>(i)].item<int64_t>(), bidirectional[i]) << "relative " << relative[i];
+    EXPECT_EQ(c[static_cast<int64_t>(i)].item<int64_t>(), causal[i]) << "relative " << relative[i];
+  }
+}
+
+TEST_F(Position, T5BiasShapeAndOffsets) {
+  T5BiasEncoder enc(PositionOptions().type(PositionType::t5_bias), PositionGeometry{16, 4, true});
+  auto full = enc.logit_bias(torch::arange(6), torch::arange(6));
+  EXPECT_EQ(full.sizes(), (std::vector<int64_t>{1, 4, 6, 6}));
+  // the last query alone at offset 5 against all 6 keys: the same row as the full matrix
+  auto last = enc.logit_bias(torch::arange(5, 6), torch::arange(6));
+  EXPECT_LT(max_diff(last, full.narrow(2, 5, 1)), 1e-7);
+}
+
+TEST_F(Position, LearnedRejectsPositionsBeyondItsTable) {
+  LearnedEncoder enc(PositionOptions().max_len(8), PositionGeometry{16, 2, false});
+  auto message = error_of([&] { enc.embed(torch::zeros({1, 9, 16}), torch::arange(9)); });
+  EXPECT_NE(message.find("position 8 is beyond the learned table of 8 positions"), std::string::npos) << message;
+}
+
+TEST_F(Position, FactoryBuildsEveryType) {
+  for (auto type : {PositionType::none, PositionType::sinusoidal, PositionType::learned, PositionType::t5_bias,
+                    PositionType::rotary, PositionType::rotary_nd}) {
+    auto enc = make_position_encoder(PositionOptions().type(type), PositionGeometry{32, 4, false});
+    EXPECT_EQ(enc->rotates(), type == PositionType::rotary || type == PositionType::rotary_nd);
+    EXPECT_EQ(enc->has_logit_bias(), type == PositionType::t5_bias);
+    EXPECT_EQ(parse_position_type(to_string(type)), type);
+  }
+}
