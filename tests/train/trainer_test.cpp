@@ -1,0 +1,136 @@
+// Training pieces and an end-to-end overfitting run through ropelab::train.
+#include "ropelab/train/trainer.h"
+
+#include "ropelab/data/corpus.h"
+#include "ropelab/decode/search.h"
+#include "ropelab/train/checkpoint.h"
+#include "ropelab/train/run.h"
+
+#include "../test_util.h"
+
+#include <filesystem>
+#include <fstream>
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+using ropelab::testing::max_diff;
+using ropelab::testing::tiny_options;
+
+namespace {
+
+class Training : public ropelab::testing::Seeded {
+ protected:
+  void SetUp() override {
+    Seeded::SetUp();
+    dir_ = std::filesystem::temp_directory_path() / ("ropelab_train_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+}  // namespace
+
+TEST_F(Training, NoamScheduleFollowsThePaper) {
+  auto o = TrainOptions().lr_schedule(LrSchedule::noam).lr(1.0).warmup(4000);
+  // lr = d^-0.5 * min(step^-0.5, step * warmup^-1.5): peak at step == warmup
+  EXPECT_NEAR(learning_rate(o, 512, 4000), std::pow(512.0, -0.5) * std::pow(4000.0, -0.5), 1e-12);
+  EXPECT_NEAR(learning_rate(o, 512, 100), std::pow(512.0, -0.5) * 100 * std::pow(4000.0, -1.5), 1e-12);
+  EXPECT_NEAR(learning_rate(o, 512, 16000), std::pow(512.0, -0.5) * std::pow(16000.0, -0.5), 1e-12);
+  EXPECT_GT(learning_rate(o, 512, 0), 0.0);  // step 0 is guarded
+  auto f = TrainOptions().lr_schedule(LrSchedule::inverse_sqrt).lr(5e-4).warmup(1000);
+  EXPECT_NEAR(learning_rate(f, 512, 500), 2.5e-4, 1e-12);
+  EXPECT_NEAR(learning_rate(f, 512, 1000), 5e-4, 1e-12);
+  EXPECT_NEAR(learning_rate(f, 512, 4000), 2.5e-4, 1e-12);
+}
+
+// Our smoothing is torch's: eps/V on every class including the target, pads ignored.
+TEST_F(Training, SmoothedLossIsTorchsLabelSmoothing) {
+  auto logits = torch::randn({3, 5, 11});
+  auto target = torch::randint(1, 11, {3, 5});
+  target[2][4] = 0;
+  target[1][3] = 0;
+  auto [loss, nll] = smoothed_loss(logits, target, 0.1, 0);
+  namespace F = torch::nn::functional;
+  auto expected = F::cross_entropy(logits.view({-1, 11}), target.view(-1),
+                                   F::CrossEntropyFuncOptions().ignore_index(0).label_smoothing(0.1).reduction(torch::kSum));
+  auto expected_nll = F::cross_entropy(logits.view({-1, 11}), target.view(-1),
+                                       F::CrossEntropyFuncOptions().ignore_index(0).reduction(torch::kSum));
+  EXPECT_NEAR(loss.item<double>(), expected.item<double>(), 1e-4);
+  EXPECT_NEAR(nll.item<double>(), expected_nll.item<double>(), 1e-4);
+}
+
+TEST_F(Training, CheckpointRoundTripAndClearErrors) {
+  Seq2Seq model(tiny_options());
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  auto src = torch::randint(1, 23, {2, 4});
+  auto tgt = torch::randint(1, 23, {2, 3});
+  model(src, tgt).sum().backward();
+  adam.step();
+  const auto path = (dir_ / "c.pt").string();
+  Progress p;
+  p.step = 17, p.epoch = 2, p.batch = 5, p.best_valid = 1.25;
+  save_checkpoint(path, *model, &adam, p);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  Seq2Seq other(tiny_options());
+  torch::optim::Adam other_adam(other->parameters(), torch::optim::AdamOptions(1e-3));
+  Progress q;
+  load_checkpoint(path, *other, &other_adam, &q);
+  model->eval(), other->eval();
+  EXPECT_LT(max_diff(model(src, tgt), other(src, tgt)), 1e-7);
+  EXPECT_EQ(q.step, 17);
+  EXPECT_EQ(q.batch, 5);
+  EXPECT_DOUBLE_EQ(q.best_valid, 1.25);
+
+  Seq2Seq wider(tiny_options().d_ff(64));
+  auto message = error_of([&] { load_checkpoint(path, *wider); });
+  EXPECT_NE(message.find(path + ": encoder.layers.0.ffn.fc1.weight has shape [32, 16] but the model expects [64, 16]"),
+            std::string::npos)
+      << message;
+  // a truncated file
+  const auto cut = (dir_ / "cut.pt").string();
+  std::filesystem::copy_file(path, cut);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(path) / 2);
+  EXPECT_EQ(error_of([&] { load_checkpoint(cut, *other); }),
+            cut + ": not a readable ropelab checkpoint (corrupt, truncated or foreign)");
+  EXPECT_EQ(error_of([&] { load_checkpoint((dir_ / "none.pt").string(), *other); }),
+            (dir_ / "none.pt").string() + ": checkpoint not found");
+}
+
+// A tiny model memorises eight pairs. Before training the per-token NLL is about
+// ln(V) ~ 3.8; below 0.15 nats the model gives the right token ~86% probability on
+// average, i.e. it has learned the pairs, and greedy decoding reproduces them.
+TEST_F(Training, TinyModelOverfitsAFewPairs) {
+  const auto data = (dir_ / "pairs.tsv").string();
+  std::ofstream(data) << "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\n"
+                         "a big dog\tun perro grande\nI eat\tyo como\nyou read\ttú lees\n"
+                         "the black cat\tel gato negro\ngood night\tbuenas noches\n";
+  ConfigSources sources;
+  sources.overrides = {"data.train=" + data,  "data.valid=" + data,     "tokenizer.type=word",
+                       "model.d_model=32",    "model.heads=2",          "model.d_ff=64",
+                       "model.encoder_layers=1", "model.decoder_layers=1", "model.dropout=0",
+                       "train.steps=150",     "train.lr_schedule=inverse_sqrt", "train.lr=0.005",
+                       "train.warmup=20",     "train.label_smoothing=0", "train.log_every=50",
+                       "train.valid_every=150", "train.threads=1",      "decode.beam=1"};
+  auto config = load_config(sources);
+  const auto run = (dir_ / "run").string();
+  train(config, run, false);
+  for (const char* file : {"config.yaml", "vocab.txt", "checkpoint_last.pt", "checkpoint_best.pt", "metrics.jsonl"})
+    EXPECT_TRUE(std::filesystem::exists(dir_ / "run" / file)) << file;
+
+  auto loaded = open_run(run, "last", torch::kCPU);
+  auto text = read_parallel(loaded.config.data, data);
+  auto examples = tokenize_pairs(text, *loaded.tokenizer, 64, false, nullptr);
+  std::vector<size_t> all(examples.size());
+  std::iota(all.begin(), all.end(), 0);
+  auto batch = collate(examples, all, torch::kCPU);
+  torch::NoGradGuard no_grad;
+  auto [loss, nll] = smoothed_loss(loaded.model(batch.source, batch.target_in), batch.target_out, 0.0, kPadId);
+  EXPECT_LT(nll.item<double>() / static_cast<double>(batch.target_tokens), 0.15);
+  auto hyps = greedy_search(loaded.model, batch.source, loaded.config.decode);
+  int exact = 0;
+  for (size_t i = 0; i < hyps.size(); ++i) exact += loaded.tokenizer->decode(hyps[i].tokens) == text.target[i];
+  EXPECT_GE(exact, 7);
+}
