@@ -128,6 +128,7 @@ void describe(V& v, Config& c) {
     v("log_every", t.log_every());
     v("valid_every", t.valid_every());
     v("patience", t.patience());
+    v("keep_checkpoints", t.keep_checkpoints());
   });
   v.section("decode", [&] {
     auto& d = c.decode;
@@ -435,6 +436,7 @@ void validate(const Config& c, const Reader& r) {
   require(t.log_every() > 0, "train.log_every", t.log_every(), "must be positive");
   require(t.valid_every() >= 0, "train.valid_every", t.valid_every(), "must be >= 0");
   require(t.patience() >= 0, "train.patience", t.patience(), "must be >= 0");
+  require(t.keep_checkpoints() >= 0, "train.keep_checkpoints", t.keep_checkpoints(), "must be >= 0");
 
   require(c.tokenizer.vocab_size() >= 8, "tokenizer.vocab_size", c.tokenizer.vocab_size(), "must be >= 8");
   require(c.data.max_len() >= 3, "data.max_len", c.data.max_len(), "must be >= 3 (BOS, a token, EOS)");

@@ -40,10 +40,7 @@ bool valid_utf8(const std::string& s) {
   return true;
 }
 
-namespace {
-
-/// Reads lines, dropping a leading BOM and trailing CRs, checking UTF-8.
-std::vector<std::string> read_lines(const std::string& path) {
+std::vector<std::string> read_text_lines(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
   std::vector<std::string> lines;
@@ -58,8 +55,6 @@ std::vector<std::string> read_lines(const std::string& path) {
   return lines;
 }
 
-}  // namespace
-
 ParallelText read_parallel(const DataOptions& options, const std::string& path) {
   ParallelText text;
   auto add = [&](std::string src, std::string tgt, int64_t line) {
@@ -72,7 +67,7 @@ ParallelText read_parallel(const DataOptions& options, const std::string& path) 
     text.line.push_back(line);
   };
   if (options.format() == CorpusFormat::tsv) {
-    auto lines = read_lines(path);
+    auto lines = read_text_lines(path);
     for (size_t i = 0; i < lines.size(); ++i) {
       const auto tab = lines[i].find('\t');
       if (lines[i].empty()) {
@@ -87,8 +82,8 @@ ParallelText read_parallel(const DataOptions& options, const std::string& path) 
   } else {
     const auto src_path = path + "." + options.source_lang();
     const auto tgt_path = path + "." + options.target_lang();
-    auto src = read_lines(src_path);
-    auto tgt = read_lines(tgt_path);
+    auto src = read_text_lines(src_path);
+    auto tgt = read_text_lines(tgt_path);
     if (src.size() != tgt.size())
       throw std::runtime_error(src_path + " has " + std::to_string(src.size()) + " lines but " + tgt_path + " has " +
                                std::to_string(tgt.size()));

@@ -25,6 +25,10 @@ struct ParallelText {
 /// the file and line for invalid UTF-8, a missing tab, or files with different line counts.
 ParallelText read_parallel(const DataOptions& options, const std::string& path);
 
+/// Reads a text file's lines, dropping a leading UTF-8 BOM and trailing CRs; throws
+/// std::runtime_error "PATH:LINE: invalid UTF-8" or "PATH: cannot open".
+std::vector<std::string> read_text_lines(const std::string& path);
+
 /// Whether `text` is valid UTF-8 (no overlongs, surrogates or values over U+10FFFF).
 bool valid_utf8(const std::string& text);
 

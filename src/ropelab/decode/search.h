@@ -23,6 +23,20 @@ struct Hypothesis {
 std::vector<Hypothesis> greedy_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
                                       bool use_cache = true);
 
+/// Beam search (Vaswani et al. 2017, 6.1), batched over sentences and beams, with the
+/// length penalty named by options.lenpen_formula. A sentence is finished once it has
+/// `beam` completed hypotheses; at its length limit the live beams are completed as they
+/// are. Returns the best hypothesis per sentence by length-normalised score.
+std::vector<Hypothesis> beam_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
+                                    bool use_cache = true);
+
+/// Greedy for beam 1, else beam search.
+std::vector<Hypothesis> translate_batch(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
+                                        bool use_cache = true);
+
+/// Length penalty lp(n) for n output tokens (EOS included): gnmt ((5+n)/6)^alpha or average n^alpha.
+double length_penalty(const DecodeOptions& options, int64_t length);
+
 /// The output length limit for a source of `source_len` tokens.
 int64_t max_output_length(const DecodeOptions& options, int64_t source_len);
 

@@ -89,4 +89,22 @@ void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   }
 }
 
+void average_checkpoints(const std::vector<std::string>& inputs, torch::nn::Module& model, const std::string& output) {
+  if (inputs.empty()) throw std::runtime_error(output + ": no checkpoints to average");
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> sums;
+  Progress progress;  // the newest checkpoint's
+  for (const auto& path : inputs) {
+    load_checkpoint(path, model, nullptr, &path == &inputs.back() ? &progress : nullptr);
+    auto params = model.parameters();
+    if (sums.empty())
+      for (const auto& p : params) sums.push_back(p.detach().to(torch::kDouble).clone());
+    else
+      for (size_t i = 0; i < params.size(); ++i) sums[i] += params[i].detach().to(torch::kDouble);
+  }
+  auto params = model.parameters();
+  for (size_t i = 0; i < params.size(); ++i) params[i].copy_(sums[i] / static_cast<double>(inputs.size()));
+  save_checkpoint(output, model, nullptr, progress);
+}
+
 }  // namespace ropelab

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 namespace ropelab {
 
@@ -24,5 +25,9 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
 /// naming the file for unreadable files and parameters missing or of another shape.
 void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer = nullptr,
                      Progress* progress = nullptr);
+
+/// Averages the parameters of `inputs` (Vaswani et al. 2017, 6.1: the last 5) into
+/// `model` and writes them to `output` without optimizer state.
+void average_checkpoints(const std::vector<std::string>& inputs, torch::nn::Module& model, const std::string& output);
 
 }  // namespace ropelab

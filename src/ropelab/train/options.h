@@ -42,6 +42,8 @@ struct TrainOptions {
   TORCH_ARG(int64_t, valid_every) = 1000;
   /// Early stopping after N validations without improvement; 0 = off.
   TORCH_ARG(int64_t, patience) = 0;
+  /// Numbered checkpoints kept (one per validation, for `ropelab average`); 0 = none.
+  TORCH_ARG(int64_t, keep_checkpoints) = 5;
 };
 
 }  // namespace ropelab

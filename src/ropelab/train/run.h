@@ -2,7 +2,7 @@
 /// A run directory: everything needed to resume, evaluate or translate.
 ///   RUN/config.yaml      the merged, effective config
 ///   RUN/vocab.txt | spm.model   the tokenizer
-///   RUN/checkpoint_last.pt, RUN/checkpoint_best.pt
+///   RUN/checkpoint_last.pt, RUN/checkpoint_best.pt, RUN/checkpoint_STEP.pt (the newest few)
 ///   RUN/metrics.jsonl    one JSON object per log or validation event
 
 #include "ropelab/config/config.h"
@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ropelab {
 
@@ -19,6 +20,10 @@ struct RunPaths {
   std::string dir, config, last, best, metrics;
   /// "best" | "last" | a file path -> the checkpoint file.
   std::string checkpoint(const std::string& which) const;
+  /// RUN/checkpoint_STEP.pt, kept for the newest train.keep_checkpoints validations.
+  std::string numbered(int64_t step) const;
+  /// The numbered checkpoints present, oldest first.
+  std::vector<std::string> numbered_checkpoints() const;
 };
 
 /// The Seq2Seq model a config describes, for a vocabulary of `vocab_size`.

@@ -31,6 +31,37 @@ std::string RunPaths::checkpoint(const std::string& which) const {
   return which;
 }
 
+std::string RunPaths::numbered(int64_t step) const {
+  return (fs::path(dir) / ("checkpoint_" + std::to_string(step) + ".pt")).string();
+}
+
+std::vector<std::string> RunPaths::numbered_checkpoints() const {
+  std::vector<std::pair<int64_t, std::string>> found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind("checkpoint_", 0) != 0 || entry.path().extension() != ".pt") continue;
+    const auto middle = name.substr(11, name.size() - 14);
+    if (middle.empty() || middle.find_first_not_of("0123456789") != std::string::npos) continue;
+    found.emplace_back(std::stoll(middle), entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+namespace {
+/// Copies the last checkpoint to checkpoint_STEP.pt and keeps only the newest `keep`.
+void keep_numbered_checkpoint(const RunPaths& paths, int64_t step, int64_t keep) {
+  if (keep <= 0) return;
+  const auto target = paths.numbered(step);
+  fs::copy_file(paths.last, target + ".tmp", fs::copy_options::overwrite_existing);
+  fs::rename(target + ".tmp", target);
+  auto all = paths.numbered_checkpoints();
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i]);
+}
+}  // namespace
+
 Seq2Seq build_model(const Config& config, int64_t vocab_size) {
   auto options = config.model;
   options.vocab_size(vocab_size).pad_id(kPadId);
@@ -77,6 +108,21 @@ std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logit
   return {(1.0 - label_smoothing) * nll + label_smoothing * uniform, nll.detach()};
 }
 
+LossTotals evaluate_loss(Seq2Seq& model, const std::vector<Example>& examples, int64_t max_tokens,
+                         double label_smoothing, const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  const bool was_training = model->is_training();
+  model->eval();
+  LossTotals totals;
+  for (const auto& indices : plan_batches(examples, max_tokens, true, 0)) {
+    auto batch = collate(examples, indices, device);
+    auto [loss, nll] = smoothed_loss(model(batch.source, batch.target_in), batch.target_out, label_smoothing, kPadId);
+    totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
+  }
+  model->train(was_training);
+  return totals;
+}
+
 // --- the loop ----------------------------------------------------------------------------
 
 namespace {
@@ -95,25 +141,6 @@ Split load_split(const Config& config, const std::string& path, const Tokenizer&
   return split;
 }
 
-struct Totals {
-  double loss = 0, nll = 0, tokens = 0;
-  void add(double l, double n, double t) { loss += l, nll += n, tokens += t; }
-};
-
-Totals evaluate(Seq2Seq& model, const std::vector<Example>& examples, const Config& config,
-                const torch::Device& device) {
-  torch::NoGradGuard no_grad;
-  model->eval();
-  Totals totals;
-  for (const auto& indices : plan_batches(examples, config.train.max_tokens(), true, 0)) {
-    auto batch = collate(examples, indices, device);
-    auto [loss, nll] = smoothed_loss(model(batch.source, batch.target_in), batch.target_out,
-                                     config.train.label_smoothing(), kPadId);
-    totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
-  }
-  model->train();
-  return totals;
-}
 
 /// Appends one JSON object per line to the metrics file.
 class MetricsLog {
@@ -180,7 +207,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   std::cout << "model: " << parameters << " parameters on " << device << ", " << threads << " threads" << std::endl;
 
   MetricsLog metrics(paths.metrics);
-  Totals window;
+  LossTotals window;
   double window_start = now_seconds();
   const double start = window_start;
   const int64_t first_step = progress.step;
@@ -188,8 +215,8 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
 
   auto validate = [&] {
     if (valid_split.examples.empty()) return;
-    auto v = evaluate(model, valid_split.examples, config, device);
-    const double loss = v.loss / v.tokens, ppl = std::exp(v.nll / v.tokens);
+    auto v = evaluate_loss(model, valid_split.examples, t.max_tokens(), t.label_smoothing(), device);
+    const double loss = v.mean_loss(), ppl = v.perplexity();
     const bool improved = loss < progress.best_valid;
     if (improved) progress.best_valid = loss, progress.bad_validations = 0;
     else ++progress.bad_validations;
@@ -242,18 +269,20 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
         metrics.write("train", progress.step,
                       {{"loss", window.loss / window.tokens}, {"ppl", std::exp(window.nll / window.tokens)},
                        {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", now - start}});
-        window = Totals();
+        window = LossTotals();
         window_start = now_seconds();
       }
       if (t.valid_every() > 0 && progress.step % t.valid_every() == 0) {
         validate();
         save_checkpoint(paths.last, *model, &optimizer, progress);
+        keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
       }
     }
     if (progress.batch + t.accumulate() > static_cast<int64_t>(plan.size())) ++progress.epoch, progress.batch = 0;
   }
   if (t.valid_every() == 0 || progress.step % t.valid_every() != 0) validate();
   save_checkpoint(paths.last, *model, &optimizer, progress);
+  keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
   std::cout << "done: step " << progress.step << " in " << format_duration(now_seconds() - start) << ", run "
             << run_dir << std::endl;
 }

@@ -3,6 +3,7 @@
 /// for the encoder-decoder translator (Vaswani et al. 2017, section 5).
 
 #include "ropelab/config/config.h"
+#include "ropelab/data/corpus.h"
 
 #include <string>
 
@@ -16,6 +17,19 @@ double learning_rate(const TrainOptions& options, int64_t d_model, int64_t step)
 /// logits (B, T, V), target (B, T) -> {smoothed_sum, nll_sum}
 std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target,
                                                       double label_smoothing, int64_t pad_id);
+
+/// Summed loss statistics over a data set.
+struct LossTotals {
+  double loss = 0, nll = 0, tokens = 0;
+  void add(double l, double n, double t) { loss += l, nll += n, tokens += t; }
+  double mean_loss() const { return loss / tokens; }
+  /// exp(mean un-smoothed NLL per non-pad target token)
+  double perplexity() const { return std::exp(nll / tokens); }
+};
+
+/// Teacher-forced loss over `examples` in eval mode, batched by `max_tokens`.
+LossTotals evaluate_loss(Seq2Seq& model, const std::vector<Example>& examples, int64_t max_tokens,
+                         double label_smoothing, const torch::Device& device);
 
 /// Trains from `config` into `run_dir`; with `resume`, continues the run found there.
 void train(const Config& config, const std::string& run_dir, bool resume);

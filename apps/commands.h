@@ -1,0 +1,30 @@
+#pragma once
+// Subcommand registration for the ropelab executable. Each add_* registers its flags and
+// a callback that calls the library; errors propagate to main() as exceptions.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ropelab::apps {
+
+/// --device and --threads, shared by every subcommand that touches tensors.
+struct RuntimeFlags {
+  std::string device;
+  int64_t threads = -1;
+  void add_to(CLI::App& app);
+  /// --device/--threads as overrides of train.device/train.threads.
+  void append_overrides(std::vector<std::string>& overrides) const;
+  /// The device to use when no config says otherwise.
+  std::string device_or(const std::string& fallback) const { return device.empty() ? fallback : device; }
+};
+
+void add_train(CLI::App& cli);
+void add_translate(CLI::App& cli);
+void add_eval(CLI::App& cli);
+void add_score(CLI::App& cli);
+void add_average(CLI::App& cli);
+
+}  // namespace ropelab::apps

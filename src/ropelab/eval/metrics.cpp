@@ -1,0 +1,366 @@
+#include "ropelab/eval/metrics.h"
+
+#include "ropelab/build_config.h"
+#include "ropelab/util/enum_names.h"
+
+#include <algorithm>
+#include <clocale>
+#include <cmath>
+#include <cstdio>
+#include <cwctype>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+
+namespace ropelab {
+
+namespace {
+
+// --- UTF-8 code points ------------------------------------------------------------------
+
+/// Decodes UTF-8 into code points; invalid bytes map to themselves (Latin-1).
+std::u32string to_u32(std::string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) {
+      out.push_back(c), ++i;
+      continue;
+    }
+    char32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    out.push_back(cp);
+    i += len;
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+/// Python's str.isspace() code points (what str.split() splits on).
+bool is_python_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/// ' '.join(s.split()) on code points.
+std::u32string normalize_spaces(const std::u32string& s) {
+  std::u32string out;
+  bool pending = false;
+  for (char32_t c : s) {
+    if (is_python_space(c)) {
+      pending = !out.empty();
+    } else {
+      if (pending) out.push_back(U' ');
+      pending = false;
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+}
+
+bool is_digit(char32_t c) { return c >= U'0' && c <= U'9'; }
+
+/// The 13a punctuation class: [{-~] [[-`] [ -&] [(-+] [:-@] and '/'.
+bool is_13a_punct(char32_t c) {
+  return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
+         (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == U'/';
+}
+
+}  // namespace
+
+std::string tokenize_13a(const std::string& input) {
+  std::string line = input;
+  replace_all(line, "<skipped>", "");
+  replace_all(line, "-\n", "");
+  replace_all(line, "\n", " ");
+  if (line.find('&') != std::string::npos) {
+    replace_all(line, "&quot;", "\"");
+    replace_all(line, "&amp;", "&");
+    replace_all(line, "&lt;", "<");
+    replace_all(line, "&gt;", ">");
+  }
+  const auto s = to_u32(" " + line + " ");
+  // The four mteval regexes, each a left-to-right, non-overlapping substitution as re.sub does.
+  std::u32string a;  // ([{-~[-` -&(-+:-@/]) -> ' \1 '
+  for (char32_t c : s) {
+    if (is_13a_punct(c)) a += U' ', a += c, a += U' ';
+    else a += c;
+  }
+  std::u32string b;  // ([^0-9])([.,]) -> '\1 \2 '
+  for (size_t i = 0; i < a.size();) {
+    if (i + 1 < a.size() && !is_digit(a[i]) && (a[i + 1] == U'.' || a[i + 1] == U',')) {
+      b += a[i], b += U' ', b += a[i + 1], b += U' ', i += 2;
+    } else {
+      b += a[i++];
+    }
+  }
+  std::u32string c;  // ([.,])([^0-9]) -> ' \1 \2'
+  for (size_t i = 0; i < b.size();) {
+    if (i + 1 < b.size() && (b[i] == U'.' || b[i] == U',') && !is_digit(b[i + 1])) {
+      c += U' ', c += b[i], c += U' ', c += b[i + 1], i += 2;
+    } else {
+      c += b[i++];
+    }
+  }
+  std::u32string d;  // ([0-9])(-) -> '\1 \2 '
+  for (size_t i = 0; i < c.size();) {
+    if (i + 1 < c.size() && is_digit(c[i]) && c[i + 1] == U'-') {
+      d += c[i], d += U' ', d += U'-', d += U' ', i += 2;
+    } else {
+      d += c[i++];
+    }
+  }
+  std::string out;
+  for (char32_t cp : normalize_spaces(d)) append_utf8(out, cp);
+  return out;
+}
+
+std::string lowercase_utf8(const std::string& text) {
+  static const bool locale_ok = [] {
+    return std::setlocale(LC_CTYPE, "C.UTF-8") != nullptr || std::setlocale(LC_CTYPE, "en_US.UTF-8") != nullptr;
+  }();
+  (void)locale_ok;
+  std::string out;
+  for (char32_t cp : to_u32(text)) append_utf8(out, static_cast<char32_t>(std::towlower(static_cast<wint_t>(cp))));
+  return out;
+}
+
+// --- BLEU ---------------------------------------------------------------------------------
+
+namespace {
+
+const EnumNames<BleuSmoothing, 4> kSmoothingNames{{{BleuSmoothing::none, "none"},
+                                                   {BleuSmoothing::floor, "floor"},
+                                                   {BleuSmoothing::add_k, "add-k"},
+                                                   {BleuSmoothing::exp, "exp"}}};
+
+std::vector<std::string> split_spaces(const std::string& s) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t j = s.find(' ', i);
+    if (j == std::string::npos) {
+      words.push_back(s.substr(i));
+      break;
+    }
+    if (j > i) words.push_back(s.substr(i, j - i));
+    i = j + 1;
+  }
+  return words;
+}
+
+using NgramCounts = std::unordered_map<std::string, int64_t>;
+
+/// All n-grams of orders 1..4, keyed by the words joined with '\x01'.
+NgramCounts count_ngrams(const std::vector<std::string>& words) {
+  NgramCounts counts;
+  for (size_t n = 1; n <= 4; ++n)
+    for (size_t i = 0; i + n <= words.size(); ++i) {
+      std::string key = std::to_string(n);
+      for (size_t k = i; k < i + n; ++k) key += '\x01' + words[k];
+      ++counts[key];
+    }
+  return counts;
+}
+
+std::string rstrip(const std::string& s) {
+  auto u = to_u32(s);
+  while (!u.empty() && is_python_space(u.back())) u.pop_back();
+  std::string out;
+  for (char32_t c : u) append_utf8(out, c);
+  return out;
+}
+
+void check_counts(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs) {
+  if (refs.empty()) throw std::invalid_argument("no reference given");
+  for (size_t k = 0; k < refs.size(); ++k)
+    if (refs[k].size() != hyps.size())
+      throw std::invalid_argument("reference " + std::to_string(k + 1) + " has " + std::to_string(refs[k].size()) +
+                                  " lines but the hypotheses have " + std::to_string(hyps.size()));
+}
+
+std::string version_tag() { return std::string("version:ropelab-") + ROPELAB_VERSION; }
+
+std::string fixed(double v, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, v);
+  return buffer;
+}
+
+}  // namespace
+
+std::string to_string(BleuSmoothing s) { return enum_name(s, kSmoothingNames); }
+BleuSmoothing parse_bleu_smoothing(const std::string& name) {
+  return parse_enum(name, kSmoothingNames, "BLEU smoothing");
+}
+
+BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
+                      const BleuOptions& options) {
+  check_counts(hyps, refs);
+  auto prepare = [&](const std::string& s) {
+    return tokenize_13a(options.lowercase ? lowercase_utf8(rstrip(s)) : rstrip(s));
+  };
+  BleuStats total;
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    const auto hyp_words = split_spaces(prepare(hyps[i]));
+    const auto hyp_len = static_cast<int64_t>(hyp_words.size());
+    NgramCounts max_ref;
+    int64_t ref_len = -1, closest = -1;
+    for (const auto& ref_set : refs) {
+      const auto words = split_spaces(prepare(ref_set[i]));
+      const auto len = static_cast<int64_t>(words.size());
+      const int64_t diff = std::abs(hyp_len - len);
+      if (closest == -1 || diff < closest) closest = diff, ref_len = len;
+      else if (diff == closest && len < ref_len) ref_len = len;
+      for (const auto& [ngram, count] : count_ngrams(words)) max_ref[ngram] = std::max(max_ref[ngram], count);
+    }
+    total.hyp_len += hyp_len;
+    total.ref_len += ref_len;
+    for (const auto& [ngram, count] : count_ngrams(hyp_words)) {
+      const size_t n = static_cast<size_t>(ngram[0] - '0') - 1;
+      auto it = max_ref.find(ngram);
+      if (it != max_ref.end()) total.matches[n] += std::min(count, it->second);
+    }
+    for (size_t n = 0; n < 4; ++n) total.totals[n] += std::max<int64_t>(0, hyp_len - static_cast<int64_t>(n));
+  }
+
+  BleuScore score;
+  score.hyp_len = total.hyp_len;
+  score.ref_len = total.ref_len;
+  double smooth_value = options.smooth_value;
+  if (smooth_value < 0) smooth_value = options.smoothing == BleuSmoothing::floor ? 0.1 : 1.0;
+  std::array<double, 4> correct{}, totals{};
+  double smooth_mteval = 1.0;
+  for (size_t n = 0; n < 4; ++n) {
+    correct[n] = static_cast<double>(total.matches[n]);
+    totals[n] = static_cast<double>(total.totals[n]);
+    if (options.smoothing == BleuSmoothing::add_k && n > 0) correct[n] += smooth_value, totals[n] += smooth_value;
+    if (totals[n] == 0) break;
+    if (correct[n] == 0) {
+      if (options.smoothing == BleuSmoothing::exp) {
+        smooth_mteval *= 2;
+        score.precisions[n] = 100.0 / (smooth_mteval * totals[n]);
+      } else if (options.smoothing == BleuSmoothing::floor) {
+        score.precisions[n] = 100.0 * smooth_value / totals[n];
+      }
+    } else {
+      score.precisions[n] = 100.0 * correct[n] / totals[n];
+    }
+  }
+  const double sys = static_cast<double>(total.hyp_len), ref = static_cast<double>(total.ref_len);
+  score.bp = sys < ref ? (sys > 0 ? std::exp(1.0 - ref / sys) : 0.0) : 1.0;
+  score.ratio = ref > 0 ? sys / ref : 0.0;
+  double log_sum = 0;
+  for (double p : score.precisions) log_sum += p > 0 ? std::log(p) : -9999999999.0;
+  score.score = score.bp * std::exp(log_sum / 4.0);
+  score.signature = "nrefs:" + std::to_string(refs.size()) + "|case:" + (options.lowercase ? "lc" : "mixed") +
+                    "|eff:no|tok:13a|smooth:" + to_string(options.smoothing) + "|" + version_tag();
+  return score;
+}
+
+std::string BleuScore::format() const {
+  std::string out = "BLEU = " + fixed(score, 2) + " ";
+  for (size_t n = 0; n < 4; ++n) out += (n ? "/" : "") + fixed(precisions[n], 1);
+  return out + " (BP = " + fixed(bp, 3) + " ratio = " + fixed(ratio, 3) + " hyp_len = " + std::to_string(hyp_len) +
+         " ref_len = " + std::to_string(ref_len) + ")";
+}
+
+// --- chrF ---------------------------------------------------------------------------------
+
+namespace {
+
+using CharNgrams = std::vector<std::unordered_map<std::u32string, int64_t>>;
+
+CharNgrams char_ngrams(const std::string& line, int order, bool lowercase) {
+  const auto text = to_u32(lowercase ? lowercase_utf8(line) : line);
+  std::u32string chars;
+  for (char32_t c : text)
+    if (!is_python_space(c)) chars.push_back(c);
+  CharNgrams out(static_cast<size_t>(order));
+  for (int n = 1; n <= order; ++n)
+    for (size_t i = 0; i + static_cast<size_t>(n) <= chars.size(); ++i)
+      ++out[static_cast<size_t>(n - 1)][chars.substr(i, static_cast<size_t>(n))];
+  return out;
+}
+
+/// [hyp, ref, match] per order, flattened.
+std::vector<double> chrf_stats(const CharNgrams& hyp, const CharNgrams& ref) {
+  std::vector<double> stats;
+  for (size_t n = 0; n < hyp.size(); ++n) {
+    int64_t h = 0, r = 0, m = 0;
+    for (const auto& [g, c] : hyp[n]) {
+      h += c;
+      auto it = ref[n].find(g);
+      if (it != ref[n].end()) m += std::min(c, it->second);
+    }
+    for (const auto& entry : ref[n]) r += entry.second;
+    stats.insert(stats.end(), {static_cast<double>(h), static_cast<double>(r), static_cast<double>(m)});
+  }
+  return stats;
+}
+
+double chrf_from_stats(const std::vector<double>& stats, double beta) {
+  const double eps = 1e-16, factor = beta * beta;
+  double avg_prec = 0, avg_rec = 0;
+  int effective = 0;
+  for (size_t i = 0; i + 2 < stats.size(); i += 3) {
+    const double h = stats[i], r = stats[i + 1], m = stats[i + 2];
+    const double prec = h > 0 ? m / h : eps, rec = r > 0 ? m / r : eps;
+    if (h > 0 && r > 0) avg_prec += prec, avg_rec += rec, ++effective;
+  }
+  if (effective == 0) return 0.0;
+  avg_prec /= effective, avg_rec /= effective;
+  if (avg_prec + avg_rec == 0) return 0.0;
+  return 100.0 * (1 + factor) * avg_prec * avg_rec / (factor * avg_prec + avg_rec);
+}
+
+}  // namespace
+
+ChrfScore corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
+                      const ChrfOptions& options) {
+  check_counts(hyps, refs);
+  std::vector<double> total(static_cast<size_t>(3 * options.char_order), 0.0);
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    const auto h = char_ngrams(hyps[i], options.char_order, options.lowercase);
+    std::vector<double> best;
+    double best_f = -1.0;
+    for (const auto& ref_set : refs) {  // the reference with the best sentence-level chrF
+      auto stats = chrf_stats(h, char_ngrams(ref_set[i], options.char_order, options.lowercase));
+      const double f = chrf_from_stats(stats, options.beta);
+      if (f > best_f) best_f = f, best = std::move(stats);
+    }
+    for (size_t k = 0; k < total.size(); ++k) total[k] += best[k];
+  }
+  ChrfScore score;
+  score.score = chrf_from_stats(total, options.beta);
+  score.signature = "nrefs:" + std::to_string(refs.size()) + "|case:" + (options.lowercase ? "lc" : "mixed") +
+                    "|eff:yes|nc:" + std::to_string(options.char_order) + "|nw:0|space:no|" + version_tag();
+  return score;
+}
+
+std::string ChrfScore::format() const { return "chrF2 = " + fixed(score, 2); }
+
+}  // namespace ropelab
