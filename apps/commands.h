@@ -26,5 +26,6 @@ void add_translate(CLI::App& cli);
 void add_eval(CLI::App& cli);
 void add_score(CLI::App& cli);
 void add_average(CLI::App& cli);
+void add_bench(CLI::App& cli);
 
 }  // namespace ropelab::apps

@@ -1,6 +1,7 @@
 // ropelab: one executable with git-style subcommands. Every user mistake ends here as
 // one line on stderr and a non-zero exit; no stack traces.
 #include "commands.h"
+#include "runtime_env.h"
 
 #include "ropelab/build_config.h"
 #include "ropelab/config/config.h"
@@ -10,6 +11,7 @@
 #include <iostream>
 
 int main(int argc, char** argv) {
+  ropelab::apps::ensure_runtime_env(argv);
   CLI::App cli{"ropelab: Transformers and their position encodings, in C++ (LibTorch)"};
   cli.set_version_flag("--version", std::string("ropelab ") + ROPELAB_VERSION);
   cli.require_subcommand(1);
@@ -18,6 +20,7 @@ int main(int argc, char** argv) {
   ropelab::apps::add_eval(cli);
   ropelab::apps::add_score(cli);
   ropelab::apps::add_average(cli);
+  ropelab::apps::add_bench(cli);
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

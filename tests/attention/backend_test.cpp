@@ -67,3 +67,38 @@ TEST_F(Attention, DropoutOnlyInTraining) {
   attention.train();
   EXPECT_GT(max_diff(attention.forward(in), reference(in)), 1e-3);
 }
+
+#include "ropelab/attention/fused_cpu.h"
+
+// The fused CPU kernel against the ATen path: outputs and all three gradients, in double,
+// with padding, causal masks (Tk > Tq as in cached decoding) and strided inputs.
+TEST_F(Attention, FusedKernelMatchesAtenPathWithGradients) {
+  SoftmaxAttention attention(AttentionOptions{});
+  for (bool causal : {false, true}) {
+    for (bool padded : {false, true}) {
+      SCOPED_TRACE(std::string(causal ? "causal" : "full") + (padded ? " padded" : ""));
+      // q, k, v as strided views of one (B, T, 3, H, Dh) projection, like MultiHeadAttention's
+      auto qkv = torch::randn({2, 7, 3, 3, 8}, torch::TensorOptions().dtype(torch::kDouble).requires_grad(true));
+      auto views = qkv.permute({2, 0, 3, 1, 4}).unbind(0);
+      auto q = views[0].narrow(2, 2, 5);  // Tq = 5, Tk = 7
+      auto k = views[1], v = views[2];
+      ASSERT_TRUE(fused_attention_available(q, k, v));
+      auto pad = padded ? torch::tensor({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool) : torch::Tensor();
+      AttentionInputs in{q, k, v, pad, {}, causal};
+      auto weights = torch::randn({2, 3, 5, 8}, torch::kDouble);
+      auto fused = fused_attention_cpu(q, k, v, pad, causal);
+      auto [g_fused] = std::make_tuple(torch::autograd::grad({(fused * weights).sum()}, {qkv})[0]);
+      auto reference = attention.reference_forward(in);
+      auto [g_ref] = std::make_tuple(torch::autograd::grad({(reference * weights).sum()}, {qkv})[0]);
+      EXPECT_LT(max_diff(fused, reference), 1e-12);
+      EXPECT_LT(max_diff(g_fused, g_ref), 1e-12);
+    }
+  }
+}
+
+TEST_F(Attention, FusedKernelInFloatMatchesTheDefinition) {
+  auto q = torch::randn({2, 4, 9, 16}), k = torch::randn({2, 4, 9, 16}), v = torch::randn({2, 4, 9, 16});
+  AttentionInputs in{q, k, v, torch::tensor({{0, 0, 0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool),
+                     {}, true};
+  EXPECT_LT(max_diff(fused_attention_cpu(q, k, v, in.key_padding_mask, true), reference(in)), 1e-5);
+}

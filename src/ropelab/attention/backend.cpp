@@ -1,5 +1,6 @@
 #include "ropelab/attention/backend.h"
 
+#include "ropelab/attention/fused_cpu.h"
 #include "ropelab/util/enum_names.h"
 
 #include <limits>
@@ -13,6 +14,13 @@ torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device) {
 SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options) : dropout_(options.dropout()) {}
 
 torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
+  const bool dropping = dropout_ > 0.0 && is_training();
+  if (!in.logit_bias.defined() && !dropping && fused_attention_available(in.q, in.k, in.v))
+    return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, in.causal);
+  return reference_forward(in);
+}
+
+torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
   const int64_t tq = in.q.size(-2);
   const int64_t tk = in.k.size(-2);
   // scale q (Tq x Dh) rather than the scores (Tq x Tk)

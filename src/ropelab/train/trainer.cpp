@@ -123,6 +123,25 @@ LossTotals evaluate_loss(Seq2Seq& model, const std::vector<Example>& examples, i
   return totals;
 }
 
+LossTotals update_step(Seq2Seq& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
+                       const TrainOptions& options, double lr) {
+  LossTotals totals;
+  for (const auto& batch : batches) {
+    auto [loss, nll] =
+        smoothed_loss(model(batch.source, batch.target_in), batch.target_out, options.label_smoothing(), kPadId);
+    loss.backward();
+    totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
+  }
+  // Gradients of summed losses -> per-token mean over the whole update.
+  for (auto& p : model->parameters())
+    if (p.grad().defined()) p.grad().div_(totals.tokens);
+  if (options.clip_norm() > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), options.clip_norm());
+  for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+  optimizer.step();
+  optimizer.zero_grad();
+  return totals;
+}
+
 // --- the loop ----------------------------------------------------------------------------
 
 namespace {
@@ -238,24 +257,13 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
     while (!stop && progress.step < t.steps() && progress.batch + t.accumulate() <= static_cast<int64_t>(plan.size())) {
       // Dropout draws depend only on (seed, step), so a resumed run replays them exactly.
       torch::manual_seed(static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.step) + 1);
-      double tokens = 0;
-      for (int64_t a = 0; a < t.accumulate(); ++a) {
-        auto batch = collate(train_split.examples, plan[static_cast<size_t>(progress.batch++)], device);
-        auto [loss, nll] = smoothed_loss(model(batch.source, batch.target_in), batch.target_out,
-                                         t.label_smoothing(), kPadId);
-        loss.backward();
-        tokens += static_cast<double>(batch.target_tokens);
-        window.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
-      }
-      // Gradients of summed losses -> per-token mean over the whole update.
-      for (auto& p : model->parameters())
-        if (p.grad().defined()) p.grad().div_(tokens);
-      if (t.clip_norm() > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), t.clip_norm());
+      std::vector<Batch> batches;
+      for (int64_t a = 0; a < t.accumulate(); ++a)
+        batches.push_back(collate(train_split.examples, plan[static_cast<size_t>(progress.batch++)], device));
       ++progress.step;
       const double lr = learning_rate(t, config.model.d_model(), progress.step);
-      for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
-      optimizer.step();
-      optimizer.zero_grad();
+      auto update = update_step(model, optimizer, batches, t, lr);
+      window.add(update.loss, update.nll, update.tokens);
 
       if (progress.step % t.log_every() == 0 || progress.step == t.steps()) {
         const double now = now_seconds();

@@ -31,6 +31,12 @@ struct LossTotals {
 LossTotals evaluate_loss(Seq2Seq& model, const std::vector<Example>& examples, int64_t max_tokens,
                          double label_smoothing, const torch::Device& device);
 
+/// One optimizer update over `batches` (gradient accumulation): forward, smoothed loss,
+/// backward, gradients scaled to a per-target-token mean over the whole update,
+/// clipping, then Adam at learning rate `lr`. Returns the summed statistics.
+LossTotals update_step(Seq2Seq& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
+                       const TrainOptions& options, double lr);
+
 /// Trains from `config` into `run_dir`; with `resume`, continues the run found there.
 void train(const Config& config, const std::string& run_dir, bool resume);
 

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""The same training step as `ropelab bench train`, in PyTorch Python with torch.nn.Transformer,
+for the speed comparison of the translator issue. Run with Debian's python3-torch (PyTorch 1.13
+on the same LibTorch build as ropelab):
+
+    /usr/bin/python3 bench/pytorch_train.py --threads 2
+
+Model: d_model 256, 3+3 layers, 4 heads, d_ff 1024, dropout 0.1, post-LN (nn.Transformer's
+default), shared embeddings scaled by sqrt(d) with the tied output projection, sinusoidal
+positions. Step: forward, label-smoothed cross-entropy (0.1, pads ignored), backward, Adam
+(0.9, 0.98, 1e-9). Batch: 64 sentences x 32 tokens, source and target, no padding.
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, vocab, d, heads, layers, ff, dropout, max_len=1024):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, d, padding_idx=0)
+        nn.init.normal_(self.embedding.weight, 0, d ** -0.5)
+        self.transformer = nn.Transformer(d, heads, layers, layers, ff, dropout, batch_first=True)
+        self.dropout = nn.Dropout(dropout)
+        self.scale = math.sqrt(d)
+        pos = torch.arange(max_len).unsqueeze(1)
+        inv = torch.exp(torch.arange(0, d, 2) * (-math.log(10000.0) / d))
+        pe = torch.zeros(max_len, d)
+        pe[:, 0::2] = torch.sin(pos * inv)
+        pe[:, 1::2] = torch.cos(pos * inv)
+        self.register_buffer('pe', pe)
+
+    def embed(self, tokens):
+        return self.dropout(self.embedding(tokens) * self.scale + self.pe[:tokens.size(1)])
+
+    def forward(self, src, tgt):
+        causal = self.transformer.generate_square_subsequent_mask(tgt.size(1)).to(src.device)
+        h = self.transformer(self.embed(src), self.embed(tgt), tgt_mask=causal,
+                             src_key_padding_mask=src.eq(0), tgt_key_padding_mask=tgt.eq(0),
+                             memory_key_padding_mask=src.eq(0))
+        return F.linear(h, self.embedding.weight)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('--threads', type=int, default=2)
+    p.add_argument('--vocab', type=int, default=8000)
+    p.add_argument('--batch', type=int, default=64)
+    p.add_argument('--length', type=int, default=32)
+    p.add_argument('--steps', type=int, default=20)
+    p.add_argument('--warmup', type=int, default=3)
+    p.add_argument('--device', default='cpu')
+    p.add_argument('--json', action='store_true')
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    dev = torch.device(a.device)
+    model = Model(a.vocab, 256, 4, 3, 1024, 0.1).to(dev).train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+    src = torch.randint(4, a.vocab, (a.batch, a.length), device=dev)
+    tgt_in = torch.randint(4, a.vocab, (a.batch, a.length), device=dev)
+    tgt_out = torch.randint(4, a.vocab, (a.batch, a.length), device=dev)
+
+    def step():
+        logits = model(src, tgt_in)
+        loss = F.cross_entropy(logits.view(-1, a.vocab), tgt_out.view(-1), ignore_index=0,
+                               label_smoothing=0.1, reduction='sum')
+        (loss / tgt_out.numel()).backward()
+        opt.step()
+        opt.zero_grad()
+        if dev.type == 'cuda':
+            torch.cuda.synchronize()
+
+    for _ in range(a.warmup):
+        step()
+    times = []
+    for _ in range(a.steps):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    med = statistics.median(times)
+    params = sum(p.numel() for p in model.parameters())
+    tps = a.batch * a.length / med
+    if a.json:
+        print(json.dumps({'bench': 'pytorch_train', 'threads': a.threads, 'parameters': params,
+                          'step_median_s': med, 'target_tokens_per_s': tps}))
+    else:
+        print(f'pytorch nn.Transformer step: {params} parameters, batch {a.batch} x {a.length}, {a.threads} threads')
+        print(f'  step median {1e3 * med:.1f} ms (min {1e3 * min(times):.1f}, max {1e3 * max(times):.1f})')
+        print(f'  {tps:.0f} target tokens/s')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,23 @@
+#pragma once
+/// Scaled dot-product attention fused for the CPU: one task per (batch, head) under
+/// at::parallel_for, each calling BLAS directly on strided views of q, k, v (no copies
+/// out of the fused QKV projection, no (B*H)-long loop of tiny dispatched matmuls as in
+/// LibTorch 1.13's CPU bmm), masks applied inside the softmax, output written straight
+/// into the (B, Tq, H, Dh) layout the output projection reads. Backward is fused the
+/// same way. Float and double; no logit bias, no attention dropout (callers fall back).
+
+#include <torch/torch.h>
+
+namespace ropelab {
+
+/// Whether the fused kernel can run: CPU tensors of float or double, a BLAS with
+/// sgemm_/dgemm_ loaded, and last dimensions of unit stride.
+bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+
+/// q (B, H, Tq, Dh), k and v (B, H, Tk, Dh); key_padding_mask (B, Tk) bool or undefined.
+/// Query i sees key j when j <= i + Tk - Tq (causal) and key j is not padding.
+/// -> (B, H, Tq, Dh), a permuted view of a contiguous (B, Tq, H, Dh) tensor.
+torch::Tensor fused_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  const torch::Tensor& key_padding_mask, bool causal);
+
+}  // namespace ropelab
