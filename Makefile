@@ -1,11 +1,12 @@
 # ropelab: two commands do everything on a fresh Debian machine.
 #   make test   install dependencies, build, run the test suite
-#   make demo   install dependencies, build, train the demo translator and print translations
+#   make demo   install dependencies, build, prepare the Bible corpus, train the toy
+#               English->Spanish translator (~10 min), print BLEU/chrF and translations
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo bench clean sanitize format
+.PHONY: all deps configure build test demo demo-tiny clean sanitize format
 
 all: build
 
@@ -25,6 +26,9 @@ test: build
 
 demo: build
 	bash scripts/demo.sh
+
+demo-tiny: build
+	bash scripts/demo_tiny.sh
 
 sanitize: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DROPELAB_SANITIZE=ON

@@ -15,6 +15,7 @@ packages=(
   ccache
   pkg-config
   g++
+  python3-torch         # PyTorch Python on the same LibTorch: op-loading test, speed comparisons
 )
 
 missing=()

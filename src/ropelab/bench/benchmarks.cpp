@@ -1,6 +1,8 @@
 #include "ropelab/bench/benchmarks.h"
 
 #include "ropelab/data/corpus.h"
+#include "ropelab/eval/evaluate.h"
+#include "ropelab/ops/rotary.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/train/run.h"
 #include "ropelab/train/trainer.h"
@@ -50,6 +52,56 @@ TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& opti
                              options.warmup, options.steps, device);
   result.target_tokens_per_second = static_cast<double>(batch.target_tokens) / result.step.median;
   return result;
+}
+
+DecodeBenchResult bench_decode(LoadedRun& run, const std::string& path, const TranslateOptions& options,
+                               const torch::Device& device) {
+  const auto text = read_parallel(run.config.data, path);
+  DecodeBenchResult r;
+  r.sentences = static_cast<int64_t>(text.source.size());
+  auto cached_options = options, uncached_options = options;
+  cached_options.use_cache = true;
+  uncached_options.use_cache = false;
+  double start = now_seconds();
+  const auto cached = translate_lines(run, text.source, cached_options, device);
+  detail::synchronize(device);
+  r.cached_seconds = now_seconds() - start;
+  start = now_seconds();
+  const auto uncached = translate_lines(run, text.source, uncached_options, device);
+  detail::synchronize(device);
+  r.uncached_seconds = now_seconds() - start;
+  for (size_t i = 0; i < cached.size(); ++i) r.identical += cached[i] == uncached[i];
+  return r;
+}
+
+std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, const torch::Device& device,
+                                         torch::Dtype dtype, int64_t repeats) {
+  TORCH_CHECK(shape.size() == 4, "bench rotary: --shape must be T,B,H,Dh, got ", shape.size(), " numbers");
+  torch::NoGradGuard no_grad;
+  const int64_t T = shape[0], Dh = shape[3];
+  auto options = torch::TensorOptions().dtype(dtype).device(device);
+  auto q = torch::randn(shape, options), k = torch::randn(shape, options);
+  auto inv = torch::pow(10000.0, -torch::arange(Dh / 2, torch::kDouble) / static_cast<double>(Dh / 2));
+  auto angles = (torch::arange(T, torch::kDouble).unsqueeze(1) * inv).to(device);
+  auto cos = angles.cos().to(torch::kFloat), sin = angles.sin().to(torch::kFloat);
+  auto pe = torch::randn({T, 1, 1, Dh}, options);  // the additive embedding's table
+  auto reference = rotary_eager(q, cos, sin, 0, false);
+
+  std::vector<RotaryBenchRow> rows;
+  auto run = [&](const std::string& name, auto&& f) {
+    RotaryBenchRow row;
+    row.name = name;
+    std::pair<torch::Tensor, torch::Tensor> out;
+    row.timing = time_repeats([&] { out = f(); }, 2, repeats, device);
+    if (name != "additive") row.max_diff = (out.first - reference).abs().max().item<double>();
+    rows.push_back(row);
+  };
+  run("additive", [&] { return std::make_pair(q + pe, k + pe); });
+  run("eager", [&] { return std::make_pair(rotary_eager(q, cos, sin, 0, false), rotary_eager(k, cos, sin, 0, false)); });
+  run("script", [&] { return std::make_pair(rotary_script(q, cos, sin, 0, false), rotary_script(k, cos, sin, 0, false)); });
+  if (device.is_cpu()) run("fused", [&] { return rotary_fused_qk(q, k, cos, sin, 0, false); });
+  for (auto& row : rows) row.ratio = row.timing.median / rows.front().timing.median;
+  return rows;
 }
 
 }  // namespace ropelab

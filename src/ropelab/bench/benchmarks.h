@@ -2,6 +2,7 @@
 /// Benchmarks behind `ropelab bench ...`: measured, never asserted in tests.
 
 #include "ropelab/config/config.h"
+#include "ropelab/eval/evaluate.h"
 
 #include <torch/torch.h>
 
@@ -39,6 +40,30 @@ struct TrainBenchResult {
 /// Times full training updates (forward, loss, backward, Adam) of the configured Seq2Seq
 /// model on fixed-shape synthetic batches, exactly as the trainer runs them.
 TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& options, const torch::Device& device);
+
+struct DecodeBenchResult {
+  double cached_seconds = 0, uncached_seconds = 0;
+  int64_t sentences = 0, identical = 0;  // outputs equal between the two
+};
+
+/// Translates the source side of `path` (the run's data format) with the run's decoder
+/// settings twice: with incremental decoding (cached keys/values) and by recomputing the
+/// decoder over the whole prefix at every step (the seed tutorial's method).
+DecodeBenchResult bench_decode(LoadedRun& run, const std::string& path, const TranslateOptions& options,
+                               const torch::Device& device);
+
+struct RotaryBenchRow {
+  std::string name;
+  Timing timing;
+  double ratio = 0;     // median / the additive embedding's median
+  double max_diff = 0;  // largest difference from the eager implementation (0 for additive)
+};
+
+/// Seed 000's runtime table: q and k of `shape` in the seed's [T, B, H, Dh] layout, an
+/// additive position embedding (q + pe, k + pe) against rotary by each implementation
+/// (eager, script, fused), all forward on the same tensors, median of `repeats`.
+std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, const torch::Device& device,
+                                         torch::Dtype dtype, int64_t repeats);
 
 }  // namespace ropelab
 

@@ -66,6 +66,7 @@ void describe(V& v, PositionOptions& p) {
   v("base", p.base());
   v.choice("layout", p.layout(), parse_rotary_layout);
   v("fraction", p.fraction());
+  v.choice("rotary_impl", p.rotary_impl(), parse_rotary_impl);
   v("rotate_cross_attention", p.rotate_cross_attention());
   v("axes", p.axes());
   v("num_buckets", p.num_buckets());

@@ -40,10 +40,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   if (self) {
     auto qkv = split_heads(torch::nn::functional::linear(x, in_proj_weight, in_proj_bias), 3);
     q = qkv[0], k = qkv[1], v = qkv[2];
-    if (rotation_) {
-      q = rotation_->rotate(q, call.positions);
-      k = rotation_->rotate(k, call.positions);
-    }
+    if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
     if (cache) {  // append the new (rotated) keys and values
       if (cache->k.defined()) {
         k = torch::cat({cache->k, k}, -2);

@@ -40,6 +40,8 @@ class RotaryEncoder : public PositionEncoderImpl {
   RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes);
   bool rotates() const override { return true; }
   torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& positions) override;
+  std::pair<torch::Tensor, torch::Tensor> rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
+                                                      const torch::Tensor& positions) override;
   int64_t axes() const override { return axes_; }
 
   /// positions (T[, N]) or (B, T[, N]) -> angles (T, r/2) or (B, T, r/2).
@@ -52,8 +54,12 @@ class RotaryEncoder : public PositionEncoderImpl {
   int64_t rotary_dim_;
   int64_t axes_;
   RotaryLayout layout_;
+  /// cos/sin of `positions`: (T, r/2) when shared by the batch, else (B, 1, T, r/2).
+  /// Cached for the last positions seen: a stack's layers share one positions tensor.
+  void tables(const torch::Tensor& positions, const torch::Tensor& like);
+  bool shared(const torch::Tensor& positions) const { return positions.dim() == (axes_ == 1 ? 1 : 2); }
   torch::Tensor inv_freq_;  // (r/2/N) buffer, shared by every axis
-  // cos/sin of the last positions seen: the layers of a stack share one positions tensor.
+  RotaryImpl impl_;
   torch::Tensor cached_positions_, cached_cos_, cached_sin_;
 };
 

@@ -69,7 +69,7 @@ torch::Tensor LearnedEncoder::embed(const torch::Tensor& x, const torch::Tensor&
 // --- rotary --------------------------------------------------------------------
 
 RotaryEncoder::RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes)
-    : head_dim_(geometry.d_model / geometry.heads), axes_(axes), layout_(options.layout()) {
+    : head_dim_(geometry.d_model / geometry.heads), axes_(axes), layout_(options.layout()), impl_(options.rotary_impl()) {
   TORCH_CHECK(axes_ >= 1, "RotaryEncoder: axes must be >= 1, got ", axes_);
   TORCH_CHECK(options.fraction() > 0.0 && options.fraction() <= 1.0,
               "RotaryEncoder: fraction must be in (0, 1], got ", options.fraction());
@@ -86,17 +86,35 @@ torch::Tensor RotaryEncoder::angles(const torch::Tensor& positions) const {
   return (coords.unsqueeze(-1) * inv_freq_).flatten(-2);
 }
 
+void RotaryEncoder::tables(const torch::Tensor& positions, const torch::Tensor& like) {
+  if (cached_positions_.defined() && cached_positions_.is_same(positions) && cached_cos_.device() == like.device() &&
+      cached_cos_.scalar_type() == like.scalar_type())
+    return;
+  auto a = angles(positions);                     // (T, r/2) or (B, T, r/2)
+  if (!shared(positions)) a = a.unsqueeze(1);     // (B, 1, T, r/2): broadcast over heads
+  cached_cos_ = a.cos().to(like.scalar_type());
+  cached_sin_ = a.sin().to(like.scalar_type());
+  cached_positions_ = positions;
+}
+
 torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const torch::Tensor& positions) {
   TORCH_CHECK(x.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", x.size(-1));
-  if (!cached_positions_.defined() || !cached_positions_.is_same(positions) ||
-      cached_cos_.device() != x.device() || cached_cos_.scalar_type() != x.scalar_type()) {
-    auto a = angles(positions);                   // (T, r/2) or (B, T, r/2)
-    if (a.dim() == 3) a = a.unsqueeze(1);         // (B, 1, T, r/2): broadcast over heads
-    cached_cos_ = a.cos().to(x.scalar_type());
-    cached_sin_ = a.sin().to(x.scalar_type());
-    cached_positions_ = positions;
-  }
+  tables(positions, x);
+  const bool interleaved = layout_ == RotaryLayout::interleaved;
+  if (shared(positions) && impl_ == RotaryImpl::fused && x.device().is_cpu())
+    return rotary_fused(x, cached_cos_, cached_sin_, -2, interleaved);
+  if (shared(positions) && impl_ == RotaryImpl::script) return rotary_script(x, cached_cos_, cached_sin_, -2, interleaved);
   return apply_rotary(x, cached_cos_, cached_sin_, layout_);
+}
+
+std::pair<torch::Tensor, torch::Tensor> RotaryEncoder::rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
+                                                                   const torch::Tensor& positions) {
+  if (shared(positions) && impl_ == RotaryImpl::fused && q.device().is_cpu() && q.size(-2) == k.size(-2)) {
+    TORCH_CHECK(q.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", q.size(-1));
+    tables(positions, q);
+    return rotary_fused_qk(q, k, cached_cos_, cached_sin_, -2, layout_ == RotaryLayout::interleaved);
+  }
+  return {rotate(q, positions), rotate(k, positions)};
 }
 
 torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,

@@ -10,6 +10,8 @@
 /// (B, T) per sequence; multi-dimensional encoders take (T, N) or (B, T, N). Every hook
 /// takes positions, so incremental decoding passes the step offset in them.
 
+#include "ropelab/ops/rotary.h"
+
 #include <torch/torch.h>
 
 #include <memory>
@@ -38,6 +40,8 @@ struct PositionOptions {
   TORCH_ARG(RotaryLayout, layout) = RotaryLayout::half;
   /// rotary, rotary_nd: fraction of the head dimension rotated (GPT-NeoX rotary_pct).
   TORCH_ARG(double, fraction) = 1.0;
+  /// rotary, rotary_nd: implementation (eager | script | fused); all give the same values.
+  TORCH_ARG(RotaryImpl, rotary_impl) = RotaryImpl::fused;
   /// rotary: also rotate queries and keys in cross-attention. Off by default: source
   /// and target positions are not one coordinate system.
   TORCH_ARG(bool, rotate_cross_attention) = false;
@@ -66,6 +70,12 @@ class PositionEncoderImpl : public torch::nn::Module {
   virtual bool rotates() const { return false; }
   /// x (B, H, T, Dh) -> x rotated by `positions`. Default: x unchanged.
   virtual torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& positions) { return x; }
+  /// Queries and keys of the same positions together (self-attention); an encoder may
+  /// fuse the two. Default: rotate() on each.
+  virtual std::pair<torch::Tensor, torch::Tensor> rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
+                                                              const torch::Tensor& positions) {
+    return {rotate(q, positions), rotate(k, positions)};
+  }
 
   /// Whether logit_bias() returns a tensor.
   virtual bool has_logit_bias() const { return false; }

@@ -1,0 +1,243 @@
+#include "ropelab/ops/rotary.h"
+
+#include "ropelab/util/enum_names.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/jit/frontend/resolver.h>
+#include <torch/script.h>
+
+namespace ropelab {
+
+namespace {
+
+const EnumNames<RotaryImpl, 3> kImplNames{
+    {{RotaryImpl::eager, "eager"}, {RotaryImpl::script, "script"}, {RotaryImpl::fused, "fused"}}};
+
+/// x (..., T, ..., Dh) seen as rows of Dh elements (the last axis must have unit stride;
+/// the others may be strided, as views out of a fused QKV projection are). The output is
+/// contiguous with the same shape, so row r of the output is at r * Dh.
+struct Rows {
+  int64_t count = 0, T = 0, Dh = 0, half = 0, time_axis = 0;
+  std::vector<int64_t> sizes, strides;  // leading axes (all but the last)
+};
+
+Rows rows_of(const torch::Tensor& x, int64_t time_dim, const torch::Tensor& cos) {
+  const int64_t d = time_dim < 0 ? time_dim + x.dim() : time_dim;
+  TORCH_CHECK(d >= 0 && d < x.dim() - 1, "rotary: time_dim ", time_dim, " must name a dimension before the last of ",
+              x.sizes());
+  TORCH_CHECK(cos.dim() == 2 && cos.size(0) == x.size(d), "rotary: cos/sin must be (T, r/2) with T = ", x.size(d),
+              ", got ", cos.sizes());
+  TORCH_CHECK(2 * cos.size(1) <= x.size(-1), "rotary: 2 x ", cos.size(1), " rotated dims exceed the head dimension ",
+              x.size(-1));
+  Rows r;
+  r.count = x.numel() / x.size(-1);
+  r.T = x.size(d);
+  r.Dh = x.size(-1);
+  r.half = cos.size(1);
+  r.time_axis = d;
+  for (int64_t i = 0; i + 1 < x.dim(); ++i) r.sizes.push_back(x.size(i)), r.strides.push_back(x.stride(i));
+  return r;
+}
+
+/// Rotates rows [begin, end) of x into out: rotate (sign = +1) or its inverse (sign = -1).
+template <typename scalar_t, typename acc_t>
+void rotate_rows(const scalar_t* x, scalar_t* __restrict out, const acc_t* __restrict cos,
+                 const acc_t* __restrict sin, const Rows& r, bool interleaved, acc_t sign, int64_t begin,
+                 int64_t end) {
+  const int64_t h = r.half, axes = static_cast<int64_t>(r.sizes.size());
+  // Multi-index of row `begin`, then advanced like an odometer: no division per row.
+  std::vector<int64_t> index(static_cast<size_t>(axes));
+  int64_t offset = 0;
+  for (int64_t a = axes - 1, rest = begin; a >= 0; --a) {
+    index[static_cast<size_t>(a)] = rest % r.sizes[static_cast<size_t>(a)];
+    rest /= r.sizes[static_cast<size_t>(a)];
+    offset += index[static_cast<size_t>(a)] * r.strides[static_cast<size_t>(a)];
+  }
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t t = index[static_cast<size_t>(r.time_axis)];
+    const acc_t* __restrict c = cos + t * h;
+    const acc_t* __restrict s = sin + t * h;
+    const scalar_t* __restrict xr = x + offset;
+    scalar_t* __restrict o = out + row * r.Dh;
+    if (interleaved) {
+      for (int64_t i = 0; i < h; ++i) {
+        const acc_t x1 = static_cast<acc_t>(xr[2 * i]), x2 = static_cast<acc_t>(xr[2 * i + 1]);
+        const acc_t si = sign * s[i];
+        o[2 * i] = static_cast<scalar_t>(x1 * c[i] - x2 * si);
+        o[2 * i + 1] = static_cast<scalar_t>(x2 * c[i] + x1 * si);
+      }
+    } else {
+      for (int64_t i = 0; i < h; ++i) {
+        const acc_t x1 = static_cast<acc_t>(xr[i]), x2 = static_cast<acc_t>(xr[i + h]);
+        const acc_t si = sign * s[i];
+        o[i] = static_cast<scalar_t>(x1 * c[i] - x2 * si);
+        o[i + h] = static_cast<scalar_t>(x2 * c[i] + x1 * si);
+      }
+    }
+    for (int64_t i = 2 * h; i < r.Dh; ++i) o[i] = xr[i];
+    for (int64_t a = axes - 1; a >= 0; --a) {  // next row
+      const auto ua = static_cast<size_t>(a);
+      offset += r.strides[ua];
+      if (++index[ua] < r.sizes[ua]) break;
+      offset -= index[ua] * r.strides[ua];
+      index[ua] = 0;
+    }
+  }
+}
+
+/// Rotates every tensor of `xs` (same T) into new contiguous outputs, in one parallel region.
+std::vector<torch::Tensor> rotate_all(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
+                                      const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
+  TORCH_CHECK(xs[0].device().is_cpu(), "rotary: the fused kernel runs on CPU tensors; got ", xs[0].device(),
+              " (use rotary_impl eager or script there)");
+  std::vector<torch::Tensor> ins, outs;
+  std::vector<Rows> shapes;
+  for (const auto& x : xs) {
+    TORCH_CHECK(x.scalar_type() == xs[0].scalar_type(), "rotary: q and k must share a dtype");
+    ins.push_back(x.stride(-1) == 1 ? x : x.contiguous());
+    shapes.push_back(rows_of(ins.back(), time_dim, cos));
+    outs.push_back(torch::empty(x.sizes(), x.options()));
+  }
+  int64_t total = 0;
+  for (const auto& r : shapes) total += r.count;
+  AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, xs[0].scalar_type(), "rotary_fused", [&] {
+    using acc_t = at::opmath_type<scalar_t>;  // float for float and bfloat16, double for double
+    const auto acc = c10::CppTypeToScalarType<acc_t>::value;
+    auto c = cos.to(acc).contiguous(), s = sin.to(acc).contiguous();
+    // One range over the rows of all tensors: q and k share the pass and the threads.
+    at::parallel_for(0, total, 1024, [&](int64_t begin, int64_t end) {
+      int64_t offset = 0;
+      for (size_t n = 0; n < ins.size(); ++n) {
+        const int64_t lo = std::max(begin - offset, int64_t{0}), hi = std::min(end - offset, shapes[n].count);
+        if (lo < hi)
+          rotate_rows<scalar_t, acc_t>(ins[n].data_ptr<scalar_t>(), outs[n].data_ptr<scalar_t>(), c.data_ptr<acc_t>(),
+                                       s.data_ptr<acc_t>(), shapes[n], interleaved, static_cast<acc_t>(sign), lo, hi);
+        offset += shapes[n].count;
+      }
+    });
+  });
+  return outs;
+}
+
+class RotaryFunction : public torch::autograd::Function<RotaryFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q,
+                                                const torch::Tensor& k, const torch::Tensor& cos,
+                                                const torch::Tensor& sin, int64_t time_dim, bool interleaved) {
+    ctx->save_for_backward({cos, sin});
+    ctx->saved_data["time_dim"] = time_dim;
+    ctx->saved_data["interleaved"] = interleaved;
+    ctx->saved_data["has_k"] = k.numel() > 0;
+    if (k.numel() == 0) return {rotate_all({q}, cos, sin, time_dim, interleaved, 1.0f)[0], k};
+    return rotate_all({q, k}, cos, sin, time_dim, interleaved, 1.0f);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const auto time_dim = ctx->saved_data["time_dim"].toInt();
+    const auto interleaved = ctx->saved_data["interleaved"].toBool();
+    // The rotation is orthogonal: its transpose, the inverse rotation, carries the gradient.
+    std::vector<torch::Tensor> out;
+    if (ctx->saved_data["has_k"].toBool()) {
+      auto gq = grads[0].defined() ? grads[0] : torch::zeros_like(grads[1]);
+      auto gk = grads[1].defined() ? grads[1] : torch::zeros_like(grads[0]);
+      out = rotate_all({gq, gk}, saved[0], saved[1], time_dim, interleaved, -1.0f);
+    } else {
+      out = {rotate_all({grads[0]}, saved[0], saved[1], time_dim, interleaved, -1.0f)[0], torch::Tensor()};
+    }
+    return {out[0], out[1], torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+/// cos/sin (T, r/2) shaped to broadcast against x's layout at time_dim: (T, 1, ..., r/2).
+torch::Tensor broadcast_table(const torch::Tensor& table, const torch::Tensor& x, int64_t time_dim) {
+  const int64_t d = time_dim < 0 ? time_dim + x.dim() : time_dim;
+  std::vector<int64_t> shape(static_cast<size_t>(x.dim() - d), 1);
+  shape.front() = table.size(0);
+  shape.back() = table.size(1);
+  return table.to(x.scalar_type()).view(shape);
+}
+
+}  // namespace
+
+std::string to_string(RotaryImpl impl) { return enum_name(impl, kImplNames); }
+RotaryImpl parse_rotary_impl(const std::string& name) { return parse_enum(name, kImplNames, "rotary impl"); }
+
+torch::Tensor rotary_fused(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                           int64_t time_dim, bool interleaved) {
+  auto none = torch::empty({0}, x.options());
+  return RotaryFunction::apply(x, none, cos, sin, time_dim, interleaved)[0];
+}
+
+std::pair<torch::Tensor, torch::Tensor> rotary_fused_qk(const torch::Tensor& q, const torch::Tensor& k,
+                                                        const torch::Tensor& cos, const torch::Tensor& sin,
+                                                        int64_t time_dim, bool interleaved) {
+  TORCH_CHECK(q.scalar_type() == k.scalar_type(), "rotary_qk: q and k must share a dtype, got ", q.scalar_type(),
+              " and ", k.scalar_type());
+  auto out = RotaryFunction::apply(q, k, cos, sin, time_dim, interleaved);
+  return {out[0], out[1]};
+}
+
+torch::Tensor rotary_eager(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                           int64_t time_dim, bool interleaved) {
+  const int64_t half = cos.size(1), r = 2 * half;
+  auto c = broadcast_table(cos, x, time_dim), s = broadcast_table(sin, x, time_dim);
+  auto rot = x.narrow(-1, 0, r);
+  torch::Tensor out;
+  if (interleaved) {
+    auto pairs = rot.unflatten(-1, {half, 2});
+    auto x1 = pairs.select(-1, 0), x2 = pairs.select(-1, 1);
+    out = torch::stack({x1 * c - x2 * s, x2 * c + x1 * s}, -1).flatten(-2);
+  } else {
+    auto x1 = rot.narrow(-1, 0, half), x2 = rot.narrow(-1, half, half);
+    out = torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);
+  }
+  return r == x.size(-1) ? out : torch::cat({out, x.narrow(-1, r, x.size(-1) - r)}, -1);
+}
+
+torch::Tensor rotary_script(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                            int64_t time_dim, bool interleaved) {
+  // Compiled once per process; LibTorch fuses the elementwise graph where its fuser
+  // exists (CUDA; CPU only with LLVM, which Debian's build lacks).
+  static const auto unit = torch::jit::compile(R"JIT(
+def rotate_half(x: Tensor, cos: Tensor, sin: Tensor, r: int):
+    h = r // 2
+    x1 = x[..., :h]
+    x2 = x[..., h:r]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, x[..., r:]], -1)
+
+def rotate_interleaved(x: Tensor, cos: Tensor, sin: Tensor, r: int):
+    pairs = x[..., :r].unflatten(-1, [r // 2, 2])
+    x1 = pairs[..., 0]
+    x2 = pairs[..., 1]
+    out = torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).flatten(-2)
+    return torch.cat([out, x[..., r:]], -1)
+)JIT");
+  auto c = broadcast_table(cos, x, time_dim), s = broadcast_table(sin, x, time_dim);
+  return unit->run_method(interleaved ? "rotate_interleaved" : "rotate_half", x, c, s, 2 * cos.size(1)).toTensor();
+}
+
+namespace {
+/// TorchScript names: `ropelab` is the operator namespace, everything else as LibTorch has it.
+struct OpsResolver : torch::jit::Resolver {
+  std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string& name, torch::jit::GraphFunction& m,
+                                                         const torch::jit::SourceRange& loc) override {
+    if (name == "ropelab") return std::make_shared<torch::jit::BuiltinModule>("ropelab");
+    return torch::jit::nativeResolver()->resolveValue(name, m, loc);
+  }
+  c10::TypePtr resolveType(const std::string& name, const torch::jit::SourceRange& loc) override {
+    return torch::jit::nativeResolver()->resolveType(name, loc);
+  }
+};
+}  // namespace
+
+std::shared_ptr<torch::jit::CompilationUnit> compile_script(const std::string& source) {
+  auto unit = std::make_shared<torch::jit::CompilationUnit>();
+  unit->define(c10::nullopt, source, std::make_shared<OpsResolver>(), nullptr);
+  return unit;
+}
+
+}  // namespace ropelab
