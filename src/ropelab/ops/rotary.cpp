@@ -1,5 +1,6 @@
 #include "ropelab/ops/rotary.h"
 
+#include "ropelab/ops/rotary_rows.h"
 #include "ropelab/util/enum_names.h"
 
 #include <ATen/Dispatch.h>
@@ -15,76 +16,66 @@ namespace {
 const EnumNames<RotaryImpl, 3> kImplNames{
     {{RotaryImpl::eager, "eager"}, {RotaryImpl::script, "script"}, {RotaryImpl::fused, "fused"}}};
 
-/// x (..., T, ..., Dh) seen as rows of Dh elements (the last axis must have unit stride;
-/// the others may be strided, as views out of a fused QKV projection are). The output is
-/// contiguous with the same shape, so row r of the output is at r * Dh.
-struct Rows {
-  int64_t count = 0, T = 0, Dh = 0, half = 0, time_axis = 0;
-  std::vector<int64_t> sizes, strides;  // leading axes (all but the last)
-};
-
-Rows rows_of(const torch::Tensor& x, int64_t time_dim, const torch::Tensor& cos) {
+RotaryRows rows_of(const torch::Tensor& x, int64_t time_dim, const torch::Tensor& cos) {
   const int64_t d = time_dim < 0 ? time_dim + x.dim() : time_dim;
   TORCH_CHECK(d >= 0 && d < x.dim() - 1, "rotary: time_dim ", time_dim, " must name a dimension before the last of ",
               x.sizes());
+  TORCH_CHECK(x.dim() <= 9, "rotary: at most 8 leading dimensions, got ", x.sizes());
   TORCH_CHECK(cos.dim() == 2 && cos.size(0) == x.size(d), "rotary: cos/sin must be (T, r/2) with T = ", x.size(d),
               ", got ", cos.sizes());
   TORCH_CHECK(2 * cos.size(1) <= x.size(-1), "rotary: 2 x ", cos.size(1), " rotated dims exceed the head dimension ",
               x.size(-1));
-  Rows r;
+  RotaryRows r;
   r.count = x.numel() / x.size(-1);
   r.T = x.size(d);
   r.Dh = x.size(-1);
   r.half = cos.size(1);
   r.time_axis = d;
-  for (int64_t i = 0; i + 1 < x.dim(); ++i) r.sizes.push_back(x.size(i)), r.strides.push_back(x.stride(i));
+  r.axes = x.dim() - 1;
+  for (int64_t i = 0; i < r.axes; ++i) r.sizes[i] = x.size(i), r.strides[i] = x.stride(i);
+  r.contiguous = x.is_contiguous();
+  for (int64_t i = d + 1; i < r.axes; ++i) r.inner *= x.size(i);
   return r;
 }
 
-/// Rotates rows [begin, end) of x into out: rotate (sign = +1) or its inverse (sign = -1).
-template <typename scalar_t, typename acc_t>
-void rotate_rows(const scalar_t* x, scalar_t* __restrict out, const acc_t* __restrict cos,
-                 const acc_t* __restrict sin, const Rows& r, bool interleaved, acc_t sign, int64_t begin,
-                 int64_t end) {
-  const int64_t h = r.half, axes = static_cast<int64_t>(r.sizes.size());
-  // Multi-index of row `begin`, then advanced like an odometer: no division per row.
-  std::vector<int64_t> index(static_cast<size_t>(axes));
-  int64_t offset = 0;
-  for (int64_t a = axes - 1, rest = begin; a >= 0; --a) {
-    index[static_cast<size_t>(a)] = rest % r.sizes[static_cast<size_t>(a)];
-    rest /= r.sizes[static_cast<size_t>(a)];
-    offset += index[static_cast<size_t>(a)] * r.strides[static_cast<size_t>(a)];
-  }
+/// bfloat16 rows: computed in float, one element at a time.
+void rotate_rows_bf16(const RotaryRows& r, const at::BFloat16* x, at::BFloat16* out, const float* cos,
+                      const float* sin, bool interleaved, float sign, int64_t begin, int64_t end) {
   for (int64_t row = begin; row < end; ++row) {
-    const int64_t t = index[static_cast<size_t>(r.time_axis)];
-    const acc_t* __restrict c = cos + t * h;
-    const acc_t* __restrict s = sin + t * h;
-    const scalar_t* __restrict xr = x + offset;
-    scalar_t* __restrict o = out + row * r.Dh;
-    if (interleaved) {
-      for (int64_t i = 0; i < h; ++i) {
-        const acc_t x1 = static_cast<acc_t>(xr[2 * i]), x2 = static_cast<acc_t>(xr[2 * i + 1]);
-        const acc_t si = sign * s[i];
-        o[2 * i] = static_cast<scalar_t>(x1 * c[i] - x2 * si);
-        o[2 * i + 1] = static_cast<scalar_t>(x2 * c[i] + x1 * si);
-      }
-    } else {
-      for (int64_t i = 0; i < h; ++i) {
-        const acc_t x1 = static_cast<acc_t>(xr[i]), x2 = static_cast<acc_t>(xr[i + h]);
-        const acc_t si = sign * s[i];
-        o[i] = static_cast<scalar_t>(x1 * c[i] - x2 * si);
-        o[i + h] = static_cast<scalar_t>(x2 * c[i] + x1 * si);
-      }
+    int64_t offset = 0, rest = row, t = 0;
+    for (int64_t a = r.axes - 1; a >= 0; --a) {
+      const int64_t i = rest % r.sizes[a];
+      rest /= r.sizes[a];
+      offset += i * r.strides[a];
+      if (a == r.time_axis) t = i;
     }
-    for (int64_t i = 2 * h; i < r.Dh; ++i) o[i] = xr[i];
-    for (int64_t a = axes - 1; a >= 0; --a) {  // next row
-      const auto ua = static_cast<size_t>(a);
-      offset += r.strides[ua];
-      if (++index[ua] < r.sizes[ua]) break;
-      offset -= index[ua] * r.strides[ua];
-      index[ua] = 0;
+    const at::BFloat16* xr = x + offset;
+    at::BFloat16* o = out + row * r.Dh;
+    for (int64_t i = 0; i < r.half; ++i) {
+      const int64_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + r.half;
+      const float x1 = xr[i1], x2 = xr[i2], c = cos[t * r.half + i], s = sign * sin[t * r.half + i];
+      o[i1] = x1 * c - x2 * s;
+      o[i2] = x2 * c + x1 * s;
     }
+    for (int64_t i = 2 * r.half; i < r.Dh; ++i) o[i] = xr[i];
   }
+}
+
+template <typename T>
+void rotate_rows(const RotaryRows& r, const T* x, T* out, const T* cos, const T* sin, bool interleaved, T sign,
+                 int64_t begin, int64_t end) {
+  static const bool avx2 = cpu_has_avx2_fma();
+  if (avx2) avx2::rotary_rows(r, x, out, cos, sin, interleaved, sign, begin, end);
+  else baseline::rotary_rows(r, x, out, cos, sin, interleaved, sign, begin, end);
+}
+
+template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
+void rotate_chunk(const RotaryRows& r, const scalar_t* x, scalar_t* out, const acc_t* cos, const acc_t* sin,
+                  bool interleaved, acc_t sign, int64_t begin, int64_t end) {
+  if constexpr (std::is_same_v<scalar_t, at::BFloat16>)
+    rotate_rows_bf16(r, x, out, cos, sin, interleaved, sign, begin, end);
+  else
+    rotate_rows<scalar_t>(r, x, out, cos, sin, interleaved, sign, begin, end);
 }
 
 /// Rotates every tensor of `xs` (same T) into new contiguous outputs, in one parallel region.
@@ -93,7 +84,7 @@ std::vector<torch::Tensor> rotate_all(const std::vector<torch::Tensor>& xs, cons
   TORCH_CHECK(xs[0].device().is_cpu(), "rotary: the fused kernel runs on CPU tensors; got ", xs[0].device(),
               " (use rotary_impl eager or script there)");
   std::vector<torch::Tensor> ins, outs;
-  std::vector<Rows> shapes;
+  std::vector<RotaryRows> shapes;
   for (const auto& x : xs) {
     TORCH_CHECK(x.scalar_type() == xs[0].scalar_type(), "rotary: q and k must share a dtype");
     ins.push_back(x.stride(-1) == 1 ? x : x.contiguous());
@@ -112,8 +103,8 @@ std::vector<torch::Tensor> rotate_all(const std::vector<torch::Tensor>& xs, cons
       for (size_t n = 0; n < ins.size(); ++n) {
         const int64_t lo = std::max(begin - offset, int64_t{0}), hi = std::min(end - offset, shapes[n].count);
         if (lo < hi)
-          rotate_rows<scalar_t, acc_t>(ins[n].data_ptr<scalar_t>(), outs[n].data_ptr<scalar_t>(), c.data_ptr<acc_t>(),
-                                       s.data_ptr<acc_t>(), shapes[n], interleaved, static_cast<acc_t>(sign), lo, hi);
+          rotate_chunk<scalar_t>(shapes[n], ins[n].data_ptr<scalar_t>(), outs[n].data_ptr<scalar_t>(),
+                                 c.data_ptr<acc_t>(), s.data_ptr<acc_t>(), interleaved, static_cast<acc_t>(sign), lo, hi);
         offset += shapes[n].count;
       }
     });
