@@ -205,3 +205,17 @@ TEST_F(Transformer, HeadsMustDivideDModel) {
   auto message = ropelab::testing::error_of([] { Seq2Seq(tiny_options().heads(3)); });
   EXPECT_NE(message.find("heads (3) must divide d_model (16)"), std::string::npos) << message;
 }
+
+TEST_F(Transformer, CudaMatchesCpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const auto& position : all_position_types()) {
+    SCOPED_TRACE(to_string(position.type()));
+    Seq2Seq model(tiny_options().encoder_position(position).decoder_position(position));
+    model->eval();
+    auto src = torch::randint(1, 23, {2, 6});
+    auto tgt = torch::randint(1, 23, {2, 5});
+    auto cpu = model(src, tgt);
+    model->to(torch::kCUDA);
+    EXPECT_LT(max_diff(model(src.cuda(), tgt.cuda()).cpu(), cpu), 1e-4);
+  }
+}

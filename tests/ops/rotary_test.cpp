@@ -135,3 +135,13 @@ TEST_F(Rotary, BadArgumentsAreNamed) {
   auto message = ropelab::testing::error_of([&] { rotary_fused(x, c, s, -2, false); });
   EXPECT_NE(message.find("cos/sin must be (T, r/2) with T = 6, got [5, 8]"), std::string::npos) << message;
 }
+
+TEST_F(Rotary, CudaKernelMatchesEager) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  auto x = torch::randn({6, 2, 3, 16}, torch::kCUDA);
+  auto [c, s] = tables(6, 6, 1, torch::kFloat);
+  for (bool interleaved : {false, true}) {
+    auto eager = rotary_eager(x, c.cuda(), s.cuda(), 0, interleaved);
+    EXPECT_LT(max_diff(rotary_fused(x, c, s, 0, interleaved).cpu(), eager.cpu()), 1e-5);
+  }
+}

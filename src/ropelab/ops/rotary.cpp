@@ -1,6 +1,12 @@
 #include "ropelab/ops/rotary.h"
 
+#include "ropelab/build_config.h"
 #include "ropelab/ops/rotary_rows.h"
+#if ROPELAB_WITH_CUDA
+#include "ropelab/ops/rotary_cuda.h"
+
+#include <c10/cuda/CUDAStream.h>
+#endif
 #include "ropelab/util/enum_names.h"
 
 #include <ATen/Dispatch.h>
@@ -69,6 +75,33 @@ void rotate_rows(const RotaryRows& r, const T* x, T* out, const T* cos, const T*
   else baseline::rotary_rows(r, x, out, cos, sin, interleaved, sign, begin, end);
 }
 
+/// The CUDA kernel (ops/rotary_cuda.cu) on contiguous copies, one launch per tensor on the
+/// current stream; float and double.
+std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
+                                           const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
+#if ROPELAB_WITH_CUDA
+  std::vector<torch::Tensor> outs;
+  for (const auto& x0 : xs) {
+    auto x = x0.contiguous();
+    const auto r = rows_of(x, time_dim, cos);
+    auto out = torch::empty_like(x);
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "rotary_cuda", [&] {
+      auto c = cos.to(x.device(), x.scalar_type()).contiguous(), s = sin.to(x.device(), x.scalar_type()).contiguous();
+      RotaryCudaArgs<scalar_t> args{x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), c.data_ptr<scalar_t>(),
+                                    s.data_ptr<scalar_t>(), r.count, r.inner, r.T, r.Dh, r.half, interleaved,
+                                    static_cast<scalar_t>(sign)};
+      const int error = rotary_cuda(args, c10::cuda::getCurrentCUDAStream(x.device().index()).stream());
+      TORCH_CHECK(error == 0, "rotary: CUDA kernel launch failed with cudaError ", error);
+    });
+    outs.push_back(out);
+  }
+  return outs;
+#else
+  TORCH_CHECK(false, "rotary: this ropelab was built without CUDA (the Torch it found has none); use rotary_impl "
+              "eager or script on ", xs[0].device());
+#endif
+}
+
 template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
 void rotate_chunk(const RotaryRows& r, const scalar_t* x, scalar_t* out, const acc_t* cos, const acc_t* sin,
                   bool interleaved, acc_t sign, int64_t begin, int64_t end) {
@@ -81,8 +114,8 @@ void rotate_chunk(const RotaryRows& r, const scalar_t* x, scalar_t* out, const a
 /// Rotates every tensor of `xs` (same T) into new contiguous outputs, in one parallel region.
 std::vector<torch::Tensor> rotate_all(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
                                       const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
-  TORCH_CHECK(xs[0].device().is_cpu(), "rotary: the fused kernel runs on CPU tensors; got ", xs[0].device(),
-              " (use rotary_impl eager or script there)");
+  if (xs[0].is_cuda()) return rotate_all_cuda(xs, cos, sin, time_dim, interleaved, sign);
+  TORCH_CHECK(xs[0].device().is_cpu(), "rotary: the fused kernel runs on CPU or CUDA tensors; got ", xs[0].device());
   std::vector<torch::Tensor> ins, outs;
   std::vector<RotaryRows> shapes;
   for (const auto& x : xs) {

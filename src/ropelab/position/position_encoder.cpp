@@ -1,6 +1,8 @@
 #include "ropelab/position/position_encoder.h"
 
 #include "ropelab/position/encoders.h"
+
+#include "ropelab/build_config.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
@@ -86,6 +88,15 @@ torch::Tensor RotaryEncoder::angles(const torch::Tensor& positions) const {
   return (coords.unsqueeze(-1) * inv_freq_).flatten(-2);
 }
 
+namespace {
+/// The fused kernel covers CPU tensors, and CUDA float/double in a CUDA build; the rest
+/// take the eager formula.
+bool fused_runs_on(const torch::Tensor& x) {
+  if (x.device().is_cpu()) return true;
+  return ROPELAB_WITH_CUDA && x.is_cuda() && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
+}
+}  // namespace
+
 void RotaryEncoder::tables(const torch::Tensor& positions, const torch::Tensor& like) {
   if (cached_positions_.defined() && cached_positions_.is_same(positions) && cached_cos_.device() == like.device() &&
       cached_cos_.scalar_type() == like.scalar_type())
@@ -101,7 +112,7 @@ torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const torch::Tensor&
   TORCH_CHECK(x.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", x.size(-1));
   tables(positions, x);
   const bool interleaved = layout_ == RotaryLayout::interleaved;
-  if (shared(positions) && impl_ == RotaryImpl::fused && x.device().is_cpu())
+  if (shared(positions) && impl_ == RotaryImpl::fused && fused_runs_on(x))
     return rotary_fused(x, cached_cos_, cached_sin_, -2, interleaved);
   if (shared(positions) && impl_ == RotaryImpl::script) return rotary_script(x, cached_cos_, cached_sin_, -2, interleaved);
   return apply_rotary(x, cached_cos_, cached_sin_, layout_);
@@ -109,7 +120,7 @@ torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const torch::Tensor&
 
 std::pair<torch::Tensor, torch::Tensor> RotaryEncoder::rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
                                                                    const torch::Tensor& positions) {
-  if (shared(positions) && impl_ == RotaryImpl::fused && q.device().is_cpu() && q.size(-2) == k.size(-2)) {
+  if (shared(positions) && impl_ == RotaryImpl::fused && fused_runs_on(q) && q.size(-2) == k.size(-2)) {
     TORCH_CHECK(q.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", q.size(-1));
     tables(positions, q);
     return rotary_fused_qk(q, k, cached_cos_, cached_sin_, -2, layout_ == RotaryLayout::interleaved);

@@ -1,0 +1,23 @@
+#pragma once
+// Launcher of the CUDA rotary kernel (rotary_cuda.cu). Torch-free so nvcc builds it alone.
+
+#include <cstdint>
+
+namespace ropelab {
+
+template <typename T>
+struct RotaryCudaArgs {
+  const T* x;
+  T* out;
+  const T* cos;  // (steps, half)
+  const T* sin;
+  int64_t rows, inner, steps, Dh, half;
+  bool interleaved;
+  T sign;  // +1 rotate, -1 inverse (the backward pass)
+};
+
+/// Launches on `stream` (a cudaStream_t); returns the cudaError_t of the launch (0 = ok).
+int rotary_cuda(const RotaryCudaArgs<float>& args, void* stream);
+int rotary_cuda(const RotaryCudaArgs<double>& args, void* stream);
+
+}  // namespace ropelab
