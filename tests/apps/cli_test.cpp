@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <unistd.h>
 #include <string>
 
 namespace {
@@ -66,4 +68,82 @@ TEST(Cli, BadFlagsAndDevicesFail) {
   EXPECT_EQ(r.output.rfind("ropelab: error: device cuda:7 requested but", 0), 0u) << r.output;
   r = run("translate --run /nonexistent_run_dir");
   EXPECT_NE(r.code, 0);
+}
+
+namespace {
+
+/// A micro translator trained through the CLI once for the app tests below (~2 s).
+const std::string& micro_run() {
+  static const std::string dir = [] {
+    const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_run_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(root);
+    std::filesystem::create_directories(root);
+    const auto data = (root / "pairs.tsv").string();
+    std::ofstream(data) << "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\ngood night\tbuenas noches\n";
+    const auto run_dir = (root / "run").string();
+    auto r = run("train " + std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml --set data.train=" + data +
+                 " --set data.valid=" + data + " --set data.test=" + data +
+                 " --set model.d_model=16 --set model.heads=2 --set model.d_ff=16 --set model.encoder_layers=1"
+                 " --set model.decoder_layers=1 --set train.steps=30 --set train.valid_every=10 --threads 1 -o " +
+                 run_dir);
+    EXPECT_EQ(r.code, 0) << r.output;
+    return run_dir;
+  }();
+  return dir;
+}
+
+}  // namespace
+
+TEST(Cli, TranslateIsALineFilterThatKeepsEmptyLines) {
+  const auto input = write_temp("ropelab_cli_in.txt", "the cat\n\nthe dog\n");
+  auto r = run("translate --run " + micro_run() + " --input " + input + " --beam 2 2>/dev/null");
+  EXPECT_EQ(r.code, 0) << r.output;
+  std::vector<std::string> lines;
+  std::istringstream out(r.output);
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u) << r.output;
+  EXPECT_TRUE(lines[1].empty());
+  const auto bad = write_temp("ropelab_cli_bad_in.txt", "the cat\nbad \xC3\x28\n");
+  r = run("translate --run " + micro_run() + " --input " + bad);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("ropelab: error: " + bad + ":2: invalid UTF-8"), std::string::npos) << r.output;
+}
+
+TEST(Cli, EvalWritesHypothesesAndScoresAndAverageCombinesCheckpoints) {
+  auto r = run("eval --run " + micro_run() + " --split test --beam 2");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("BLEU = ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("chrF2 = "), std::string::npos);
+  EXPECT_NE(r.output.find("perplexity = "), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(micro_run() + "/hyp.test.txt"));
+  EXPECT_TRUE(std::filesystem::exists(micro_run() + "/eval.test.json"));
+  r = run("average --run " + micro_run() + " --last 3");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(micro_run() + "/checkpoint_avg3.pt"));
+  r = run("eval --run " + micro_run() + " --checkpoint " + micro_run() + "/checkpoint_avg3.pt --beam 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  r = run("average --run " + micro_run() + " --last 9");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("asked to average 9 checkpoints but 3 numbered checkpoints exist"), std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, ScorePrintsSacrebleuLinesAndRejectsBadFiles) {
+  const auto ref = write_temp("ropelab_ref.txt", "The cat sat on the mat.\n");
+  const auto hyp = write_temp("ropelab_hyp.txt", "The cat sat on the mat.\n");
+  auto r = run("score --ref " + ref + " --hyp " + hyp);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.output.rfind("BLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 hyp_len = 7 ref_len = 7)", 0),
+            0u)
+      << r.output;
+  EXPECT_NE(r.output.find("chrF2 = 100.00"), std::string::npos);
+  const auto two = write_temp("ropelab_two.txt", "a\nb\n");
+  r = run("score --ref " + two + " --hyp " + hyp);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.output, "ropelab: error: " + two + " has 2 lines but " + hyp + " has 1\n");
+  const auto bad = write_temp("ropelab_bad_utf8.txt", "ok\n\xFF\n");
+  r = run("score --ref " + bad + " --hyp " + two);
+  EXPECT_EQ(r.output, "ropelab: error: " + bad + ":2: invalid UTF-8\n");
+  r = run("score --ref " + ref + " --hyp " + hyp + " --json");
+  EXPECT_EQ(r.output.rfind("{\"bleu\":100,", 0), 0u) << r.output;
 }
