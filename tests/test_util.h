@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace ropelab::testing {
@@ -14,6 +18,27 @@ namespace ropelab::testing {
 class Seeded : public ::testing::Test {
  protected:
   void SetUp() override { torch::manual_seed(0); }
+};
+
+/// Seeded, plus a fresh temporary directory per test, removed afterwards.
+class TempDir : public Seeded {
+ protected:
+  void SetUp() override {
+    Seeded::SetUp();
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ropelab_" + std::string(info->test_suite_name()) + "_" + info->name() + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  /// Writes `bytes` to DIR/name and returns the path.
+  std::string write(const std::string& name, const std::string& bytes) {
+    const auto path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+  }
+  std::filesystem::path dir_;
 };
 
 /// A tiny Seq2Seq configuration (fast to build and run).

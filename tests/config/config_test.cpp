@@ -11,22 +11,11 @@ using ropelab::testing::error_of;
 
 namespace {
 
-class ConfigTest : public ropelab::testing::Seeded {
+class ConfigTest : public ropelab::testing::TempDir {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("ropelab_config_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& text) {
-    auto path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
   std::string load_error(const std::vector<std::string>& files, const std::vector<std::string>& overrides = {}) {
     return error_of([&] { load_config({files, overrides}); });
   }
-  std::filesystem::path dir_;
 };
 
 }  // namespace

@@ -11,20 +11,7 @@ using ropelab::testing::error_of;
 
 namespace {
 
-class Corpus : public ropelab::testing::Seeded {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("ropelab_corpus_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string write(const std::string& name, const std::string& bytes) {
-    auto path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  }
-  std::filesystem::path dir_;
-};
+class Corpus : public ropelab::testing::TempDir {};
 
 }  // namespace
 

@@ -18,17 +18,7 @@ using ropelab::testing::tiny_options;
 
 namespace {
 
-class Training : public ropelab::testing::Seeded {
- protected:
-  void SetUp() override {
-    Seeded::SetUp();
-    dir_ = std::filesystem::temp_directory_path() / ("ropelab_train_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
-};
+class Training : public ropelab::testing::TempDir {};
 
 }  // namespace
 
