@@ -14,9 +14,14 @@ double learning_rate(const TrainOptions& options, int64_t d_model, int64_t step)
 
 /// Label-smoothed loss and un-smoothed NLL, both summed over non-pad targets.
 /// Smoothing is torch's variant: eps/V on every class, the target included.
-/// logits (B, T, V), target (B, T) -> {smoothed_sum, nll_sum}
+/// logits (B, T, V), target (B, T) -> {smoothed_sum, nll_sum}. On the CPU a fused kernel
+/// (train/loss_rows.h) computes it without materialising log-probabilities.
 std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target,
                                                       double label_smoothing, int64_t pad_id);
+/// The same with ATen ops (log_softmax, gather, mean): any device, the reference.
+std::pair<torch::Tensor, torch::Tensor> smoothed_loss_reference(const torch::Tensor& logits,
+                                                                const torch::Tensor& target, double label_smoothing,
+                                                                int64_t pad_id);
 
 /// Summed loss statistics over a data set.
 struct LossTotals {

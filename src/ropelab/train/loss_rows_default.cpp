@@ -1,0 +1,2 @@
+#define ROPELAB_ROWS_NS baseline
+#include "loss_rows.inc"
