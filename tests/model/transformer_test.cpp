@@ -219,3 +219,24 @@ TEST_F(Transformer, CudaMatchesCpu) {
     EXPECT_LT(max_diff(model(src.cuda(), tgt.cuda()).cpu(), cpu), 1e-4);
   }
 }
+
+TEST_F(Transformer, DropoutKeepsOneMinusPScalesAndMatchesItsGradient) {
+  Dropout dropout(0.3);
+  dropout->train();
+  auto x = torch::ones({1000, 100}, torch::TensorOptions().requires_grad(true));
+  auto y = dropout(x);
+  const double kept = y.ne(0).to(torch::kDouble).mean().item<double>();
+  EXPECT_NEAR(kept, 0.7, 0.005);  // 100k Bernoulli(0.7) draws: sd 0.0014
+  EXPECT_NEAR(y.max().item<double>(), 1.0 / 0.7, 1e-6);
+  // the gradient uses the same mask and scale as the forward pass
+  auto g = torch::autograd::grad({(y * 2.0).sum()}, {x})[0];
+  EXPECT_TRUE(torch::allclose(g, y.detach() * 2.0));
+  // reproducible under torch::manual_seed, different otherwise
+  torch::manual_seed(5);
+  auto a = dropout(x);
+  torch::manual_seed(5);
+  EXPECT_TRUE(torch::equal(a, dropout(x)));
+  EXPECT_FALSE(torch::equal(a, dropout(x)));
+  dropout->eval();
+  EXPECT_TRUE(torch::equal(dropout(x), x));
+}

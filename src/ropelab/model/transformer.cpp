@@ -35,7 +35,7 @@ TransformerLayerImpl::TransformerLayerImpl(const LayerOptions& options, bool cau
   }
   ffn = register_module("ffn", FeedForward(options));
   ffn_norm = register_module("ffn_norm", norm());
-  dropout = register_module("dropout", torch::nn::Dropout(options.dropout()));
+  dropout = register_module("dropout", Dropout(options.dropout()));
 }
 
 template <typename Sublayer>
@@ -84,7 +84,7 @@ StackImpl::StackImpl(const StackOptions& options) : options_(options) {
                                        options.position().rotate_cross_attention()));
   if (layer.norm() == NormPosition::pre)
     final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({layer.d_model()})));
-  dropout_ = register_module("dropout", torch::nn::Dropout(layer.dropout()));
+  dropout_ = register_module("dropout", Dropout(layer.dropout()));
 }
 
 torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, DecoderState* state) {

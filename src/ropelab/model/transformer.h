@@ -5,6 +5,7 @@
 /// projection (3.4), and a decoder-only language model built from the same parts.
 
 #include "ropelab/model/attention.h"
+#include "ropelab/model/dropout.h"
 
 #include <torch/torch.h>
 
@@ -62,7 +63,7 @@ class TransformerLayerImpl : public torch::nn::Module {
   MultiHeadAttention self_attn{nullptr}, cross_attn{nullptr};
   FeedForward ffn{nullptr};
   torch::nn::LayerNorm self_norm{nullptr}, cross_norm{nullptr}, ffn_norm{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+  Dropout dropout{nullptr};
 
  private:
   template <typename Sublayer>
@@ -109,7 +110,7 @@ class StackImpl : public torch::nn::Module {
  private:
   StackOptions options_;
   PositionEncoder position_;
-  torch::nn::Dropout dropout_{nullptr};
+  Dropout dropout_{nullptr};
 };
 TORCH_MODULE(Stack);
 

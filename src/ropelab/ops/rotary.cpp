@@ -1,7 +1,7 @@
 #include "ropelab/ops/rotary.h"
 
 #include "ropelab/build_config.h"
-#include "ropelab/ops/rotary_rows.h"
+#include "ropelab/kernels/cpu_kernels.h"
 #if ROPELAB_WITH_CUDA
 #include "ropelab/ops/rotary_cuda.h"
 
@@ -70,8 +70,7 @@ void rotate_rows_bf16(const RotaryRows& r, const at::BFloat16* x, at::BFloat16* 
 template <typename T>
 void rotate_rows(const RotaryRows& r, const T* x, T* out, const T* cos, const T* sin, bool interleaved, T sign,
                  int64_t begin, int64_t end) {
-  static const bool avx2 = cpu_has_avx2_fma();
-  if (avx2) avx2::rotary_rows(r, x, out, cos, sin, interleaved, sign, begin, end);
+  if (cpu_has_avx2_fma()) avx2::rotary_rows(r, x, out, cos, sin, interleaved, sign, begin, end);
   else baseline::rotary_rows(r, x, out, cos, sin, interleaved, sign, begin, end);
 }
 

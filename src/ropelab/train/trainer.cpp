@@ -3,8 +3,7 @@
 #include "ropelab/data/corpus.h"
 #include "ropelab/train/checkpoint.h"
 #include "ropelab/train/run.h"
-#include "ropelab/ops/rotary_rows.h"
-#include "ropelab/train/loss_rows.h"
+#include "ropelab/kernels/cpu_kernels.h"
 #include "ropelab/util/runtime.h"
 
 #include <ATen/Parallel.h>
@@ -103,8 +102,6 @@ double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
 
 namespace {
 
-const bool kAvx2 = cpu_has_avx2_fma();
-
 /// Label-smoothed cross-entropy fused over rows of logits (train/loss_rows.h): no stored
 /// log-probabilities, one pass forward after the max, one pass backward.
 class SmoothedCrossEntropy : public torch::autograd::Function<SmoothedCrossEntropy> {
@@ -121,7 +118,7 @@ class SmoothedCrossEntropy : public torch::autograd::Function<SmoothedCrossEntro
       at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
         const auto args = std::make_tuple(logits.data_ptr<scalar_t>(), V, tgt.data_ptr<int64_t>(), pad, e, begin, end,
                                           lse.data_ptr<scalar_t>(), loss.data_ptr<scalar_t>(), nll.data_ptr<scalar_t>());
-        if (kAvx2) std::apply([](auto... a) { avx2::ce_forward(a...); }, args);
+        if (cpu_has_avx2_fma()) std::apply([](auto... a) { avx2::ce_forward(a...); }, args);
         else std::apply([](auto... a) { baseline::ce_forward(a...); }, args);
       });
     });
@@ -147,7 +144,7 @@ class SmoothedCrossEntropy : public torch::autograd::Function<SmoothedCrossEntro
         const auto args = std::make_tuple(logits.data_ptr<scalar_t>(), V, target.data_ptr<int64_t>(), pad, e,
                                           lse.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), begin, end,
                                           grad.data_ptr<scalar_t>());
-        if (kAvx2) std::apply([](auto... a) { avx2::ce_backward(a...); }, args);
+        if (cpu_has_avx2_fma()) std::apply([](auto... a) { avx2::ce_backward(a...); }, args);
         else std::apply([](auto... a) { baseline::ce_backward(a...); }, args);
       });
     });

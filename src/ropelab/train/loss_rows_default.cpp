@@ -1,2 +1,0 @@
-#define ROPELAB_ROWS_NS baseline
-#include "loss_rows.inc"
