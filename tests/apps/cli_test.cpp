@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <unistd.h>
 #include <string>
@@ -146,4 +147,30 @@ TEST(Cli, ScorePrintsSacrebleuLinesAndRejectsBadFiles) {
   EXPECT_EQ(r.output, "ropelab: error: " + bad + ":2: invalid UTF-8\n");
   r = run("score --ref " + ref + " --hyp " + hyp + " --json");
   EXPECT_EQ(r.output.rfind("{\"bleu\":100,", 0), 0u) << r.output;
+}
+
+TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
+  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_sigterm_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const auto data = (root / "pairs.tsv").string();
+  std::ofstream(data) << "the cat\tel gato\nthe dog\tel perro\n";
+  const auto run_dir = (root / "run").string();
+  const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
+  // train "forever", then SIGTERM once the first steps are logged
+  const std::string script = cli + " train " + ROPELAB_SOURCE_DIR + "/experiments/demo_tiny.yaml --set data.train=" +
+                             data + " --set data.valid= --set train.steps=1000000 --set train.log_every=1 --threads 1 -o " +
+                             run_dir + " > " + run_dir + ".log 2>&1 & pid=$!; for i in $(seq 100); do grep -q 'step 2/' " +
+                             run_dir + ".log 2>/dev/null && break; sleep 0.1; done; kill -TERM $pid; wait $pid";
+  const auto script_path = (root / "kill.sh").string();
+  std::ofstream(script_path) << script << "\n";
+  const int status = std::system(("bash " + script_path).c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  std::ifstream log(run_dir + ".log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("stopping on SIGTERM after step"), std::string::npos) << text;
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoint_last.pt"));
+  auto r = run("translate --run " + run_dir + " --checkpoint last --input " + data);
+  EXPECT_EQ(r.code, 0) << r.output;
+  std::filesystem::remove_all(root);
 }

@@ -76,6 +76,8 @@ TEST_F(ConfigTest, WrongTypesNameFileAndKey) {
   EXPECT_EQ(load_error({a}), a + ": model.heads=six is not an integer");
   auto b = write("y.yaml", "model:\n  dropout: [1, 2]\n");
   EXPECT_EQ(load_error({b}), b + ": model.dropout expected a number, got a list or mapping");
+  EXPECT_EQ(load_error({}, {"model.heads="}), "--set: model.heads has no value (expected an integer)");
+  EXPECT_EQ(load_config({{}, {"data.valid="}}).data.valid(), "");
   auto c = write("z.yaml", "model:\n  norm: middle\n");
   EXPECT_EQ(load_error({c}), c + ": model.norm: unknown norm position 'middle' (expected post | pre)");
 }

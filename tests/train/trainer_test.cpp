@@ -144,3 +144,42 @@ TEST_F(Training, FusedLossMatchesReferenceWithGradients) {
     }
   }
 }
+
+namespace {
+
+/// The per-step training losses in a run's metrics.jsonl, as printed (17 digits).
+std::vector<std::string> step_losses(const std::string& run) {
+  std::vector<std::string> out;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"event\":\"train\"") == std::string::npos) continue;
+    const auto start = line.find("\"loss\":") + 7;
+    out.push_back(line.substr(start, line.find(',', start) - start));
+  }
+  return out;
+}
+
+}  // namespace
+
+// Stopping after 4 steps and resuming to 9 gives the same loss at every step as running
+// 9 steps straight: data position, optimizer state and dropout draws all continue exactly.
+TEST_F(Training, ResumeContinuesBitForBit) {
+  const auto data = write("pairs.tsv",
+                          "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\ngood night\tbuenas noches\n"
+                          "a big dog\tun perro grande\nI eat\tyo como\n");
+  auto config_for = [&](int64_t steps) {
+    return load_config({{}, {"data.train=" + data, "tokenizer.type=word", "model.d_model=16", "model.heads=2",
+                             "model.d_ff=16", "model.encoder_layers=1", "model.decoder_layers=1", "model.dropout=0.2",
+                             "train.max_tokens=12", "train.steps=" + std::to_string(steps), "train.log_every=1",
+                             "train.valid_every=0", "train.threads=1", "train.lr_schedule=constant",
+                             "train.lr=0.001"}});
+  };
+  const auto straight = (dir_ / "straight").string(), resumed = (dir_ / "resumed").string();
+  train(config_for(9), straight, false);
+  train(config_for(4), resumed, false);
+  train(config_for(9), resumed, true);
+  const auto a = step_losses(straight), b = step_losses(resumed);
+  ASSERT_EQ(a.size(), 9u);
+  ASSERT_EQ(b.size(), 9u);
+  EXPECT_EQ(a, b);
+}

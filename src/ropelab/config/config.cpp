@@ -91,6 +91,7 @@ void describe(V& v, Config& c) {
     v("source_lang", d.source_lang());
     v("target_lang", d.target_lang());
     v("max_len", d.max_len());
+    v("bucketing", d.bucketing());
   });
   v.section("tokenizer", [&] {
     v.choice("type", c.tokenizer.type(), parse_tokenizer_type);
@@ -180,6 +181,13 @@ class Reader {
     known_.insert(key);
     auto node = lookup(key);
     if (!node) return;
+    if (node.IsNull()) {  // `key:` or `--set key=`: empty for strings, a mistake otherwise
+      if constexpr (std::is_same_v<T, std::string>) {
+        value.clear();
+        return;
+      }
+      fail(key, " has no value (expected " + std::string(type_name<T>()) + ")");
+    }
     if (!node.IsScalar()) fail(key, " expected " + std::string(type_name<T>()) + ", got a list or mapping");
     try {
       value = node.as<T>();

@@ -21,6 +21,8 @@ struct DataOptions {
   TORCH_ARG(std::string, target_lang) = "es";
   /// Token limit per side (BOS/EOS included); longer training pairs are skipped and counted.
   TORCH_ARG(int64_t, max_len) = 256;
+  /// Batch sentences of similar length together (less padding); false = random batches.
+  TORCH_ARG(bool, bucketing) = true;
 };
 
 /// `word`: whitespace words with punctuation split off, vocabulary from the training split;

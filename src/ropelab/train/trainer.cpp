@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -238,6 +240,7 @@ class MetricsLog {
     if (!out_) throw std::runtime_error(path + ": cannot open for writing");
   }
   void write(const std::string& event, int64_t step, std::initializer_list<std::pair<const char*, double>> fields) {
+    out_.precision(17);  // exact values: a resumed run can be compared bit for bit
     out_ << "{\"event\":\"" << event << "\",\"step\":" << step;
     for (const auto& [k, v] : fields) out_ << ",\"" << k << "\":" << v;
     out_ << "}\n" << std::flush;
@@ -245,6 +248,31 @@ class MetricsLog {
 
  private:
   std::ofstream out_;
+};
+
+/// SIGINT/SIGTERM during training: finish the current update, save, exit cleanly.
+volatile std::sig_atomic_t g_stop_signal = 0;
+extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+
+/// Installs the handlers for the lifetime of a training run, restoring the old ones after.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    old_int_ = std::signal(SIGINT, on_stop_signal);
+    old_term_ = std::signal(SIGTERM, on_stop_signal);
+  }
+  ~StopSignals() {
+    std::signal(SIGINT, old_int_);
+    std::signal(SIGTERM, old_term_);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int received() const { return g_stop_signal; }
+
+ private:
+  void (*old_int_)(int);
+  void (*old_term_)(int);
 };
 
 }  // namespace
@@ -321,8 +349,9 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   };
 
   model->train();
+  StopSignals signals;
   while (!stop && progress.step < t.steps()) {
-    auto plan = plan_batches(train_split.examples, t.max_tokens(), true,
+    auto plan = plan_batches(train_split.examples, t.max_tokens(), config.data.bucketing(),
                              static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.epoch));
     while (!stop && progress.step < t.steps() && progress.batch + t.accumulate() <= static_cast<int64_t>(plan.size())) {
       // Dropout draws depend only on (seed, step), so a resumed run replays them exactly.
@@ -349,6 +378,13 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
                        {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", now - start}});
         window = LossTotals();
         window_start = now_seconds();
+      }
+      if (signals.received()) {
+        std::cout << "stopping on " << (signals.received() == SIGINT ? "SIGINT" : "SIGTERM") << " after step "
+                  << progress.step << ": saving " << paths.last << " (resume with --resume)" << std::endl;
+        if (progress.batch + t.accumulate() > static_cast<int64_t>(plan.size())) ++progress.epoch, progress.batch = 0;
+        save_checkpoint(paths.last, *model, &optimizer, progress);
+        return;
       }
       if (t.valid_every() > 0 && progress.step % t.valid_every() == 0) {
         validate();
