@@ -2,6 +2,7 @@
 
 #include "ropelab/data/corpus.h"
 #include "ropelab/train/checkpoint.h"
+#include "ropelab/train/plot.h"
 #include "ropelab/train/run.h"
 #include "ropelab/kernels/cpu_kernels.h"
 #include "ropelab/util/runtime.h"
@@ -330,6 +331,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   const int64_t first_step = progress.step;
   bool stop = false;
 
+  const bool terminal = isatty(STDOUT_FILENO);  // in-place progress; plain log lines otherwise
   auto validate = [&] {
     if (valid_split.examples.empty()) return;
     auto v = evaluate_loss(model, valid_split.examples, t.max_tokens(), t.label_smoothing(), device);
@@ -337,7 +339,8 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
     const bool improved = loss < progress.best_valid;
     if (improved) progress.best_valid = loss, progress.bad_validations = 0;
     else ++progress.bad_validations;
-    std::printf("valid step %ld | loss %.4f | ppl %.2f%s\n", static_cast<long>(progress.step), loss, ppl,
+    std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", terminal ? "\r\033[K" : "",
+                static_cast<long>(progress.step), loss, ppl,
                 improved ? " | best" : "");
     std::fflush(stdout);
     metrics.write("valid", progress.step, {{"loss", loss}, {"ppl", ppl}});
@@ -350,6 +353,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
 
   model->train();
   StopSignals signals;
+  double last_progress = 0;
   while (!stop && progress.step < t.steps()) {
     auto plan = plan_batches(train_split.examples, t.max_tokens(), config.data.bucketing(),
                              static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.epoch));
@@ -368,8 +372,9 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
         const double now = now_seconds();
         const double speed = window.tokens / std::max(now - window_start, 1e-9);
         const double per_step = (now - start) / static_cast<double>(progress.step - first_step);
-        std::printf("step %ld/%ld | loss %.4f | ppl %.2f | lr %.3g | %.0f tok/s | %s elapsed | ETA %s\n",
-                    static_cast<long>(progress.step), static_cast<long>(t.steps()), window.loss / window.tokens,
+        std::printf("%sstep %ld/%ld | loss %.4f | ppl %.2f | lr %.3g | %.0f tok/s | %s elapsed | ETA %s\n",
+                    terminal ? "\r\033[K" : "", static_cast<long>(progress.step), static_cast<long>(t.steps()),
+                    window.loss / window.tokens,
                     std::exp(window.nll / window.tokens), lr, speed, format_duration(now - start).c_str(),
                     format_duration(per_step * static_cast<double>(t.steps() - progress.step)).c_str());
         std::fflush(stdout);
@@ -378,6 +383,15 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
                        {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", now - start}});
         window = LossTotals();
         window_start = now_seconds();
+      }
+      if (terminal && now_seconds() - last_progress > 0.25) {  // an in-place progress line
+        last_progress = now_seconds();
+        const double per_step = (last_progress - start) / static_cast<double>(progress.step - first_step);
+        std::printf("\r\033[K[%ld/%ld] loss %.4f | lr %.3g | %.0f tok/s | ETA %s", static_cast<long>(progress.step),
+                    static_cast<long>(t.steps()), update.loss / update.tokens, lr,
+                    window.tokens / std::max(last_progress - window_start, 1e-9),
+                    format_duration(per_step * static_cast<double>(t.steps() - progress.step)).c_str());
+        std::fflush(stdout);
       }
       if (signals.received()) {
         std::cout << "stopping on " << (signals.received() == SIGINT ? "SIGINT" : "SIGTERM") << " after step "
@@ -397,6 +411,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   if (t.valid_every() == 0 || progress.step % t.valid_every() != 0) validate();
   save_checkpoint(paths.last, *model, &optimizer, progress);
   keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
+  write_loss_curve(paths.metrics, paths.dir + "/loss.svg");
   std::cout << "done: step " << progress.step << " in " << format_duration(now_seconds() - start) << ", run "
             << run_dir << std::endl;
 }
