@@ -87,9 +87,9 @@ TEST_F(Attention, FusedKernelMatchesAtenPathWithGradients) {
       AttentionInputs in{q, k, v, pad, {}, causal};
       auto weights = torch::randn({2, 3, 5, 8}, torch::kDouble);
       auto fused = fused_attention_cpu(q, k, v, pad, causal);
-      auto [g_fused] = std::make_tuple(torch::autograd::grad({(fused * weights).sum()}, {qkv})[0]);
+      auto g_fused = torch::autograd::grad({(fused * weights).sum()}, {qkv})[0];
       auto reference = attention.reference_forward(in);
-      auto [g_ref] = std::make_tuple(torch::autograd::grad({(reference * weights).sum()}, {qkv})[0]);
+      auto g_ref = torch::autograd::grad({(reference * weights).sum()}, {qkv})[0];
       EXPECT_LT(max_diff(fused, reference), 1e-12);
       EXPECT_LT(max_diff(g_fused, g_ref), 1e-12);
     }

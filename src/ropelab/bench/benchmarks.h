@@ -4,7 +4,11 @@
 #include "ropelab/config/config.h"
 #include "ropelab/eval/evaluate.h"
 
+#include "ropelab/util/runtime.h"
+
 #include <torch/torch.h>
+
+#include <algorithm>
 
 #include <string>
 #include <vector>
@@ -17,9 +21,32 @@ struct Timing {
   int64_t repeats = 0;
 };
 
+namespace detail {
+/// Waits for the device's queued work (CUDA); a no-op on the CPU.
+void synchronize(const torch::Device& device);
+}
+
 /// Times `f` `repeats` times after `warmup` untimed calls (CUDA synchronised).
 template <typename F>
-Timing time_repeats(F&& f, int64_t warmup, int64_t repeats, const torch::Device& device);
+Timing time_repeats(F&& f, int64_t warmup, int64_t repeats, const torch::Device& device) {
+  for (int64_t i = 0; i < warmup; ++i) f();
+  detail::synchronize(device);
+  std::vector<double> times;
+  for (int64_t i = 0; i < repeats; ++i) {
+    const double start = now_seconds();
+    f();
+    detail::synchronize(device);
+    times.push_back(now_seconds() - start);
+  }
+  std::sort(times.begin(), times.end());
+  Timing t;
+  t.repeats = repeats;
+  if (times.empty()) return t;
+  t.median = times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+  t.min = times.front();
+  t.max = times.back();
+  return t;
+}
 
 struct TrainBenchOptions {
   int64_t vocab_size = 8000;
@@ -66,5 +93,3 @@ std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, cons
                                          torch::Dtype dtype, int64_t repeats);
 
 }  // namespace ropelab
-
-#include "ropelab/bench/timing_impl.h"

@@ -8,14 +8,27 @@ int64_t max_output_length(const DecodeOptions& options, int64_t source_len) {
   return static_cast<int64_t>(options.max_len_a() * static_cast<double>(source_len)) + options.max_len_b();
 }
 
+namespace {
+/// Each sentence's output length limit (from its non-pad source length) and the largest.
+std::pair<std::vector<int64_t>, int64_t> sentence_limits(const DecodeOptions& options, const torch::Tensor& source) {
+  auto lengths = source.ne(kPadId).sum(1).cpu();
+  auto len = lengths.accessor<int64_t, 1>();
+  std::vector<int64_t> limits(static_cast<size_t>(lengths.size(0)));
+  int64_t longest = 0;
+  for (int64_t b = 0; b < lengths.size(0); ++b) {
+    limits[static_cast<size_t>(b)] = max_output_length(options, len[b]);
+    longest = std::max(longest, limits[static_cast<size_t>(b)]);
+  }
+  return {limits, longest};
+}
+}  // namespace
+
 std::vector<Hypothesis> greedy_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
                                       bool use_cache) {
   torch::NoGradGuard no_grad;
   const int64_t batch = source.size(0);
   const auto device = source.device();
-  auto source_len = source.ne(kPadId).sum(1).cpu();
-  const int64_t limit = max_output_length(options, source_len.max().item<int64_t>());
-  auto limits = (source_len.to(torch::kDouble) * options.max_len_a()).to(torch::kLong) + options.max_len_b();
+  const auto [limits, limit] = sentence_limits(options, source);
 
   auto memory = model->encode(source);
   auto state = model->new_state();
@@ -30,12 +43,14 @@ std::vector<Hypothesis> greedy_search(Seq2Seq& model, const torch::Tensor& sourc
     auto [best, next] = logp.max(-1);
     auto best_cpu = best.cpu();
     auto next_cpu = next.cpu();
+    auto best_of = best_cpu.accessor<float, 1>();
+    auto next_of = next_cpu.accessor<int64_t, 1>();
     for (int64_t b = 0; b < batch; ++b) {
       if (done[static_cast<size_t>(b)]) continue;
       auto& h = out[static_cast<size_t>(b)];
-      const auto token = next_cpu[b].item<int64_t>();
-      h.score += best_cpu[b].item<double>();
-      if (token == kEosId || t + 1 >= limits[b].item<int64_t>()) {
+      const int64_t token = next_of[b];
+      h.score += best_of[b];
+      if (token == kEosId || t + 1 >= limits[static_cast<size_t>(b)]) {
         done[static_cast<size_t>(b)] = true;
         --remaining;
         if (token != kEosId) h.tokens.push_back(token);
@@ -74,13 +89,7 @@ std::vector<Hypothesis> beam_search(Seq2Seq& model, const torch::Tensor& source,
   torch::NoGradGuard no_grad;
   const int64_t B = source.size(0), K = options.beam();
   const auto device = source.device();
-  auto source_len = source.ne(kPadId).sum(1).cpu();
-  std::vector<int64_t> limits(static_cast<size_t>(B));
-  int64_t limit = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    limits[static_cast<size_t>(b)] = max_output_length(options, source_len[b].item<int64_t>());
-    limit = std::max(limit, limits[static_cast<size_t>(b)]);
-  }
+  const auto [limits, limit] = sentence_limits(options, source);
 
   // Rows b*K .. b*K+K-1 hold sentence b's beams.
   auto expand = torch::arange(B, torch::TensorOptions().dtype(torch::kLong).device(device)).repeat_interleave(K);

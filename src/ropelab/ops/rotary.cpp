@@ -204,21 +204,25 @@ std::pair<torch::Tensor, torch::Tensor> rotary_fused_qk(const torch::Tensor& q, 
   return {out[0], out[1]};
 }
 
-torch::Tensor rotary_eager(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                           int64_t time_dim, bool interleaved) {
-  const int64_t half = cos.size(1), r = 2 * half;
-  auto c = broadcast_table(cos, x, time_dim), s = broadcast_table(sin, x, time_dim);
-  auto rot = x.narrow(-1, 0, r);
+torch::Tensor rotary_eager_broadcast(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                     bool interleaved) {
+  const int64_t half = cos.size(-1), r = 2 * half;
+  auto rot = r == x.size(-1) ? x : x.narrow(-1, 0, r);
   torch::Tensor out;
   if (interleaved) {
-    auto pairs = rot.unflatten(-1, {half, 2});
+    auto pairs = rot.unflatten(-1, {half, 2});  // (..., r/2, 2)
     auto x1 = pairs.select(-1, 0), x2 = pairs.select(-1, 1);
-    out = torch::stack({x1 * c - x2 * s, x2 * c + x1 * s}, -1).flatten(-2);
+    out = torch::stack({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1).flatten(-2);
   } else {
     auto x1 = rot.narrow(-1, 0, half), x2 = rot.narrow(-1, half, half);
-    out = torch::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);
+    out = torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
   }
   return r == x.size(-1) ? out : torch::cat({out, x.narrow(-1, r, x.size(-1) - r)}, -1);
+}
+
+torch::Tensor rotary_eager(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                           int64_t time_dim, bool interleaved) {
+  return rotary_eager_broadcast(x, broadcast_table(cos, x, time_dim), broadcast_table(sin, x, time_dim), interleaved);
 }
 
 torch::Tensor rotary_script(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,

@@ -40,6 +40,11 @@ std::pair<torch::Tensor, torch::Tensor> rotary_fused_qk(const torch::Tensor& q, 
                                                         const torch::Tensor& cos, const torch::Tensor& sin,
                                                         int64_t time_dim = -2, bool interleaved = false);
 
+/// The eager GPT-NeoX formula in ATen ops, with cos/sin already broadcastable to the
+/// first r dims of x (..., r/2): any layout, per-sequence positions included.
+torch::Tensor rotary_eager_broadcast(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                     bool interleaved);
+
 /// The eager formula (ATen ops) with the same signature, for reference and benchmarks.
 torch::Tensor rotary_eager(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                            int64_t time_dim = -2, bool interleaved = false);

@@ -63,11 +63,6 @@ class RotaryEncoder : public PositionEncoderImpl {
   torch::Tensor cached_positions_, cached_cos_, cached_sin_;
 };
 
-/// Applies rotary given cos/sin of shape broadcastable to (..., T, r/2): the eager
-/// GPT-NeoX-style formula on the first r dims of x (..., T, Dh); the rest pass through.
-torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                           RotaryLayout layout);
-
 /// T5 relative position bias (Raffel et al. 2020): a learned (num_buckets, H) table
 /// indexed by the bucket of key_pos - query_pos.
 class T5BiasEncoder : public PositionEncoderImpl {

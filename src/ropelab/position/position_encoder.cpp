@@ -61,10 +61,13 @@ LearnedEncoder::LearnedEncoder(const PositionOptions& options, const PositionGeo
 }
 
 torch::Tensor LearnedEncoder::embed(const torch::Tensor& x, const torch::Tensor& positions) {
-  const int64_t max_len = table_->weight.size(0);
-  TORCH_CHECK(positions.numel() == 0 || positions.max().item<int64_t>() < max_len,
-              "LearnedEncoder: position ", positions.max().item<int64_t>(), " is beyond the learned table of ",
-              max_len, " positions (raise position.max_len)");
+  // A clear message on the CPU; elsewhere the embedding's own bounds check applies,
+  // without a host synchronisation on every forward pass.
+  if (positions.device().is_cpu() && positions.numel() > 0) {
+    const int64_t max_len = table_->weight.size(0), last = positions.max().item<int64_t>();
+    TORCH_CHECK(last < max_len, "LearnedEncoder: position ", last, " is beyond the learned table of ", max_len,
+                " positions (raise position.max_len)");
+  }
   return x + table_(positions);
 }
 
@@ -115,7 +118,7 @@ torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const torch::Tensor&
   if (shared(positions) && impl_ == RotaryImpl::fused && fused_runs_on(x))
     return rotary_fused(x, cached_cos_, cached_sin_, -2, interleaved);
   if (shared(positions) && impl_ == RotaryImpl::script) return rotary_script(x, cached_cos_, cached_sin_, -2, interleaved);
-  return apply_rotary(x, cached_cos_, cached_sin_, layout_);
+  return rotary_eager_broadcast(x, cached_cos_, cached_sin_, interleaved);
 }
 
 std::pair<torch::Tensor, torch::Tensor> RotaryEncoder::rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
@@ -126,26 +129,6 @@ std::pair<torch::Tensor, torch::Tensor> RotaryEncoder::rotate_pair(const torch::
     return rotary_fused_qk(q, k, cached_cos_, cached_sin_, -2, layout_ == RotaryLayout::interleaved);
   }
   return {rotate(q, positions), rotate(k, positions)};
-}
-
-torch::Tensor apply_rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                           RotaryLayout layout) {
-  const int64_t half = cos.size(-1);
-  const int64_t r = 2 * half;
-  auto rot = r == x.size(-1) ? x : x.narrow(-1, 0, r);
-  torch::Tensor out;
-  if (layout == RotaryLayout::half) {
-    auto x1 = rot.narrow(-1, 0, half);
-    auto x2 = rot.narrow(-1, half, half);
-    out = torch::cat({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1);
-  } else {
-    auto pairs = rot.unflatten(-1, {half, 2});  // (..., r/2, 2)
-    auto x1 = pairs.select(-1, 0);
-    auto x2 = pairs.select(-1, 1);
-    out = torch::stack({x1 * cos - x2 * sin, x2 * cos + x1 * sin}, -1).flatten(-2);
-  }
-  if (r == x.size(-1)) return out;
-  return torch::cat({out, x.narrow(-1, r, x.size(-1) - r)}, -1);
 }
 
 // --- T5 relative bias ------------------------------------------------------------

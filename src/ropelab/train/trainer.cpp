@@ -225,8 +225,7 @@ struct Split {
   int64_t empty = 0;
 };
 
-Split load_split(const Config& config, const std::string& path, const Tokenizer& tokenizer, bool truncate) {
-  auto text = read_parallel(config.data, path);
+Split tokenize_split(const Config& config, const ParallelText& text, const Tokenizer& tokenizer, bool truncate) {
   Split split;
   split.empty = text.skipped_empty;
   split.examples = tokenize_pairs(text, tokenizer, config.data.max_len(), truncate, &split.dropped);
@@ -289,20 +288,21 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   torch::manual_seed(static_cast<uint64_t>(t.seed()));
 
   // Tokenizer: trained on the training split (source and target: a joint vocabulary).
+  const auto train_text = read_parallel(config.data, config.data.train());
   std::unique_ptr<Tokenizer> tokenizer;
   if (resume) {
     tokenizer = load_tokenizer(config.tokenizer, run_dir);
   } else {
-    auto text = read_parallel(config.data, config.data.train());
-    std::vector<std::string> all = text.source;
-    all.insert(all.end(), text.target.begin(), text.target.end());
+    std::vector<std::string> all = train_text.source;
+    all.insert(all.end(), train_text.target.begin(), train_text.target.end());
     tokenizer = train_tokenizer(config.tokenizer, all, run_dir);
     tokenizer->save(run_dir);
     std::ofstream(paths.config) << dump_config(config);
   }
-  auto train_split = load_split(config, config.data.train(), *tokenizer, false);
+  const auto train_split = tokenize_split(config, train_text, *tokenizer, false);
   Split valid_split;
-  if (!config.data.valid().empty()) valid_split = load_split(config, config.data.valid(), *tokenizer, true);
+  if (!config.data.valid().empty())
+    valid_split = tokenize_split(config, read_parallel(config.data, config.data.valid()), *tokenizer, true);
   std::cout << "data: " << train_split.examples.size() << " training pairs (" << train_split.dropped
             << " over data.max_len=" << config.data.max_len() << " skipped, " << train_split.empty
             << " with an empty side skipped), " << valid_split.examples.size() << " validation pairs; vocabulary "
@@ -353,6 +353,10 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
 
   model->train();
   StopSignals signals;
+  // An epoch ends when fewer batches than one update needs remain in its plan.
+  auto next_epoch_if_done = [&](const std::vector<std::vector<size_t>>& plan) {
+    if (progress.batch + t.accumulate() > static_cast<int64_t>(plan.size())) ++progress.epoch, progress.batch = 0;
+  };
   double last_progress = 0;
   while (!stop && progress.step < t.steps()) {
     auto plan = plan_batches(train_split.examples, t.max_tokens(), config.data.bucketing(),
@@ -396,7 +400,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
       if (signals.received()) {
         std::cout << "stopping on " << (signals.received() == SIGINT ? "SIGINT" : "SIGTERM") << " after step "
                   << progress.step << ": saving " << paths.last << " (resume with --resume)" << std::endl;
-        if (progress.batch + t.accumulate() > static_cast<int64_t>(plan.size())) ++progress.epoch, progress.batch = 0;
+        next_epoch_if_done(plan);
         save_checkpoint(paths.last, *model, &optimizer, progress);
         return;
       }
@@ -406,7 +410,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
         keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
       }
     }
-    if (progress.batch + t.accumulate() > static_cast<int64_t>(plan.size())) ++progress.epoch, progress.batch = 0;
+    next_epoch_if_done(plan);
   }
   if (t.valid_every() == 0 || progress.step % t.valid_every() != 0) validate();
   save_checkpoint(paths.last, *model, &optimizer, progress);
