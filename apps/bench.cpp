@@ -7,8 +7,11 @@
 #include "ropelab/util/runtime.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 namespace ropelab::apps {
 
@@ -146,6 +149,129 @@ void add_bench_rotary(CLI::App& bench) {
   });
 }
 
+/// MemAvailable from /proc/meminfo in bytes (0 if unknown).
+double available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (meminfo >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024.0;
+  return 0;
+}
+
+void add_bench_attention(CLI::App& bench) {
+  auto* cmd = bench.add_subcommand(
+      "attention", "softmax vs Performer attention: forward+backward time and peak memory by sequence length");
+  struct Args {
+    RuntimeFlags flags;
+    std::vector<int64_t> seq = {256, 1024, 4096, 16384};
+    AttentionBenchOptions options;
+    std::string modes = "both";
+    std::string child;  // internal: one case, measured in its own process
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("--seq", a->seq, "sequence lengths")->delimiter(',');
+  cmd->add_option("--batch", a->options.batch, "B")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--heads", a->options.heads, "H")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--head-dim", a->options.head_dim, "Dh")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--features", a->options.features, "Performer random features m")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--repeats", a->options.repeats, "timed repeats (median reported)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--mode", a->modes, "bidirectional | causal | both")
+      ->check(CLI::IsMember({"bidirectional", "causal", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--child", a->child, "internal: TYPE,CAUSAL,T measured in this process")->group("");
+  cmd->add_flag("--json", a->json, "one JSON object per row");
+  a->flags.add_to(*cmd);
+  cmd->callback([a] {
+    const auto device = parse_device(a->flags.device_or("cpu"));
+    const auto threads = set_threads(a->flags.threads < 0 ? 0 : a->flags.threads);
+    if (!a->child.empty()) {  // one measurement, printed for the parent to read
+      auto o = a->options;
+      std::string type;
+      int causal = 0;
+      std::istringstream fields(a->child);
+      std::getline(fields, type, ',');
+      char comma = 0;
+      fields >> causal >> comma >> o.length;
+      o.type = parse_attention_type(type);
+      o.causal = causal != 0;
+      const auto r = bench_attention(o, device);
+      std::printf("%.6f %.3f\n", r.timing.median, r.peak_mib);
+      return;
+    }
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe").string();
+    std::vector<bool> modes;
+    if (a->modes != "causal") modes.push_back(false);
+    if (a->modes != "bidirectional") modes.push_back(true);
+    const auto& o = a->options;
+    if (!a->json)
+      std::printf("attention forward+backward: B=%ld H=%ld Dh=%ld, Performer m=%ld, %s, %ld threads, median of %ld\n"
+                  "%-14s %7s %12s %12s %14s %14s %9s\n",
+                  static_cast<long>(o.batch), static_cast<long>(o.heads), static_cast<long>(o.head_dim),
+                  static_cast<long>(o.features), device.str().c_str(), static_cast<long>(threads),
+                  static_cast<long>(o.repeats), "mode", "T", "softmax ms", "performer ms", "softmax MiB",
+                  "performer MiB", "speedup");
+    for (bool causal : modes) {
+      int64_t crossover = -1;
+      for (int64_t T : a->seq) {
+        double ms[2] = {-1, -1}, mib[2] = {-1, -1};
+        for (int b = 0; b < 2; ++b) {
+          const auto type = b == 0 ? AttentionType::softmax : AttentionType::performer;
+          // Softmax keeps about three (B, H, T, T) float tensors alive: skip what cannot fit.
+          const double need = 3.0 * 4.0 * static_cast<double>(o.batch * o.heads) * static_cast<double>(T) *
+                              static_cast<double>(T);
+          if (type == AttentionType::softmax && device.is_cpu() && need > 0.6 * available_memory_bytes()) continue;
+          std::ostringstream command;
+          command << exe << " bench attention --child " << to_string(type) << "," << (causal ? 1 : 0) << "," << T
+                  << " --batch " << o.batch << " --heads " << o.heads << " --head-dim " << o.head_dim
+                  << " --features " << o.features << " --repeats " << o.repeats << " --device " << device.str()
+                  << " --threads " << threads;
+          FILE* pipe = popen(command.str().c_str(), "r");
+          if (!pipe) throw std::runtime_error("bench attention: cannot start " + exe);
+          double seconds = -1, peak = -1;
+          const int read = std::fscanf(pipe, "%lf %lf", &seconds, &peak);
+          const int status = pclose(pipe);
+          if (read == 2 && status == 0) ms[b] = 1e3 * seconds, mib[b] = peak;
+        }
+        const double speedup = ms[0] > 0 && ms[1] > 0 ? ms[0] / ms[1] : 0;
+        if (speedup > 1 && crossover < 0) crossover = T;
+        const char* mode = causal ? "causal" : "bidirectional";
+        if (a->json) {
+          std::printf("{\"bench\":\"attention\",\"mode\":\"%s\",\"T\":%ld,\"softmax_ms\":%.3f,"
+                      "\"performer_ms\":%.3f,\"softmax_peak_mib\":%.1f,\"performer_peak_mib\":%.1f,"
+                      "\"threads\":%ld}\n",
+                      mode, static_cast<long>(T), ms[0], ms[1], mib[0], mib[1], static_cast<long>(threads));
+        } else {
+          auto cell = [](double x, const char* fmt) {
+            char buf[32];
+            if (x < 0) return std::string("-");
+            std::snprintf(buf, sizeof buf, fmt, x);
+            return std::string(buf);
+          };
+          std::printf("%-14s %7ld %12s %12s %14s %14s %9s\n", mode, static_cast<long>(T), cell(ms[0], "%.1f").c_str(),
+                      cell(ms[1], "%.1f").c_str(), cell(mib[0], "%.0f").c_str(), cell(mib[1], "%.0f").c_str(),
+                      speedup > 0 ? cell(speedup, "%.2fx").c_str() : "-");
+        }
+        std::fflush(stdout);
+      }
+      if (!a->json) {
+        if (crossover > 0)
+          std::printf("  %s: Performer faster from T=%ld on\n", causal ? "causal" : "bidirectional",
+                      static_cast<long>(crossover));
+        else
+          std::printf("  %s: Performer not faster at the lengths measured\n", causal ? "causal" : "bidirectional");
+      }
+    }
+    if (!a->json) std::printf("('-': not run; softmax is skipped where its T x T tensors would not fit in memory)\n");
+  });
+}
+
 }  // namespace
 
 void add_bench(CLI::App& cli) {
@@ -154,6 +280,7 @@ void add_bench(CLI::App& cli) {
   add_bench_train(*bench);
   add_bench_decode(*bench);
   add_bench_rotary(*bench);
+  add_bench_attention(*bench);
 }
 
 }  // namespace ropelab::apps

@@ -72,4 +72,26 @@ inline double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
 }
 
+/// Incremental decoding of a Seq2Seq model and of a language model built from `options`
+/// gives the logits of the full teacher-forced pass (LM: a 2-token prompt, then 1 at a time).
+inline void expect_cached_decoding_matches_full(const TransformerOptions& options, double tolerance) {
+  Seq2Seq model(options);
+  model->eval();
+  auto src = torch::tensor({{5, 6, 7, 8, 0}, {9, 10, 11, 12, 13}});
+  auto tgt = torch::randint(1, options.vocab_size(), {2, 6});
+  auto full = model(src, tgt);
+  auto memory = model->encode(src);
+  auto state = model->new_state();
+  for (int64_t t = 0; t < 6; ++t)
+    EXPECT_LT(max_diff(model->decode(tgt.narrow(1, t, 1), memory, &state), full.narrow(1, t, 1)), tolerance)
+        << "seq2seq step " << t;
+  LanguageModel lm(options);
+  lm->eval();
+  auto lm_full = lm(tgt);
+  auto lm_state = lm->new_state();
+  EXPECT_LT(max_diff(lm(tgt.narrow(1, 0, 2), &lm_state), lm_full.narrow(1, 0, 2)), tolerance);
+  for (int64_t t = 2; t < 6; ++t)
+    EXPECT_LT(max_diff(lm(tgt.narrow(1, t, 1), &lm_state), lm_full.narrow(1, t, 1)), tolerance) << "lm step " << t;
+}
+
 }  // namespace ropelab::testing

@@ -163,25 +163,8 @@ TEST_F(Transformer, GradientsMatchFiniteDifferences) {
 TEST_F(Transformer, CachedDecodingEqualsFullRecomputation) {
   for (const auto& position : all_position_types()) {
     SCOPED_TRACE(to_string(position.type()));
-    Seq2Seq model(tiny_options().encoder_position(position).decoder_position(position));
-    model->eval();
-    auto src = torch::tensor({{5, 6, 7, 8, 0}, {9, 10, 11, 12, 13}});
-    auto tgt = torch::randint(1, 23, {2, 6});
-    auto full = model(src, tgt);
-    auto memory = model->encode(src);
-    auto state = model->new_state();
-    for (int64_t t = 0; t < 6; ++t) {
-      auto step = model->decode(tgt.narrow(1, t, 1), memory, &state);
-      EXPECT_LT(max_diff(step, full.narrow(1, t, 1)), 1e-5) << "step " << t;
-    }
-    LanguageModel lm(tiny_options().decoder_position(position));
-    lm->eval();
-    auto lm_full = lm(tgt);
-    auto lm_state = lm->new_state();
-    auto first = lm(tgt.narrow(1, 0, 2), &lm_state);  // a two-token prompt, then one token at a time
-    EXPECT_LT(max_diff(first, lm_full.narrow(1, 0, 2)), 1e-5);
-    for (int64_t t = 2; t < 6; ++t)
-      EXPECT_LT(max_diff(lm(tgt.narrow(1, t, 1), &lm_state), lm_full.narrow(1, t, 1)), 1e-5) << "step " << t;
+    ropelab::testing::expect_cached_decoding_matches_full(
+        tiny_options().encoder_position(position).decoder_position(position), 1e-5);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "ropelab/attention/backend.h"
 
 #include "ropelab/attention/fused_cpu.h"
+#include "ropelab/attention/performer.h"
 #include "ropelab/util/enum_names.h"
 
 #include <limits>
@@ -9,6 +10,25 @@ namespace ropelab {
 
 torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device) {
   return torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(tk - tq + 1);
+}
+
+void AttentionCache::reorder(const torch::Tensor& index) {
+  for (auto* t : {&k, &v, &kv_sum, &k_sum, &log_scale})
+    if (t->defined()) *t = t->index_select(0, index);
+}
+
+torch::Tensor AttentionBackendImpl::forward_cached(AttentionInputs in, AttentionCache& cache) {
+  if (cache.k.defined()) {
+    in.k = torch::cat({cache.k, in.k}, -2);
+    in.v = torch::cat({cache.v, in.v}, -2);
+  }
+  cache.k = in.k, cache.v = in.v;
+  return forward(in);
+}
+
+void attention_updated(torch::nn::Module& model, int64_t step) {
+  for (auto& module : model.modules())
+    if (auto* backend = dynamic_cast<AttentionBackendImpl*>(module.get())) backend->on_update(step);
 }
 
 SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options) : dropout_(options.dropout()) {}
@@ -42,16 +62,19 @@ torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
   return torch::matmul(probs, in.v);  // (B, H, Tq, Dh)
 }
 
-AttentionBackend make_attention_backend(const AttentionOptions& options) {
+AttentionBackend make_attention_backend(const AttentionOptions& options, int64_t head_dim) {
   switch (options.type()) {
     case AttentionType::softmax:
       return std::make_shared<SoftmaxAttention>(options);
+    case AttentionType::performer:
+      return std::make_shared<PerformerAttention>(options, head_dim);
   }
   TORCH_INTERNAL_ASSERT(false, "unhandled AttentionType");
 }
 
 namespace {
-const EnumNames<AttentionType, 1> kAttentionNames{{{AttentionType::softmax, "softmax"}}};
+const EnumNames<AttentionType, 2> kAttentionNames{
+    {{AttentionType::softmax, "softmax"}, {AttentionType::performer, "performer"}}};
 }
 
 std::string to_string(AttentionType type) { return enum_name(type, kAttentionNames); }

@@ -10,13 +10,21 @@
 
 namespace ropelab {
 
-enum class AttentionType { softmax };
+/// `softmax`: exact scaled dot-product attention. `performer`: FAVOR+ linear attention
+/// with positive orthogonal random features (Choromanski et al. 2021).
+enum class AttentionType { softmax, performer };
 
 struct AttentionOptions {
   /// Which backend.
   TORCH_ARG(AttentionType, type) = AttentionType::softmax;
   /// Dropout on attention probabilities (softmax backend).
   TORCH_ARG(double, dropout) = 0.0;
+  /// Performer: random features m per layer (shared by its heads).
+  TORCH_ARG(int64_t, num_features) = 256;
+  /// Performer: redraw the features every N optimizer updates in training; 0 never.
+  TORCH_ARG(int64_t, redraw_every) = 1000;
+  /// Performer, causal: positions per chunk of the prefix-sum evaluation.
+  TORCH_ARG(int64_t, chunk_size) = 128;
 };
 
 /// Everything a backend needs for one call. Query i is aligned with key i + (Tk - Tq),
@@ -30,13 +38,29 @@ struct AttentionInputs {
   bool causal = false;
 };
 
+/// What a backend keeps across incremental decoding steps, per layer and attention.
+/// Softmax: keys and values (B, H, T, Dh), rotated already. Performer self-attention:
+/// running sums of phi(k) v^T (B, H, m, Dh) and phi(k) (B, H, m) with their log-scale
+/// (B, H). Cross-attention fills `k` and `v` once per sentence.
+struct AttentionCache {
+  torch::Tensor k, v;
+  torch::Tensor kv_sum, k_sum, log_scale;
+  /// Keeps the rows `index` (beam search reorders hypotheses).
+  void reorder(const torch::Tensor& index);
+};
+
 class AttentionBackendImpl : public torch::nn::Module {
  public:
   ~AttentionBackendImpl() override = default;
   /// -> (B, H, Tq, Dh)
   virtual torch::Tensor forward(const AttentionInputs& inputs) = 0;
+  /// Causal self-attention of new tokens (q, k, v hold only them) after the tokens
+  /// summarised in `cache`, which is updated. The default keeps keys and values.
+  virtual torch::Tensor forward_cached(AttentionInputs inputs, AttentionCache& cache);
   /// Whether the backend can add a logit bias (T5); validated at config time.
   virtual bool accepts_logit_bias() const = 0;
+  /// Called after optimizer update `step` (1-based) in training.
+  virtual void on_update(int64_t step) { (void)step; }
 };
 
 using AttentionBackend = std::shared_ptr<AttentionBackendImpl>;
@@ -57,7 +81,11 @@ class SoftmaxAttention : public AttentionBackendImpl {
   double dropout_;
 };
 
-AttentionBackend make_attention_backend(const AttentionOptions& options);
+/// The configured backend for heads of dimension `head_dim`.
+AttentionBackend make_attention_backend(const AttentionOptions& options, int64_t head_dim);
+
+/// Calls on_update(step) on every attention backend inside `model`.
+void attention_updated(torch::nn::Module& model, int64_t step);
 
 /// (Tq, Tk) bool mask, true where query i may not see key j (j > i + Tk - Tq).
 torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device);

@@ -8,6 +8,11 @@
 #include "ropelab/train/trainer.h"
 
 #include <torch/csrc/autograd/profiler_legacy.h>
+#ifdef ROPELAB_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+#include <fstream>
 
 
 namespace ropelab {
@@ -102,6 +107,58 @@ std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, cons
   if (device.is_cpu()) run("fused", [&] { return rotary_fused_qk(q, k, cos, sin, 0, false); });
   for (auto& row : rows) row.ratio = row.timing.median / rows.front().timing.median;
   return rows;
+}
+
+namespace {
+
+/// A field of /proc/self/status in MiB ("VmRSS", "VmHWM"); 0 where unavailable.
+double proc_status_mib(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;  // kB
+  return 0;
+}
+
+/// Resets the process's peak resident set to its current size (Linux >= 4.0).
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+}  // namespace
+
+AttentionBenchResult bench_attention(const AttentionBenchOptions& o, const torch::Device& device) {
+  torch::manual_seed(0);
+  auto backend = make_attention_backend(AttentionOptions().type(o.type).num_features(o.features), o.head_dim);
+  backend->to(device);
+  backend->train();
+  auto make = [&] {
+    return torch::randn({o.batch, o.heads, o.length, o.head_dim}, torch::TensorOptions().device(device))
+        .mul_(0.5)
+        .requires_grad_(true);
+  };
+  auto q = make(), k = make(), v = make();
+  auto weights = torch::randn({o.batch, o.heads, o.length, o.head_dim}, torch::TensorOptions().device(device));
+  auto step = [&] {
+    auto out = backend->forward(AttentionInputs{q, k, v, {}, {}, o.causal});
+    torch::autograd::grad({(out * weights).sum()}, {q, k, v});
+  };
+  detail::synchronize(device);
+  const double resident = proc_status_mib("VmRSS");
+  if (device.is_cpu()) reset_peak_rss();
+#ifdef ROPELAB_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
+#endif
+  AttentionBenchResult result;
+  result.timing = time_repeats(step, o.warmup, o.repeats, device);
+  if (device.is_cpu()) result.peak_mib = proc_status_mib("VmHWM") - resident;
+#ifdef ROPELAB_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
+    const auto aggregate = static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+    const double inputs = 4.0 * static_cast<double>(q.numel() + k.numel() + v.numel() + weights.numel());
+    result.peak_mib = (static_cast<double>(stats.allocated_bytes[aggregate].peak) - inputs) / (1024.0 * 1024.0);
+  }
+#endif
+  return result;
 }
 
 }  // namespace ropelab

@@ -92,4 +92,24 @@ struct RotaryBenchRow {
 std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, const torch::Device& device,
                                          torch::Dtype dtype, int64_t repeats);
 
+struct AttentionBenchOptions {
+  AttentionType type = AttentionType::softmax;
+  bool causal = false;
+  int64_t length = 1024;
+  int64_t batch = 1, heads = 8, head_dim = 64;
+  int64_t features = 256;  // Performer m
+  int64_t warmup = 1, repeats = 3;
+};
+
+struct AttentionBenchResult {
+  Timing timing;          // forward + backward of the backend alone
+  double peak_mib = 0;    // peak memory above what the inputs hold
+};
+
+/// Times forward+backward of one attention backend on random q, k, v (B, H, T, Dh) and
+/// measures its peak memory: the CUDA allocator's peak on a GPU, the process's peak
+/// resident set (VmHWM, reset through /proc/self/clear_refs) on the CPU. Run each case in
+/// a fresh process for CPU memory figures: freed memory the allocator kept is reused.
+AttentionBenchResult bench_attention(const AttentionBenchOptions& options, const torch::Device& device);
+
 }  // namespace ropelab

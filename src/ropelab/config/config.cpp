@@ -77,6 +77,9 @@ template <typename V>
 void describe(V& v, AttentionOptions& a) {
   v.choice("type", a.type(), parse_attention_type);
   v("dropout", a.dropout());
+  v("num_features", a.num_features());
+  v("redraw_every", a.redraw_every());
+  v("chunk_size", a.chunk_size());
 }
 
 template <typename V>
@@ -404,9 +407,16 @@ void validate(const Config& c, const Reader& r) {
   require(m.attention().dropout() >= 0 && m.attention().dropout() < 1, "model.attention.dropout",
           m.attention().dropout(), "must be in [0, 1)");
 
+  const auto& a = m.attention();
+  require(a.num_features() > 0, "model.attention.num_features", a.num_features(), "must be positive");
+  require(a.redraw_every() >= 0, "model.attention.redraw_every", a.redraw_every(), "must be >= 0 (0 = never)");
+  require(a.chunk_size() > 0, "model.attention.chunk_size", a.chunk_size(), "must be positive");
+  require(a.type() != AttentionType::performer || a.dropout() == 0, "model.attention.dropout", a.dropout(),
+          "must be 0 with model.attention.type=performer (it forms no attention matrix to drop from)");
+
   // Build each stack's position encoder and the attention backend: their own checks
   // (rotary dimensions, bucket ranges) then run before any work, reported by key.
-  auto backend = make_attention_backend(m.attention());
+  auto backend = make_attention_backend(m.attention(), m.d_model() / m.heads());
   auto check_stack = [&](const char* key, const PositionOptions& p, bool causal) {
     try {
       make_position_encoder(p, PositionGeometry{m.d_model(), m.heads(), causal});

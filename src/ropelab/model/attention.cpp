@@ -2,11 +2,6 @@
 
 namespace ropelab {
 
-void AttentionCache::reorder(const torch::Tensor& index) {
-  if (k.defined()) k = k.index_select(0, index);
-  if (v.defined()) v = v.index_select(0, index);
-}
-
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options_, PositionEncoder rotation)
     : options(options_), rotation_(std::move(rotation)) {
   reset();
@@ -19,7 +14,7 @@ void MultiHeadAttentionImpl::reset() {
   in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * d, d}));
   in_proj_bias = register_parameter("in_proj_bias", torch::zeros({3 * d}));
   out_proj = register_module("out_proj", torch::nn::Linear(d, d));
-  backend_ = register_module("backend", make_attention_backend(options.attention()));
+  backend_ = register_module("backend", make_attention_backend(options.attention(), d / options.heads()));
   torch::NoGradGuard no_grad;
   torch::nn::init::xavier_uniform_(in_proj_weight);
   torch::nn::init::zeros_(out_proj->bias);
@@ -41,12 +36,9 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     auto qkv = split_heads(torch::nn::functional::linear(x, in_proj_weight, in_proj_bias), 3);
     q = qkv[0], k = qkv[1], v = qkv[2];
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
-    if (cache) {  // append the new (rotated) keys and values
-      if (cache->k.defined()) {
-        k = torch::cat({cache->k, k}, -2);
-        v = torch::cat({cache->v, v}, -2);
-      }
-      cache->k = k, cache->v = v;
+    if (cache) {  // the backend keeps what later steps need (keys and values, or sums)
+      AttentionInputs inputs{q, k, v, call.key_padding_mask, call.logit_bias, call.causal};
+      return out_proj(backend_->forward_cached(inputs, *cache).transpose(1, 2).flatten(-2));
     }
   } else {
     q = split_heads(torch::nn::functional::linear(x, in_proj_weight.narrow(0, 0, d), in_proj_bias.narrow(0, 0, d)),

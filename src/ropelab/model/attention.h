@@ -16,14 +16,6 @@ struct MultiHeadAttentionOptions {
   TORCH_ARG(AttentionOptions, attention);
 };
 
-/// Keys and values kept across decoding steps, rotated already; (B, H, T, Dh).
-/// Self-attention appends to them; cross-attention fills them once per sentence.
-struct AttentionCache {
-  torch::Tensor k, v;
-  /// Keeps the rows `index` (beam search reorders hypotheses).
-  void reorder(const torch::Tensor& index);
-};
-
 /// Per-call inputs beyond the activations.
 struct AttentionCall {
   torch::Tensor key_padding_mask;  // (B, Tk) true at padded keys, over cached + new keys

@@ -370,6 +370,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
       ++progress.step;
       const double lr = learning_rate(t, config.model.d_model(), progress.step);
       auto update = update_step(model, optimizer, batches, t, lr);
+      attention_updated(*model, progress.step);  // Performer feature redraws
       window.add(update.loss, update.nll, update.tokens);
 
       if (progress.step % t.log_every() == 0 || progress.step == t.steps()) {
