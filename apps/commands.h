@@ -24,6 +24,7 @@ struct RuntimeFlags {
 void add_train(CLI::App& cli);
 void add_translate(CLI::App& cli);
 void add_eval(CLI::App& cli);
+void add_generate(CLI::App& cli);
 void add_score(CLI::App& cli);
 void add_average(CLI::App& cli);
 void add_bench(CLI::App& cli);

@@ -1,7 +1,8 @@
-// ropelab translate, ropelab eval
+// ropelab translate, ropelab eval, ropelab generate
 #include "commands.h"
 
 #include "ropelab/data/corpus.h"
+#include "ropelab/decode/search.h"
 #include "ropelab/eval/evaluate.h"
 #include "ropelab/util/runtime.h"
 
@@ -111,13 +112,18 @@ void add_eval(CLI::App& cli) {
   auto* cmd = cli.add_subcommand("eval", "translate a split, print BLEU, chrF and perplexity");
   struct Args : RunArgs {
     std::string split = "test";
+    int64_t context = 0;
   };
   auto a = std::make_shared<Args>();
   a->add_to(*cmd);
   cmd->add_option("--split", a->split, "test | valid | a file in the run's data format")->capture_default_str();
+  cmd->add_option("--context", a->context,
+                  "language models: evaluate in chunks of N tokens (default: the run's data.context)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([a] {
     torch::Device device(torch::kCPU);
     auto run = a->open(&device);
+    if (a->context > 0) run.config.data.context(a->context);
     std::string path = a->split;
     if (a->split == "test") path = run.config.data.test();
     if (a->split == "valid") path = run.config.data.valid();
@@ -126,6 +132,17 @@ void add_eval(CLI::App& cli) {
     auto report = evaluate_split(run, path, options, device);
 
     const std::string tag = std::filesystem::path(a->split).filename().string();
+    if (report.language_model) {
+      const auto json_path =
+          (std::filesystem::path(a->run_dir) / ("eval." + tag + ".ctx" + std::to_string(run.config.data.context()) +
+                                                ".json"))
+              .string();
+      std::ofstream(json_path) << report.json(a->split, a->checkpoint) << '\n';
+      std::cout << "perplexity = " << report.perplexity << " (" << std::log2(report.perplexity)
+                << " bits/token; " << report.tokens << " tokens in " << report.sentences << " chunks of "
+                << run.config.data.context() << ")\nwrote " << json_path << std::endl;
+      return;
+    }
     const auto hyp_path = (std::filesystem::path(a->run_dir) / ("hyp." + tag + ".txt")).string();
     std::ofstream hyp(hyp_path);
     for (const auto& h : report.hypotheses) hyp << h << '\n';
@@ -144,6 +161,46 @@ void add_eval(CLI::App& cli) {
     if (report.skipped_empty > 0)
       std::cerr << "ropelab eval: warning: " << report.skipped_empty << " pairs with an empty side were skipped"
                 << std::endl;
+  });
+}
+
+void add_generate(CLI::App& cli) {
+  auto* cmd = cli.add_subcommand("generate", "continue prompts with a language model (task lm)");
+  struct Args : RunArgs {
+    std::vector<std::string> prompts;
+    GenerateOptions options;
+    int64_t seed = 1;
+  };
+  auto a = std::make_shared<Args>();
+  a->add_to(*cmd);
+  cmd->add_option("--prompt", a->prompts, "prompt text (repeatable; default: one prompt per stdin line)");
+  cmd->add_option("--max-new", a->options.max_tokens, "tokens to generate at most")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--temperature", a->options.temperature, "0 = greedy")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--top-k", a->options.top_k, "sample among the k likeliest (0 = all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
+  cmd->callback([a] {
+    torch::Device device(torch::kCPU);
+    auto run = a->open(&device);
+    if (!run.model.lm)
+      throw std::runtime_error(a->run_dir + ": a translation run; use ropelab translate (generate needs task lm)");
+    torch::manual_seed(static_cast<uint64_t>(a->seed));
+    auto continue_prompt = [&](const std::string& prompt) {
+      auto ids = run.tokenizer->encode(prompt);
+      auto out = generate(run.model.lm, ids, a->options);
+      ids.insert(ids.end(), out.tokens.begin(), out.tokens.end());
+      std::cout << run.tokenizer->decode(ids) << std::endl;
+    };
+    if (!a->prompts.empty()) {
+      for (const auto& p : a->prompts) continue_prompt(p);
+      return;
+    }
+    for (std::string line; std::getline(std::cin, line);) continue_prompt(line);
   });
 }
 

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   ropelab::apps::add_train(cli);
   ropelab::apps::add_translate(cli);
   ropelab::apps::add_eval(cli);
+  ropelab::apps::add_generate(cli);
   ropelab::apps::add_score(cli);
   ropelab::apps::add_average(cli);
   ropelab::apps::add_bench(cli);

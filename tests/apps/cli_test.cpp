@@ -174,3 +174,51 @@ TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
   EXPECT_EQ(r.code, 0) << r.output;
   std::filesystem::remove_all(root);
 }
+
+// Issues #5 and #7: every position encoder, and Performer attention, trains a few steps and
+// decodes through the apps, in the translator and in the language model.
+TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
+  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_kinds_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const auto pairs = (root / "pairs.tsv").string();
+  std::ofstream(pairs) << "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\n";
+  const auto text = (root / "text.txt").string();
+  std::ofstream(text) << "the cat sat on the mat.\n\nthe dog sat on the log.\na red house.\n";
+  const std::string tiny = " --set model.d_model=16 --set model.heads=2 --set model.d_ff=16"
+                           " --set model.encoder_layers=1 --set model.decoder_layers=1 --set train.steps=3"
+                           " --set train.valid_every=0 --threads 1";
+  const std::vector<std::string> variants = {
+      "model.position.type=sinusoidal", "model.position.type=learned",   "model.position.type=t5_bias",
+      "model.position.type=rotary",     "model.position.type=rotary_nd", "model.position.type=none",
+      "model.attention.type=performer --set model.position.type=rotary",
+      "model.attention.type=performer --set model.position.type=learned"};
+  for (const auto& variant : variants) {
+    SCOPED_TRACE(variant);
+    const auto mt = (root / "mt").string(), lm = (root / "lm").string();
+    std::filesystem::remove_all(mt), std::filesystem::remove_all(lm);
+    auto r = run("train " + std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml --set data.train=" + pairs +
+                 " --set data.valid=" + pairs + " --set data.test=" + pairs + " --set " + variant + tiny + " -o " + mt);
+    ASSERT_EQ(r.code, 0) << r.output;
+    r = run("eval --run " + mt + " --checkpoint last --beam 2");
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(r.output.rfind("BLEU = ", 0), 0u) << r.output;
+
+    r = run("train " + std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml --set task=lm"
+            " --set data.format=text --set tokenizer.type=byte --set data.context=16 --set data.train=" + text +
+            " --set data.valid=" + text + " --set data.test=" + text + " --set " + variant + tiny + " -o " + lm);
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("1 empty lines skipped"), std::string::npos) << r.output;
+    r = run("generate --run " + lm + " --checkpoint last --prompt 'the c' --max-new 5");
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(r.output.rfind("the c", 0), 0u) << r.output;
+    r = run("eval --run " + lm + " --checkpoint last --context 32");
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(r.output.rfind("perplexity = ", 0), 0u) << r.output;
+    EXPECT_NE(r.output.find("chunks of 32"), std::string::npos) << r.output;
+  }
+  auto r = run("translate --run " + (root / "lm").string() + " --checkpoint last --input " + text);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("language model"), std::string::npos) << r.output;
+  std::filesystem::remove_all(root);
+}

@@ -117,9 +117,9 @@ TEST_F(Training, TinyModelOverfitsAFewPairs) {
   std::iota(all.begin(), all.end(), 0);
   auto batch = collate(examples, all, torch::kCPU);
   torch::NoGradGuard no_grad;
-  auto [loss, nll] = smoothed_loss(loaded.model(batch.source, batch.target_in), batch.target_out, 0.0, kPadId);
+  auto [loss, nll] = smoothed_loss(loaded.model.logits(batch), batch.target_out, 0.0, kPadId);
   EXPECT_LT(nll.item<double>() / static_cast<double>(batch.target_tokens), 0.15);
-  auto hyps = greedy_search(loaded.model, batch.source, loaded.config.decode);
+  auto hyps = greedy_search(loaded.model.seq2seq, batch.source, loaded.config.decode);
   int exact = 0;
   for (size_t i = 0; i < hyps.size(); ++i) exact += loaded.tokenizer->decode(hyps[i].tokens) == text.target[i];
   EXPECT_GE(exact, 7);

@@ -14,16 +14,20 @@ namespace ropelab {
 // --- enum spellings -----------------------------------------------------------------
 
 namespace {
-const EnumNames<Task, 1> kTaskNames{{{Task::translation, "translation"}}};
+const EnumNames<Task, 2> kTaskNames{{{Task::translation, "translation"}, {Task::lm, "lm"}}};
+const EnumNames<SourceLayout, 2> kLayoutNames{{{SourceLayout::sequence, "sequence"}, {SourceLayout::grid, "grid"}}};
 const EnumNames<LrSchedule, 3> kScheduleNames{
     {{LrSchedule::noam, "noam"}, {LrSchedule::inverse_sqrt, "inverse_sqrt"}, {LrSchedule::constant, "constant"}}};
-const EnumNames<CorpusFormat, 2> kFormatNames{{{CorpusFormat::tsv, "tsv"}, {CorpusFormat::parallel, "parallel"}}};
-const EnumNames<TokenizerType, 2> kTokenizerNames{
-    {{TokenizerType::word, "word"}, {TokenizerType::sentencepiece, "sentencepiece"}}};
+const EnumNames<CorpusFormat, 3> kFormatNames{
+    {{CorpusFormat::tsv, "tsv"}, {CorpusFormat::parallel, "parallel"}, {CorpusFormat::text, "text"}}};
+const EnumNames<TokenizerType, 3> kTokenizerNames{
+    {{TokenizerType::word, "word"}, {TokenizerType::sentencepiece, "sentencepiece"}, {TokenizerType::byte, "byte"}}};
 const EnumNames<LengthPenalty, 2> kPenaltyNames{{{LengthPenalty::gnmt, "gnmt"}, {LengthPenalty::average, "average"}}};
 }  // namespace
 
 std::string to_string(Task v) { return enum_name(v, kTaskNames); }
+std::string to_string(SourceLayout v) { return enum_name(v, kLayoutNames); }
+SourceLayout parse_source_layout(const std::string& s) { return parse_enum(s, kLayoutNames, "source layout"); }
 std::string to_string(LrSchedule v) { return enum_name(v, kScheduleNames); }
 std::string to_string(CorpusFormat v) { return enum_name(v, kFormatNames); }
 std::string to_string(TokenizerType v) { return enum_name(v, kTokenizerNames); }
@@ -95,6 +99,9 @@ void describe(V& v, Config& c) {
     v("target_lang", d.target_lang());
     v("max_len", d.max_len());
     v("bucketing", d.bucketing());
+    v("context", d.context());
+    v.choice("source_layout", d.source_layout(), parse_source_layout);
+    v("row_separator", d.row_separator());
   });
   v.section("tokenizer", [&] {
     v.choice("type", c.tokenizer.type(), parse_tokenizer_type);
@@ -459,6 +466,21 @@ void validate(const Config& c, const Reader& r) {
 
   require(c.tokenizer.vocab_size() >= 8, "tokenizer.vocab_size", c.tokenizer.vocab_size(), "must be >= 8");
   require(c.data.max_len() >= 3, "data.max_len", c.data.max_len(), "must be >= 3 (BOS, a token, EOS)");
+  require(c.data.context() >= 1, "data.context", c.data.context(), "must be positive");
+  if (c.task == Task::lm) {
+    require(c.data.format() == CorpusFormat::text, "data.format", to_string(c.data.format()),
+            "cannot feed task lm (expected text)");
+    require(c.data.source_layout() == SourceLayout::sequence, "data.source_layout", to_string(c.data.source_layout()),
+            "applies to translation sources only");
+  } else {
+    require(c.data.format() != CorpusFormat::text, "data.format", "text",
+            "holds no pairs for task translation (expected tsv or parallel)");
+  }
+  const auto& enc = m.encoder_position();
+  require(c.data.source_layout() != SourceLayout::grid || enc.type() != PositionType::rotary_nd || enc.axes() == 2,
+          "model.encoder_position.axes", enc.axes(), "must be 2 for data.source_layout=grid (row, column)");
+  require(c.data.source_layout() != SourceLayout::grid || !c.data.row_separator().empty(), "data.row_separator", "''",
+          "must name the token that ends a row");
   const auto& d = c.decode;
   require(d.beam() >= 1, "decode.beam", d.beam(), "must be >= 1");
   require(d.lenpen() >= 0, "decode.lenpen", d.lenpen(), "must be >= 0");

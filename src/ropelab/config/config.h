@@ -19,8 +19,9 @@
 
 namespace ropelab {
 
-/// `translation`: encoder-decoder on parallel text.
-enum class Task { translation };
+/// `translation`: encoder-decoder on parallel text. `lm`: decoder-only language model
+/// on plain text (model.decoder_layers, model.decoder_position).
+enum class Task { translation, lm };
 
 struct Config {
   Task task = Task::translation;
@@ -57,10 +58,12 @@ std::string to_string(LrSchedule schedule);
 std::string to_string(CorpusFormat format);
 std::string to_string(TokenizerType type);
 std::string to_string(LengthPenalty formula);
+std::string to_string(SourceLayout layout);
 Task parse_task(const std::string& name);
 LrSchedule parse_lr_schedule(const std::string& name);
 CorpusFormat parse_corpus_format(const std::string& name);
 TokenizerType parse_tokenizer_type(const std::string& name);
 LengthPenalty parse_length_penalty(const std::string& name);
+SourceLayout parse_source_layout(const std::string& name);
 
 }  // namespace ropelab

@@ -92,8 +92,73 @@ ParallelText read_parallel(const DataOptions& options, const std::string& path) 
   return text;
 }
 
+int64_t row_separator_id(const DataOptions& options, const Tokenizer& tokenizer) {
+  if (options.source_layout() != SourceLayout::grid) return -1;
+  const auto ids = tokenizer.encode(options.row_separator());
+  if (ids.size() != 1 || ids[0] == kUnkId)
+    throw std::runtime_error("data.row_separator: '" + options.row_separator() +
+                             "' is not a single known token of the tokenizer");
+  return ids[0];
+}
+
+std::vector<int64_t> grid_positions(const std::vector<int64_t>& ids, int64_t separator) {
+  std::vector<int64_t> out;
+  out.reserve(2 * (ids.size() + 1));
+  int64_t row = 0, column = 0;
+  for (auto id : ids) {
+    out.push_back(row), out.push_back(column++);
+    if (id == separator) ++row, column = 0;
+  }
+  out.push_back(column == 0 ? row : row + 1), out.push_back(0);  // EOS: a row of its own
+  return out;
+}
+
+std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
+                               int64_t* empty) {
+  std::vector<int64_t> stream;
+  for (const auto& line : lines) {
+    if (line.empty()) {
+      if (empty) ++*empty;
+      continue;
+    }
+    auto ids = tokenizer.encode(line);
+    stream.insert(stream.end(), ids.begin(), ids.end());
+    stream.push_back(kEosId);
+  }
+  std::vector<Example> chunks;
+  const auto step = static_cast<size_t>(context);
+  for (size_t start = 0; start + 1 < stream.size(); start += step) {
+    const size_t end = std::min(stream.size(), start + step + 1);
+    chunks.push_back({{}, std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
+                                               stream.begin() + static_cast<std::ptrdiff_t>(end)), {}});
+  }
+  return chunks;
+}
+
+Batch collate_lm(const std::vector<Example>& examples, const std::vector<size_t>& indices,
+                 const torch::Device& device) {
+  const auto rows = static_cast<int64_t>(indices.size());
+  size_t length = 0;
+  for (auto i : indices) length = std::max(length, examples[i].target.size() - 1);
+  auto tin = torch::full({rows, static_cast<int64_t>(length)}, kPadId, torch::kLong);
+  auto tout = torch::full({rows, static_cast<int64_t>(length)}, kPadId, torch::kLong);
+  auto a = tin.accessor<int64_t, 2>();
+  auto b = tout.accessor<int64_t, 2>();
+  Batch batch;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto& chunk = examples[indices[static_cast<size_t>(r)]].target;
+    const auto n = static_cast<int64_t>(chunk.size()) - 1;
+    for (int64_t j = 0; j < n; ++j) a[r][j] = chunk[static_cast<size_t>(j)], b[r][j] = chunk[static_cast<size_t>(j + 1)];
+    batch.target_tokens += n;
+  }
+  batch.target_in = tin.to(device);
+  batch.target_out = tout.to(device);
+  batch.sentences = rows;
+  return batch;
+}
+
 std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& tokenizer, int64_t max_len,
-                                    bool truncate, int64_t* dropped) {
+                                    bool truncate, int64_t* dropped, int64_t separator) {
   std::vector<Example> examples;
   examples.reserve(text.source.size());
   const auto limit = static_cast<size_t>(max_len - 1);  // room for BOS or EOS
@@ -105,6 +170,7 @@ std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& t
       e.source.resize(std::min(e.source.size(), limit));
       e.target.resize(std::min(e.target.size(), limit));
     }
+    if (separator >= 0) e.source_positions = grid_positions(e.source, separator);
     examples.push_back(std::move(e));
   }
   return examples;
@@ -134,6 +200,15 @@ Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& i
     for (int64_t j = 0; j < m; ++j) a[r][j + 1] = b[r][j] = e.target[static_cast<size_t>(j)];
     b[r][m] = kEosId;
     batch.target_tokens += m + 1;
+  }
+  if (!examples[indices.front()].source_positions.empty()) {
+    auto pos = torch::zeros({rows, static_cast<int64_t>(s_len), 2}, torch::kLong);
+    auto p = pos.accessor<int64_t, 3>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto& coords = examples[indices[static_cast<size_t>(r)]].source_positions;
+      for (size_t j = 0; j < coords.size() / 2; ++j) p[r][static_cast<int64_t>(j)][0] = coords[2 * j], p[r][static_cast<int64_t>(j)][1] = coords[2 * j + 1];
+    }
+    batch.source_positions = pos.to(device);
   }
   batch.source = src.to(device);
   batch.target_in = tin.to(device);

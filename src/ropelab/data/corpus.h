@@ -32,26 +32,51 @@ std::vector<std::string> read_text_lines(const std::string& path);
 /// Whether `text` is valid UTF-8 (no overlongs, surrogates or values over U+10FFFF).
 bool valid_utf8(const std::string& text);
 
-/// One tokenized pair; BOS/EOS are added at batching.
+/// One tokenized pair; BOS/EOS are added at batching. A language-model chunk has no
+/// source and its target holds context + 1 tokens (inputs and next tokens overlap by all
+/// but one).
 struct Example {
   std::vector<int64_t> source, target;
+  /// Grid layout: (row, column) of every source token and of its EOS, flattened.
+  std::vector<int64_t> source_positions;
 };
 
+/// The id of data.row_separator for the grid layout, -1 for the sequence layout. Throws
+/// std::runtime_error naming data.row_separator when it is not exactly one token.
+int64_t row_separator_id(const DataOptions& options, const Tokenizer& tokenizer);
+
+/// (row, column) for `ids` followed by EOS, flattened: the separator ends its row (and
+/// sits at its end), the EOS gets (rows, 0).
+std::vector<int64_t> grid_positions(const std::vector<int64_t>& ids, int64_t separator);
+
 /// Tokenizes pairs; pairs longer than `max_len` tokens (with BOS/EOS) on either side are
-/// truncated when `truncate`, else skipped; both are counted in `*dropped`.
+/// truncated when `truncate`, else skipped; both are counted in `*dropped`. With a
+/// `separator` id (grid layout), source coordinates are attached.
 std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& tokenizer, int64_t max_len,
-                                    bool truncate, int64_t* dropped);
+                                    bool truncate, int64_t* dropped, int64_t separator = -1);
+
+/// Language-model data: each non-empty line tokenized and ended by EOS, concatenated, cut
+/// into consecutive chunks of `context` predicted tokens (each chunk starts with the
+/// last token of the previous one, so every token after the first is predicted exactly
+/// once). Empty lines are counted in `*empty`.
+std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
+                               int64_t* empty = nullptr);
 
 struct Batch {
-  torch::Tensor source;      // (B, S): tokens EOS pad...
-  torch::Tensor target_in;   // (B, T): BOS tokens pad...
-  torch::Tensor target_out;  // (B, T): tokens EOS pad...
+  torch::Tensor source;      // (B, S): tokens EOS pad...; undefined for language models
+  torch::Tensor target_in;   // (B, T): BOS tokens pad... (LM: chunk[:-1])
+  torch::Tensor target_out;  // (B, T): tokens EOS pad... (LM: chunk[1:])
+  torch::Tensor source_positions;  // (B, S, 2) in the grid layout, else undefined
   int64_t target_tokens = 0; // non-pad target tokens
   int64_t sentences = 0;
 };
 
 /// Pads the examples at `indices` into one batch on `device`.
 Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& indices, const torch::Device& device);
+
+/// Pads language-model chunks into one batch: inputs chunk[:-1], targets chunk[1:].
+Batch collate_lm(const std::vector<Example>& examples, const std::vector<size_t>& indices,
+                 const torch::Device& device);
 
 /// Splits examples into batches whose padded size (rows x longest side) stays within
 /// `max_tokens`. With `bucketing`, examples of similar length share a batch (sorted by

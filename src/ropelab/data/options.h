@@ -9,8 +9,14 @@
 namespace ropelab {
 
 /// `tsv`: one file per split, "source<TAB>target" per line;
-/// `parallel`: PATH.SOURCE_LANG and PATH.TARGET_LANG, line-aligned.
-enum class CorpusFormat { tsv, parallel };
+/// `parallel`: PATH.SOURCE_LANG and PATH.TARGET_LANG, line-aligned;
+/// `text`: plain text, one document or paragraph per line (language models).
+enum class CorpusFormat { tsv, parallel, text };
+
+/// Coordinates of source tokens. `sequence`: token order (one axis). `grid`: 2-D text,
+/// rows ended by the `row_separator` token; a token's coordinates are (row, column),
+/// the separator sits at its row's end and the final EOS starts a new row.
+enum class SourceLayout { sequence, grid };
 
 struct DataOptions {
   TORCH_ARG(std::string, train) = "";
@@ -23,11 +29,18 @@ struct DataOptions {
   TORCH_ARG(int64_t, max_len) = 256;
   /// Batch sentences of similar length together (less padding); false = random batches.
   TORCH_ARG(bool, bucketing) = true;
+  /// Language models: tokens per training chunk (the context length).
+  TORCH_ARG(int64_t, context) = 128;
+  /// Translation: coordinates given to the encoder's position encoder.
+  TORCH_ARG(SourceLayout, source_layout) = SourceLayout::sequence;
+  /// `grid` layout: the text (one token) that ends a row.
+  TORCH_ARG(std::string, row_separator) = "/";
 };
 
 /// `word`: whitespace words with punctuation split off, vocabulary from the training split;
-/// `sentencepiece`: a unigram SentencePiece model trained on the training split.
-enum class TokenizerType { word, sentencepiece };
+/// `sentencepiece`: a unigram SentencePiece model trained on the training split;
+/// `byte`: UTF-8 bytes (character-level models, as seed 000's enwik8), 256 + 4 special ids.
+enum class TokenizerType { word, sentencepiece, byte };
 
 struct TokenizerOptions {
   TORCH_ARG(TokenizerType, type) = TokenizerType::sentencepiece;

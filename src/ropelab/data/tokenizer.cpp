@@ -23,6 +23,28 @@ namespace {
 
 const std::vector<std::string> kSpecials = {"<pad>", "<unk>", "<s>", "</s>"};
 
+// --- byte tokenizer -------------------------------------------------------------------
+
+/// UTF-8 bytes as ids 4..259 after the special ids; nothing to train or save.
+class ByteTokenizer : public Tokenizer {
+ public:
+  static constexpr int64_t kFirst = 4;
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int64_t> ids;
+    ids.reserve(text.size());
+    for (unsigned char c : text) ids.push_back(kFirst + c);
+    return ids;
+  }
+  std::string decode(const std::vector<int64_t>& ids) const override {
+    std::string out;
+    for (auto id : ids)
+      if (id >= kFirst && id < kFirst + 256) out += static_cast<char>(id - kFirst);
+    return out;
+  }
+  int64_t vocab_size() const override { return kFirst + 256; }
+  void save(const std::string&) const override {}
+};
+
 // --- word tokenizer -------------------------------------------------------------------
 
 bool is_split_punct(unsigned char c) {
@@ -240,6 +262,8 @@ std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, cons
       return train_words(options, texts);
     case TokenizerType::sentencepiece:
       return train_sentencepiece(options, texts, work_dir);
+    case TokenizerType::byte:
+      return std::make_unique<ByteTokenizer>();
   }
   throw std::logic_error("unhandled TokenizerType");
 }
@@ -261,6 +285,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options, const
       if (!fs::exists(path)) throw std::runtime_error(path + ": missing SentencePiece model");
       return std::make_unique<SentencePieceTokenizer>(path);
     }
+    case TokenizerType::byte:
+      return std::make_unique<ByteTokenizer>();
   }
   throw std::logic_error("unhandled TokenizerType");
 }

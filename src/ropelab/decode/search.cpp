@@ -24,13 +24,13 @@ std::pair<std::vector<int64_t>, int64_t> sentence_limits(const DecodeOptions& op
 }  // namespace
 
 std::vector<Hypothesis> greedy_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
-                                      bool use_cache) {
+                                      bool use_cache, const torch::Tensor& source_positions) {
   torch::NoGradGuard no_grad;
   const int64_t batch = source.size(0);
   const auto device = source.device();
   const auto [limits, limit] = sentence_limits(options, source);
 
-  auto memory = model->encode(source);
+  auto memory = model->encode(source, source_positions);
   auto state = model->new_state();
   auto prefix = torch::full({batch, 1}, kBosId, torch::TensorOptions().dtype(torch::kLong).device(device));
   std::vector<Hypothesis> out(static_cast<size_t>(batch));
@@ -79,13 +79,13 @@ double length_penalty(const DecodeOptions& options, int64_t length) {
 }
 
 std::vector<Hypothesis> translate_batch(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
-                                        bool use_cache) {
-  return options.beam() == 1 ? greedy_search(model, source, options, use_cache)
-                             : beam_search(model, source, options, use_cache);
+                                        bool use_cache, const torch::Tensor& source_positions) {
+  return options.beam() == 1 ? greedy_search(model, source, options, use_cache, source_positions)
+                             : beam_search(model, source, options, use_cache, source_positions);
 }
 
 std::vector<Hypothesis> beam_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
-                                    bool use_cache) {
+                                    bool use_cache, const torch::Tensor& source_positions) {
   torch::NoGradGuard no_grad;
   const int64_t B = source.size(0), K = options.beam();
   const auto device = source.device();
@@ -93,7 +93,7 @@ std::vector<Hypothesis> beam_search(Seq2Seq& model, const torch::Tensor& source,
 
   // Rows b*K .. b*K+K-1 hold sentence b's beams.
   auto expand = torch::arange(B, torch::TensorOptions().dtype(torch::kLong).device(device)).repeat_interleave(K);
-  auto memory = model->encode(source).index_select(expand);
+  auto memory = model->encode(source, source_positions).index_select(expand);
   auto state = model->new_state();
   auto prefix = torch::full({B * K, 1}, kBosId, torch::TensorOptions().dtype(torch::kLong).device(device));
   // Only beam 0 is live at the start, so the first expansion does not repeat itself.
@@ -168,6 +168,36 @@ std::vector<Hypothesis> beam_search(Seq2Seq& model, const torch::Tensor& source,
       return x.normalized < y.normalized;
     });
     out[static_cast<size_t>(b)] = {best->tokens, best->score};
+  }
+  return out;
+}
+
+Hypothesis generate(LanguageModel& model, const std::vector<int64_t>& prompt, const GenerateOptions& options) {
+  torch::NoGradGuard no_grad;
+  const auto device = model->embedding->weight.device();
+  std::vector<int64_t> context{kEosId};
+  context.insert(context.end(), prompt.begin(), prompt.end());
+  auto state = model->new_state();
+  auto input = torch::tensor(context, torch::kLong).unsqueeze(0).to(device);
+  Hypothesis out;
+  for (int64_t t = 0; t < options.max_tokens; ++t) {
+    auto logits = model->forward(input, &state).select(1, -1).squeeze(0).to(torch::kDouble);  // (V)
+    auto logp = torch::log_softmax(logits, -1);
+    int64_t next;
+    if (options.temperature <= 0) {
+      next = logp.argmax().item<int64_t>();
+    } else {
+      auto scaled = logits / options.temperature;
+      if (options.top_k > 0 && options.top_k < scaled.size(0)) {
+        auto kth = std::get<0>(scaled.topk(options.top_k)).min();
+        scaled = scaled.masked_fill(scaled.lt(kth), -std::numeric_limits<double>::infinity());
+      }
+      next = torch::multinomial(torch::softmax(scaled, -1), 1).item<int64_t>();
+    }
+    out.score += logp[next].item<double>();
+    if (next == kEosId) break;
+    out.tokens.push_back(next);
+    input = torch::full({1, 1}, next, torch::TensorOptions().dtype(torch::kLong).device(device));
   }
   return out;
 }

@@ -14,6 +14,8 @@ std::vector<std::string> translate_lines(LoadedRun& run, const std::vector<std::
                                          const TranslateOptions& options, const torch::Device& device,
                                          int64_t* truncated) {
   const auto limit = static_cast<size_t>(run.config.data.max_len() - 1);  // room for EOS
+  auto& model = run.model.translator();
+  const auto separator = row_separator_id(run.config.data, *run.tokenizer);
   std::vector<Example> examples;
   std::vector<size_t> line_of;  // examples[i] translates lines[line_of[i]]
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -23,7 +25,8 @@ std::vector<std::string> translate_lines(LoadedRun& run, const std::vector<std::
       ids.resize(limit);
       if (truncated) ++*truncated;
     }
-    examples.push_back({std::move(ids), {}});
+    auto positions = separator >= 0 ? grid_positions(ids, separator) : std::vector<int64_t>{};
+    examples.push_back({std::move(ids), {}, std::move(positions)});
     line_of.push_back(i);
   }
   std::vector<std::string> out(lines.size());
@@ -43,7 +46,9 @@ std::vector<std::string> translate_lines(LoadedRun& run, const std::vector<std::
     }
     std::vector<size_t> batch(order.begin() + static_cast<std::ptrdiff_t>(start),
                               order.begin() + static_cast<std::ptrdiff_t>(end));
-    auto hyps = translate_batch(run.model, collate(examples, batch, device).source, options.decode, options.use_cache);
+    auto inputs = collate(examples, batch, device);
+    auto hyps = translate_batch(model, inputs.source, options.decode, options.use_cache,
+                                encoder_positions(model, inputs.source_positions));
     for (size_t k = 0; k < batch.size(); ++k) out[line_of[batch[k]]] = run.tokenizer->decode(hyps[k].tokens);
     start = end;
   }
@@ -52,8 +57,20 @@ std::vector<std::string> translate_lines(LoadedRun& run, const std::vector<std::
 
 EvalReport evaluate_split(LoadedRun& run, const std::string& path, const TranslateOptions& options,
                           const torch::Device& device) {
-  auto text = read_parallel(run.config.data, path);
   EvalReport report;
+  if (run.model.lm) {  // perplexity over consecutive chunks of data.context tokens
+    report.language_model = true;
+    const auto chunks = lm_chunks(read_text_lines(path), *run.tokenizer, run.config.data.context(),
+                                  &report.skipped_empty);
+    report.sentences = static_cast<int64_t>(chunks.size());
+    const double start = now_seconds();
+    const auto totals = evaluate_loss(run.model, chunks, run.config.train.max_tokens(), 0.0, device);
+    report.decode_seconds = now_seconds() - start;
+    report.perplexity = totals.perplexity();
+    report.tokens = static_cast<int64_t>(totals.tokens);
+    return report;
+  }
+  auto text = read_parallel(run.config.data, path);
   report.sentences = static_cast<int64_t>(text.source.size());
   report.skipped_empty = text.skipped_empty;
   const double start = now_seconds();
@@ -61,7 +78,8 @@ EvalReport evaluate_split(LoadedRun& run, const std::string& path, const Transla
   report.decode_seconds = now_seconds() - start;
   report.bleu = corpus_bleu(report.hypotheses, {text.target});
   report.chrf = corpus_chrf(report.hypotheses, {text.target});
-  auto examples = tokenize_pairs(text, *run.tokenizer, run.config.data.max_len(), true, nullptr);
+  auto examples = tokenize_pairs(text, *run.tokenizer, run.config.data.max_len(), true, nullptr,
+                                 row_separator_id(run.config.data, *run.tokenizer));
   report.perplexity = evaluate_loss(run.model, examples, run.config.train.max_tokens(), 0.0, device).perplexity();
   return report;
 }
@@ -77,6 +95,12 @@ std::string EvalReport::json(const std::string& split, const std::string& checkp
   };
   std::ostringstream o;
   o.precision(10);
+  if (language_model) {
+    o << "{\"split\":" << quote(split) << ",\"checkpoint\":" << quote(checkpoint) << ",\"chunks\":" << sentences
+      << ",\"tokens\":" << tokens << ",\"perplexity\":" << perplexity << ",\"bits_per_token\":"
+      << std::log2(perplexity) << ",\"seconds\":" << decode_seconds << "}";
+    return o.str();
+  }
   o << "{\"split\":" << quote(split) << ",\"checkpoint\":" << quote(checkpoint) << ",\"sentences\":" << sentences
     << ",\"bleu\":" << bleu.score << ",\"bleu_signature\":" << quote(bleu.signature)
     << ",\"bleu_line\":" << quote(bleu.format()) << ",\"chrf\":" << chrf.score

@@ -27,6 +27,9 @@ std::vector<std::string> translate_lines(LoadedRun& run, const std::vector<std::
                                          int64_t* truncated = nullptr);
 
 struct EvalReport {
+  /// A language-model run: only perplexity (and tokens, chunks in `sentences`) is set.
+  bool language_model = false;
+  int64_t tokens = 0;
   std::vector<std::string> hypotheses;
   BleuScore bleu;
   ChrfScore chrf;
@@ -38,7 +41,8 @@ struct EvalReport {
 };
 
 /// Translates the split at `path` (the run's data format), scores it against its
-/// targets with BLEU and chrF, and computes teacher-forced perplexity.
+/// targets with BLEU and chrF, and computes teacher-forced perplexity. For a language
+/// model: perplexity of the text at `path` in consecutive data.context-token chunks.
 EvalReport evaluate_split(LoadedRun& run, const std::string& path, const TranslateOptions& options,
                           const torch::Device& device);
 

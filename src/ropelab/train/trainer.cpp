@@ -68,9 +68,36 @@ void keep_numbered_checkpoint(const RunPaths& paths, int64_t step, int64_t keep)
 }
 }  // namespace
 
-Seq2Seq build_model(const Config& config, int64_t vocab_size) {
+torch::nn::Module* TaskModel::operator->() const {
+  if (seq2seq) return seq2seq.ptr().get();
+  TORCH_CHECK(lm, "TaskModel: no model");
+  return lm.ptr().get();
+}
+
+torch::Tensor TaskModel::logits(const Batch& batch) const {
+  if (lm) return lm.ptr()->forward(batch.target_in);
+  auto model = seq2seq;
+  return model->decode(batch.target_in,
+                       model->encode(batch.source, encoder_positions(model, batch.source_positions)));
+}
+
+Seq2Seq& TaskModel::translator() {
+  if (!seq2seq) throw std::runtime_error("this run is a language model (task lm); it does not translate");
+  return seq2seq;
+}
+
+torch::Tensor encoder_positions(const Seq2Seq& model, const torch::Tensor& data_positions) {
+  const int64_t axes = model->encoder->position()->axes();
+  if (!data_positions.defined() || axes == 1) return {};
+  TORCH_CHECK(data_positions.size(-1) == axes, "source positions have ", data_positions.size(-1),
+              " coordinates; the encoder's position encoder takes ", axes);
+  return data_positions;
+}
+
+TaskModel build_model(const Config& config, int64_t vocab_size) {
   auto options = config.model;
   options.vocab_size(vocab_size).pad_id(kPadId);
+  if (config.task == Task::lm) return LanguageModel(options);
   return Seq2Seq(options);
 }
 
@@ -181,27 +208,31 @@ std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logit
   return {rows[0].sum(), rows[1].sum()};
 }
 
-LossTotals evaluate_loss(Seq2Seq& model, const std::vector<Example>& examples, int64_t max_tokens,
+Batch make_batch(const TaskModel& model, const std::vector<Example>& examples, const std::vector<size_t>& indices,
+                 const torch::Device& device) {
+  return model.lm ? collate_lm(examples, indices, device) : collate(examples, indices, device);
+}
+
+LossTotals evaluate_loss(const TaskModel& model, const std::vector<Example>& examples, int64_t max_tokens,
                          double label_smoothing, const torch::Device& device) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
   model->eval();
   LossTotals totals;
   for (const auto& indices : plan_batches(examples, max_tokens, true, 0)) {
-    auto batch = collate(examples, indices, device);
-    auto [loss, nll] = smoothed_loss(model(batch.source, batch.target_in), batch.target_out, label_smoothing, kPadId);
+    auto batch = make_batch(model, examples, indices, device);
+    auto [loss, nll] = smoothed_loss(model.logits(batch), batch.target_out, label_smoothing, kPadId);
     totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
   }
   model->train(was_training);
   return totals;
 }
 
-LossTotals update_step(Seq2Seq& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
+LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
                        const TrainOptions& options, double lr) {
   LossTotals totals;
   for (const auto& batch : batches) {
-    auto [loss, nll] =
-        smoothed_loss(model(batch.source, batch.target_in), batch.target_out, options.label_smoothing(), kPadId);
+    auto [loss, nll] = smoothed_loss(model.logits(batch), batch.target_out, options.label_smoothing(), kPadId);
     loss.backward();
     totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
   }
@@ -225,11 +256,52 @@ struct Split {
   int64_t empty = 0;
 };
 
-Split tokenize_split(const Config& config, const ParallelText& text, const Tokenizer& tokenizer, bool truncate) {
-  Split split;
-  split.empty = text.skipped_empty;
-  split.examples = tokenize_pairs(text, tokenizer, config.data.max_len(), truncate, &split.dropped);
-  return split;
+struct TrainingData {
+  std::unique_ptr<Tokenizer> tokenizer;
+  Split train, valid;
+};
+
+/// Reads the training text once, trains (or, resuming, loads) the tokenizer on it, and
+/// tokenizes the training and validation splits for the task; logs what was skipped.
+TrainingData load_training_data(const Config& config, const std::string& run_dir, bool resume) {
+  const auto& d = config.data;
+  TrainingData data;
+  auto make_tokenizer = [&](const std::vector<std::string>& texts) {
+    if (resume) return load_tokenizer(config.tokenizer, run_dir);
+    auto tokenizer = train_tokenizer(config.tokenizer, texts, run_dir);
+    tokenizer->save(run_dir);
+    return tokenizer;
+  };
+  if (config.task == Task::lm) {
+    const auto lines = read_text_lines(d.train());
+    data.tokenizer = make_tokenizer(lines);
+    data.train.examples = lm_chunks(lines, *data.tokenizer, d.context(), &data.train.empty);
+    if (!d.valid().empty())
+      data.valid.examples = lm_chunks(read_text_lines(d.valid()), *data.tokenizer, d.context(), &data.valid.empty);
+    std::cout << "data: " << data.train.examples.size() << " training chunks of " << d.context() << " tokens ("
+              << data.train.empty << " empty lines skipped), " << data.valid.examples.size()
+              << " validation chunks; vocabulary " << data.tokenizer->vocab_size() << std::endl;
+  } else {
+    const auto text = read_parallel(d, d.train());
+    std::vector<std::string> all = text.source;  // a joint source+target vocabulary
+    all.insert(all.end(), text.target.begin(), text.target.end());
+    data.tokenizer = make_tokenizer(all);
+    const auto separator = row_separator_id(d, *data.tokenizer);
+    auto tokenize = [&](const ParallelText& pairs, bool truncate) {
+      Split split;
+      split.empty = pairs.skipped_empty;
+      split.examples = tokenize_pairs(pairs, *data.tokenizer, d.max_len(), truncate, &split.dropped, separator);
+      return split;
+    };
+    data.train = tokenize(text, false);
+    if (!d.valid().empty()) data.valid = tokenize(read_parallel(d, d.valid()), true);
+    std::cout << "data: " << data.train.examples.size() << " training pairs (" << data.train.dropped
+              << " over data.max_len=" << d.max_len() << " skipped, " << data.train.empty
+              << " with an empty side skipped), " << data.valid.examples.size() << " validation pairs; vocabulary "
+              << data.tokenizer->vocab_size() << std::endl;
+  }
+  if (data.train.examples.empty()) throw std::runtime_error(d.train() + ": no usable training examples");
+  return data;
 }
 
 
@@ -287,29 +359,13 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   if (config.data.train().empty()) throw ConfigError("config: data.train is required for training");
   torch::manual_seed(static_cast<uint64_t>(t.seed()));
 
-  // Tokenizer: trained on the training split (source and target: a joint vocabulary).
-  const auto train_text = read_parallel(config.data, config.data.train());
-  std::unique_ptr<Tokenizer> tokenizer;
-  if (resume) {
-    tokenizer = load_tokenizer(config.tokenizer, run_dir);
-  } else {
-    std::vector<std::string> all = train_text.source;
-    all.insert(all.end(), train_text.target.begin(), train_text.target.end());
-    tokenizer = train_tokenizer(config.tokenizer, all, run_dir);
-    tokenizer->save(run_dir);
-    std::ofstream(paths.config) << dump_config(config);
-  }
-  const auto train_split = tokenize_split(config, train_text, *tokenizer, false);
-  Split valid_split;
-  if (!config.data.valid().empty())
-    valid_split = tokenize_split(config, read_parallel(config.data, config.data.valid()), *tokenizer, true);
-  std::cout << "data: " << train_split.examples.size() << " training pairs (" << train_split.dropped
-            << " over data.max_len=" << config.data.max_len() << " skipped, " << train_split.empty
-            << " with an empty side skipped), " << valid_split.examples.size() << " validation pairs; vocabulary "
-            << tokenizer->vocab_size() << std::endl;
-  if (train_split.examples.empty()) throw std::runtime_error(config.data.train() + ": no usable training pairs");
+  auto data = load_training_data(config, run_dir, resume);
+  auto& tokenizer = data.tokenizer;
+  auto& train_split = data.train;
+  auto& valid_split = data.valid;
+  if (!resume) std::ofstream(paths.config) << dump_config(config);
 
-  auto model = build_model(config, tokenizer->vocab_size());
+  const TaskModel model = build_model(config, tokenizer->vocab_size());
   model->to(device);
   int64_t parameters = 0;
   for (const auto& p : model->parameters()) parameters += p.numel();
@@ -366,7 +422,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
       torch::manual_seed(static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.step) + 1);
       std::vector<Batch> batches;
       for (int64_t a = 0; a < t.accumulate(); ++a)
-        batches.push_back(collate(train_split.examples, plan[static_cast<size_t>(progress.batch++)], device));
+        batches.push_back(make_batch(model, train_split.examples, plan[static_cast<size_t>(progress.batch++)], device));
       ++progress.step;
       const double lr = learning_rate(t, config.model.d_model(), progress.step);
       auto update = update_step(model, optimizer, batches, t, lr);

@@ -4,6 +4,7 @@
 
 #include "ropelab/config/config.h"
 #include "ropelab/data/corpus.h"
+#include "ropelab/train/run.h"
 
 #include <string>
 
@@ -32,14 +33,18 @@ struct LossTotals {
   double perplexity() const { return std::exp(nll / tokens); }
 };
 
+/// Pads `indices` of `examples` into a batch for the model's task (collate or collate_lm).
+Batch make_batch(const TaskModel& model, const std::vector<Example>& examples, const std::vector<size_t>& indices,
+                 const torch::Device& device);
+
 /// Teacher-forced loss over `examples` in eval mode, batched by `max_tokens`.
-LossTotals evaluate_loss(Seq2Seq& model, const std::vector<Example>& examples, int64_t max_tokens,
+LossTotals evaluate_loss(const TaskModel& model, const std::vector<Example>& examples, int64_t max_tokens,
                          double label_smoothing, const torch::Device& device);
 
 /// One optimizer update over `batches` (gradient accumulation): forward, smoothed loss,
 /// backward, gradients scaled to a per-target-token mean over the whole update,
 /// clipping, then Adam at learning rate `lr`. Returns the summed statistics.
-LossTotals update_step(Seq2Seq& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
+LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
                        const TrainOptions& options, double lr);
 
 /// Trains from `config` into `run_dir`; with `resume`, continues the run found there.
