@@ -152,6 +152,7 @@ void add_eval(CLI::App& cli) {
     std::cout << report.bleu.format() << "\n  " << report.bleu.signature << '\n'
               << report.chrf.format() << "\n  " << report.chrf.signature << '\n'
               << "perplexity = " << report.perplexity << " (teacher-forced, " << report.sentences << " sentences)\n"
+              << "exact match = " << 100.0 * report.exact_match << "%\n"
               << "decoding: beam " << options.decode.beam() << ", " << report.decode_seconds << " s"
               << (options.use_cache ? "" : " (no cache)") << '\n'
               << "wrote " << hyp_path << " and " << json_path << std::endl;

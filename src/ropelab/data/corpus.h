@@ -7,6 +7,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,15 @@ ParallelText read_parallel(const DataOptions& options, const std::string& path);
 /// Reads a text file's lines, dropping a leading UTF-8 BOM and trailing CRs; throws
 /// std::runtime_error "PATH:LINE: invalid UTF-8" or "PATH: cannot open".
 std::vector<std::string> read_text_lines(const std::string& path);
+
+/// The same, streaming: `fn(line, number)` per line (1-based), nothing kept.
+void for_each_line(const std::string& path, const std::function<void(std::string& line, int64_t number)>& fn);
+
+/// read_parallel, streaming: `fn(source, target, line)` per usable pair, nothing kept;
+/// pairs with an empty side are counted in `*skipped_empty`. Same checks and messages.
+void for_each_pair(const DataOptions& options, const std::string& path,
+                   const std::function<void(std::string& source, std::string& target, int64_t line)>& fn,
+                   int64_t* skipped_empty = nullptr);
 
 /// Whether `text` is valid UTF-8 (no overlongs, surrogates or values over U+10FFFF).
 bool valid_utf8(const std::string& text);
@@ -62,6 +73,88 @@ std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& t
 std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
                                int64_t* empty = nullptr);
 
+/// Examples by index, for batching: in memory (ExampleView) or memory-mapped from disk
+/// (TokenStore), so a training corpus need not fit in memory.
+class ExampleSet {
+ public:
+  virtual ~ExampleSet() = default;
+  virtual size_t size() const = 0;
+  /// Longer side + 1 (EOS or the shifted target): what a batch pads to.
+  virtual size_t padded_length(size_t i) const = 0;
+  virtual Example get(size_t i) const = 0;
+};
+
+/// A non-owning view of examples in memory.
+class ExampleView : public ExampleSet {
+ public:
+  explicit ExampleView(const std::vector<Example>& examples) : examples_(examples) {}
+  size_t size() const override { return examples_.size(); }
+  size_t padded_length(size_t i) const override;
+  Example get(size_t i) const override { return examples_[i]; }
+
+ private:
+  const std::vector<Example>& examples_;
+};
+
+/// Tokenized examples on disk: PATH.tokens (int32 ids) and PATH.index (per example: uint64
+/// offset, uint32 source and target lengths), both memory-mapped read-only. Written once
+/// by a streaming Writer; only the pages a batch touches are read.
+class TokenStore : public ExampleSet {
+ public:
+  class Writer {
+   public:
+    explicit Writer(std::string path);
+    ~Writer();
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+    /// Appends tokens to the stream; returns the offset of the first.
+    uint64_t append_tokens(const std::vector<int64_t>& ids);
+    /// Adds an example spanning `source_len + target_len` tokens from `offset`.
+    void add_span(uint64_t offset, uint32_t source_len, uint32_t target_len);
+    /// Appends a pair's tokens and its span.
+    void add(const Example& example);
+    uint64_t tokens() const { return tokens_written_; }
+    /// Flushes and closes; throws naming the file on a write error (a full disk).
+    void finish();
+
+   private:
+    std::string path_;
+    std::FILE* tokens_ = nullptr;
+    std::FILE* index_ = nullptr;
+    uint64_t tokens_written_ = 0;
+  };
+
+  /// Maps PATH.tokens and PATH.index; `separator` >= 0 attaches grid coordinates.
+  explicit TokenStore(const std::string& path, int64_t separator = -1);
+  ~TokenStore() override;
+  TokenStore(const TokenStore&) = delete;
+  TokenStore& operator=(const TokenStore&) = delete;
+  size_t size() const override { return count_; }
+  size_t padded_length(size_t i) const override;
+  Example get(size_t i) const override;
+
+ private:
+  struct Span {
+    uint64_t offset;
+    uint32_t source_len, target_len;
+  };
+  std::string path_;
+  const int32_t* tokens_ = nullptr;
+  const Span* spans_ = nullptr;
+  size_t token_bytes_ = 0, index_bytes_ = 0, count_ = 0, token_count_ = 0;
+  int64_t separator_;
+};
+
+/// Streams a language-model text into a TokenStore at `path`: lines tokenized, each
+/// ended by EOS, chunked as lm_chunks does. Returns the number of empty lines skipped.
+int64_t write_lm_store(const std::string& text_path, const Tokenizer& tokenizer, int64_t context,
+                       const std::string& path);
+
+/// Streams the pairs of a split into a TokenStore at `path`, as tokenize_pairs (without
+/// truncation). Returns the pairs skipped for length; `*skipped_empty` counts empty sides.
+int64_t write_pair_store(const DataOptions& options, const std::string& split_path, const Tokenizer& tokenizer,
+                         const std::string& path, int64_t* skipped_empty);
+
 struct Batch {
   torch::Tensor source;      // (B, S): tokens EOS pad...; undefined for language models
   torch::Tensor target_in;   // (B, T): BOS tokens pad... (LM: chunk[:-1])
@@ -72,16 +165,18 @@ struct Batch {
 };
 
 /// Pads the examples at `indices` into one batch on `device`.
+Batch collate(const ExampleSet& examples, const std::vector<size_t>& indices, const torch::Device& device);
 Batch collate(const std::vector<Example>& examples, const std::vector<size_t>& indices, const torch::Device& device);
 
 /// Pads language-model chunks into one batch: inputs chunk[:-1], targets chunk[1:].
-Batch collate_lm(const std::vector<Example>& examples, const std::vector<size_t>& indices,
-                 const torch::Device& device);
+Batch collate_lm(const ExampleSet& examples, const std::vector<size_t>& indices, const torch::Device& device);
 
 /// Splits examples into batches whose padded size (rows x longest side) stays within
 /// `max_tokens`. With `bucketing`, examples of similar length share a batch (sorted by
 /// length with seeded random tie-breaks); without, batches are drawn in random order.
 /// Batch order is shuffled with `seed`.
+std::vector<std::vector<size_t>> plan_batches(const ExampleSet& examples, int64_t max_tokens, bool bucketing,
+                                              uint64_t seed);
 std::vector<std::vector<size_t>> plan_batches(const std::vector<Example>& examples, int64_t max_tokens,
                                               bool bucketing, uint64_t seed);
 

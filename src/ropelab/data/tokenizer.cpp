@@ -102,10 +102,11 @@ class WordTokenizer : public Tokenizer {
   std::unordered_map<std::string, int64_t> index_;
 };
 
-std::unique_ptr<Tokenizer> train_words(const TokenizerOptions& options, const std::vector<std::string>& texts) {
+std::unique_ptr<Tokenizer> train_words(const TokenizerOptions& options, const TextSource& texts) {
   std::map<std::string, int64_t> counts;
-  for (const auto& t : texts)
+  texts([&](const std::string& t) {
     for (const auto& w : split_words(t)) ++counts[w];
+  });
   std::vector<std::pair<std::string, int64_t>> ranked(counts.begin(), counts.end());
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> words = kSpecials;
@@ -209,13 +210,13 @@ class SentencePieceTokenizer : public Tokenizer {
   void* processor_ = nullptr;
 };
 
-std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, const std::vector<std::string>& texts,
+std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, const TextSource& texts,
                                                const std::string& work_dir) {
   fs::create_directories(work_dir);
   const auto input = (fs::path(work_dir) / "spm_input.txt").string();
   {
     std::ofstream out(input);
-    for (const auto& t : texts) out << t << '\n';
+    texts([&](const std::string& t) { out << t << '\n'; });
     if (!out) throw std::runtime_error(input + ": cannot write SentencePiece training text");
   }
   const auto prefix = (fs::path(work_dir) / "spm").string();
@@ -256,6 +257,13 @@ std::vector<std::string> split_words(const std::string& text) {
 }
 
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& texts,
+                                           const std::string& work_dir) {
+  return train_tokenizer(
+      options, [&](const std::function<void(const std::string&)>& emit) { for (const auto& t : texts) emit(t); },
+      work_dir);
+}
+
+std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const TextSource& texts,
                                            const std::string& work_dir) {
   switch (options.type()) {
     case TokenizerType::word:

@@ -4,6 +4,7 @@
 #include "ropelab/data/options.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,8 +29,13 @@ class Tokenizer {
   virtual void save(const std::string& dir) const = 0;
 };
 
-/// Trains a tokenizer of the configured type on `texts` (both languages: a joint vocabulary).
-/// `work_dir` receives intermediate and model files.
+/// Streams training text: calls the function it is given once per text.
+using TextSource = std::function<void(const std::function<void(const std::string&)>&)>;
+
+/// Trains a tokenizer of the configured type on `texts` (both languages: a joint vocabulary),
+/// streaming them once. `work_dir` receives intermediate and model files.
+std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const TextSource& texts,
+                                           const std::string& work_dir);
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& texts,
                                            const std::string& work_dir);
 /// Loads the tokenizer saved in `dir`; throws std::runtime_error naming the file.

@@ -78,6 +78,9 @@ EvalReport evaluate_split(LoadedRun& run, const std::string& path, const Transla
   report.decode_seconds = now_seconds() - start;
   report.bleu = corpus_bleu(report.hypotheses, {text.target});
   report.chrf = corpus_chrf(report.hypotheses, {text.target});
+  int64_t exact = 0;
+  for (size_t i = 0; i < text.target.size(); ++i) exact += report.hypotheses[i] == text.target[i];
+  report.exact_match = text.target.empty() ? 0.0 : static_cast<double>(exact) / static_cast<double>(text.target.size());
   auto examples = tokenize_pairs(text, *run.tokenizer, run.config.data.max_len(), true, nullptr,
                                  row_separator_id(run.config.data, *run.tokenizer));
   report.perplexity = evaluate_loss(run.model, examples, run.config.train.max_tokens(), 0.0, device).perplexity();
@@ -105,6 +108,7 @@ std::string EvalReport::json(const std::string& split, const std::string& checkp
     << ",\"bleu\":" << bleu.score << ",\"bleu_signature\":" << quote(bleu.signature)
     << ",\"bleu_line\":" << quote(bleu.format()) << ",\"chrf\":" << chrf.score
     << ",\"chrf_signature\":" << quote(chrf.signature) << ",\"perplexity\":" << perplexity
+    << ",\"exact_match\":" << exact_match
     << ",\"truncated\":" << truncated << ",\"skipped_empty\":" << skipped_empty
     << ",\"decode_seconds\":" << decode_seconds << "}";
   return o.str();

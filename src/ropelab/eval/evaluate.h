@@ -34,6 +34,7 @@ struct EvalReport {
   BleuScore bleu;
   ChrfScore chrf;
   double perplexity = 0;  // teacher-forced, un-smoothed
+  double exact_match = 0; // fraction of hypotheses equal to their reference
   int64_t sentences = 0, truncated = 0, skipped_empty = 0;
   double decode_seconds = 0;
   /// The report as one JSON object.

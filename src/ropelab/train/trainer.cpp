@@ -208,12 +208,17 @@ std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logit
   return {rows[0].sum(), rows[1].sum()};
 }
 
-Batch make_batch(const TaskModel& model, const std::vector<Example>& examples, const std::vector<size_t>& indices,
+Batch make_batch(const TaskModel& model, const ExampleSet& examples, const std::vector<size_t>& indices,
                  const torch::Device& device) {
   return model.lm ? collate_lm(examples, indices, device) : collate(examples, indices, device);
 }
 
 LossTotals evaluate_loss(const TaskModel& model, const std::vector<Example>& examples, int64_t max_tokens,
+                         double label_smoothing, const torch::Device& device) {
+  return evaluate_loss(model, ExampleView(examples), max_tokens, label_smoothing, device);
+}
+
+LossTotals evaluate_loss(const TaskModel& model, const ExampleSet& examples, int64_t max_tokens,
                          double label_smoothing, const torch::Device& device) {
   torch::NoGradGuard no_grad;
   const bool was_training = model->is_training();
@@ -258,52 +263,62 @@ struct Split {
 
 struct TrainingData {
   std::unique_ptr<Tokenizer> tokenizer;
-  Split train, valid;
+  std::unique_ptr<TokenStore> train;  // memory-mapped from RUN/data/train.*
+  Split valid;                        // in memory
 };
 
-/// Reads the training text once, trains (or, resuming, loads) the tokenizer on it, and
-/// tokenizes the training and validation splits for the task; logs what was skipped.
+/// Streams the training text twice: once into the tokenizer's training (or, resuming, the
+/// run's tokenizer is loaded), once tokenized into a memory-mapped token store in
+/// RUN/data, so the training corpus is never held in memory. The validation split is
+/// small and kept in memory. Logs what was skipped.
 TrainingData load_training_data(const Config& config, const std::string& run_dir, bool resume) {
   const auto& d = config.data;
   TrainingData data;
-  auto make_tokenizer = [&](const std::vector<std::string>& texts) {
+  auto make_tokenizer = [&](const TextSource& texts) {
     if (resume) return load_tokenizer(config.tokenizer, run_dir);
     auto tokenizer = train_tokenizer(config.tokenizer, texts, run_dir);
     tokenizer->save(run_dir);
     return tokenizer;
   };
+  const auto store = (fs::path(run_dir) / "data").string();
+  fs::create_directories(store);
+  const auto store_path = (fs::path(store) / "train").string();
   if (config.task == Task::lm) {
-    const auto lines = read_text_lines(d.train());
-    data.tokenizer = make_tokenizer(lines);
-    data.train.examples = lm_chunks(lines, *data.tokenizer, d.context(), &data.train.empty);
+    data.tokenizer = make_tokenizer([&](const std::function<void(const std::string&)>& emit) {
+      for_each_line(d.train(), [&](std::string& line, int64_t) { emit(line); });
+    });
+    const int64_t empty = write_lm_store(d.train(), *data.tokenizer, d.context(), store_path);
+    data.train = std::make_unique<TokenStore>(store_path);
     if (!d.valid().empty())
       data.valid.examples = lm_chunks(read_text_lines(d.valid()), *data.tokenizer, d.context(), &data.valid.empty);
-    std::cout << "data: " << data.train.examples.size() << " training chunks of " << d.context() << " tokens ("
-              << data.train.empty << " empty lines skipped), " << data.valid.examples.size()
-              << " validation chunks; vocabulary " << data.tokenizer->vocab_size() << std::endl;
-  } else {
-    const auto text = read_parallel(d, d.train());
-    std::vector<std::string> all = text.source;  // a joint source+target vocabulary
-    all.insert(all.end(), text.target.begin(), text.target.end());
-    data.tokenizer = make_tokenizer(all);
-    const auto separator = row_separator_id(d, *data.tokenizer);
-    auto tokenize = [&](const ParallelText& pairs, bool truncate) {
-      Split split;
-      split.empty = pairs.skipped_empty;
-      split.examples = tokenize_pairs(pairs, *data.tokenizer, d.max_len(), truncate, &split.dropped, separator);
-      return split;
-    };
-    data.train = tokenize(text, false);
-    if (!d.valid().empty()) data.valid = tokenize(read_parallel(d, d.valid()), true);
-    std::cout << "data: " << data.train.examples.size() << " training pairs (" << data.train.dropped
-              << " over data.max_len=" << d.max_len() << " skipped, " << data.train.empty
-              << " with an empty side skipped), " << data.valid.examples.size() << " validation pairs; vocabulary "
+    std::cout << "data: " << data.train->size() << " training chunks of " << d.context() << " tokens (" << empty
+              << " empty lines skipped), " << data.valid.examples.size() << " validation chunks; vocabulary "
               << data.tokenizer->vocab_size() << std::endl;
+  } else {
+    data.tokenizer = make_tokenizer([&](const std::function<void(const std::string&)>& emit) {
+      for_each_pair(d, d.train(), [&](std::string& src, std::string& tgt, int64_t) {
+        emit(src);  // a joint source+target vocabulary
+        emit(tgt);
+      });
+    });
+    const auto separator = row_separator_id(d, *data.tokenizer);
+    int64_t empty = 0;
+    const int64_t dropped = write_pair_store(d, d.train(), *data.tokenizer, store_path, &empty);
+    data.train = std::make_unique<TokenStore>(store_path, separator);
+    if (!d.valid().empty()) {
+      const auto pairs = read_parallel(d, d.valid());
+      data.valid.empty = pairs.skipped_empty;
+      data.valid.examples =
+          tokenize_pairs(pairs, *data.tokenizer, d.max_len(), true, &data.valid.dropped, separator);
+    }
+    std::cout << "data: " << data.train->size() << " training pairs (" << dropped << " over data.max_len="
+              << d.max_len() << " skipped, " << empty << " with an empty side skipped), "
+              << data.valid.examples.size() << " validation pairs; vocabulary " << data.tokenizer->vocab_size()
+              << std::endl;
   }
-  if (data.train.examples.empty()) throw std::runtime_error(d.train() + ": no usable training examples");
+  if (data.train->size() == 0) throw std::runtime_error(d.train() + ": no usable training examples");
   return data;
 }
-
 
 /// Appends one JSON object per line to the metrics file.
 class MetricsLog {
@@ -361,7 +376,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
 
   auto data = load_training_data(config, run_dir, resume);
   auto& tokenizer = data.tokenizer;
-  auto& train_split = data.train;
+  const ExampleSet& train_examples = *data.train;
   auto& valid_split = data.valid;
   if (!resume) std::ofstream(paths.config) << dump_config(config);
 
@@ -415,14 +430,14 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   };
   double last_progress = 0;
   while (!stop && progress.step < t.steps()) {
-    auto plan = plan_batches(train_split.examples, t.max_tokens(), config.data.bucketing(),
+    auto plan = plan_batches(train_examples, t.max_tokens(), config.data.bucketing(),
                              static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.epoch));
     while (!stop && progress.step < t.steps() && progress.batch + t.accumulate() <= static_cast<int64_t>(plan.size())) {
       // Dropout draws depend only on (seed, step), so a resumed run replays them exactly.
       torch::manual_seed(static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.step) + 1);
       std::vector<Batch> batches;
       for (int64_t a = 0; a < t.accumulate(); ++a)
-        batches.push_back(make_batch(model, train_split.examples, plan[static_cast<size_t>(progress.batch++)], device));
+        batches.push_back(make_batch(model, train_examples, plan[static_cast<size_t>(progress.batch++)], device));
       ++progress.step;
       const double lr = learning_rate(t, config.model.d_model(), progress.step);
       auto update = update_step(model, optimizer, batches, t, lr);

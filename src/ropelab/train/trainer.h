@@ -34,10 +34,12 @@ struct LossTotals {
 };
 
 /// Pads `indices` of `examples` into a batch for the model's task (collate or collate_lm).
-Batch make_batch(const TaskModel& model, const std::vector<Example>& examples, const std::vector<size_t>& indices,
+Batch make_batch(const TaskModel& model, const ExampleSet& examples, const std::vector<size_t>& indices,
                  const torch::Device& device);
 
 /// Teacher-forced loss over `examples` in eval mode, batched by `max_tokens`.
+LossTotals evaluate_loss(const TaskModel& model, const ExampleSet& examples, int64_t max_tokens,
+                         double label_smoothing, const torch::Device& device);
 LossTotals evaluate_loss(const TaskModel& model, const std::vector<Example>& examples, int64_t max_tokens,
                          double label_smoothing, const torch::Device& device);
 
