@@ -21,6 +21,9 @@ struct RuntimeFlags {
   std::string device_or(const std::string& fallback) const { return device.empty() ? fallback : device; }
 };
 
+/// The process's command line, as main() received it.
+std::vector<std::string>& command_line();
+
 void add_train(CLI::App& cli);
 void add_translate(CLI::App& cli);
 void add_eval(CLI::App& cli);

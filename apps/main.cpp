@@ -8,10 +8,22 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
 #include <iostream>
+
+std::vector<std::string>& ropelab::apps::command_line() {
+  static std::vector<std::string> args;
+  return args;
+}
 
 int main(int argc, char** argv) {
   ropelab::apps::ensure_runtime_env(argv);
+  ropelab::apps::command_line().assign(argv, argv + argc);
+  // Data-parallel workers name their rank in errors.
+  const char* rank = std::getenv("RANK");
+  const char* world = std::getenv("WORLD_SIZE");
+  const std::string who =
+      rank && world && std::atoi(world) > 1 ? std::string("ropelab[rank ") + rank + "]" : std::string("ropelab");
   CLI::App cli{"ropelab: Transformers and their position encodings, in C++ (LibTorch)"};
   cli.set_version_flag("--version", std::string("ropelab ") + ROPELAB_VERSION);
   cli.require_subcommand(1);
@@ -27,13 +39,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return cli.exit(e);
   } catch (const ropelab::ConfigError& e) {
-    std::cerr << "ropelab: config error: " << e.what() << std::endl;
+    std::cerr << who << ": config error: " << e.what() << std::endl;
     return 2;
   } catch (const c10::Error& e) {
-    std::cerr << "ropelab: error: " << e.what_without_backtrace() << std::endl;
+    std::cerr << who << ": error: " << e.what_without_backtrace() << std::endl;
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "ropelab: error: " << e.what() << std::endl;
+    std::cerr << who << ": error: " << e.what() << std::endl;
     return 1;
   }
   return 0;

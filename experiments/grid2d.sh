@@ -17,7 +17,7 @@ ENCODERS=(rotary_nd rotary sinusoidal learned)
 for seed in "${SEEDS[@]}"; do
   for enc in "${ENCODERS[@]}"; do
     dir="$RUNS/$enc.seed$seed"
-    if [ ! -f "$dir/eval.test.tsv.json" ]; then
+    if [ ! -f "$dir/eval.test.json" ]; then
       rm -rf "$dir"
       echo "== $enc seed $seed"
       "$ROPELAB" train experiments/grid2d.yaml --set model.encoder_position.type="$enc" \
@@ -34,7 +34,7 @@ for enc in ["rotary_nd", "rotary", "sinusoidal", "learned"]:
     exact, bleu, ppl, secs = [], [], [], []
     for s in seeds:
         d = os.path.join(runs, "%s.seed%s" % (enc, s))
-        e = json.load(open(os.path.join(d, "eval.test.tsv.json")))
+        e = json.load(open(os.path.join(d, "eval.test.json")))
         exact.append(100 * e["exact_match"]); bleu.append(e["bleu"]); ppl.append(e["perplexity"])
         for line in open(os.path.join(d, "metrics.jsonl")):
             m = json.loads(line)

@@ -1,5 +1,6 @@
 // The ropelab executable: subcommands listed, user mistakes give one line and a non-zero exit.
 #include "ropelab/build_config.h"
+#include "ropelab/train/run.h"
 
 #include <gtest/gtest.h>
 
@@ -19,15 +20,18 @@ struct Result {
   std::string output;  // stdout and stderr
 };
 
-Result run(const std::string& args) {
-  const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
+/// Runs a shell command line, capturing stdout and stderr.
+Result run_shell(const std::string& command) {
   std::string output;
-  FILE* pipe = popen((cli + " " + args + " 2>&1").c_str(), "r");
+  FILE* pipe = popen(("{ " + command + " ; } 2>&1").c_str(), "r");
   std::array<char, 4096> buffer{};
   while (fgets(buffer.data(), buffer.size(), pipe)) output += buffer.data();
   const int status = pclose(pipe);
   return {WEXITSTATUS(status), output};
 }
+
+/// Runs the ropelab executable with `args`.
+Result run(const std::string& args) { return run_shell(std::string(ROPELAB_BINARY_DIR) + "/ropelab " + args); }
 
 std::string write_temp(const std::string& name, const std::string& text) {
   auto path = (std::filesystem::temp_directory_path() / name).string();
@@ -58,6 +62,15 @@ TEST(Cli, DumpConfigAppliesPriorityAndFlags) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("d_model: 128"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("threads: 3"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ExtraConfigFilesApplyAfterThePositionalOne) {
+  auto base = write_temp("ropelab_cli_base.yaml", "model:\n  d_model: 256\n  heads: 4\n  d_ff: 64\n");
+  auto more = write_temp("ropelab_cli_more.yaml", "model:\n  d_model: 128\n");
+  auto r = run("train " + base + " -c " + more + " --dump-config");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("d_model: 128"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("d_ff: 64"), std::string::npos) << r.output;  // the positional file still applies
 }
 
 TEST(Cli, BadFlagsAndDevicesFail) {
@@ -220,5 +233,89 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
   auto r = run("translate --run " + (root / "lm").string() + " --checkpoint last --input " + text);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("language model"), std::string::npos) << r.output;
+  std::filesystem::remove_all(root);
+}
+
+// Issue #9: data-parallel training on c10d/Gloo over loopback.
+namespace {
+
+/// Trains demo_tiny for 12 steps without dropout into RUN; `launch` prefixes the command
+/// (environment variables) and `extra` is appended (--nproc 2). Adam's eps is 1e-6: with
+/// 1e-9, gradients that vanish up to rounding (~1e-12) still move parameters by about lr,
+/// so summation order alone would separate the runs by ~4e-4.
+void train_tiny(const std::string& run_dir, const std::string& launch, const std::string& extra) {
+  const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
+  const std::string command = launch + " " + cli + " train " + ROPELAB_SOURCE_DIR +
+                              "/experiments/demo_tiny.yaml --set model.dropout=0 --set train.adam_eps=1e-6 --set train.steps=12"
+                              " --set train.valid_every=6 --threads 1 -o " + run_dir + " " + extra;
+  auto r = run_shell(command);
+  ASSERT_EQ(r.code, 0) << command << "\n" << r.output;
+}
+
+double max_parameter_difference(const std::string& a, const std::string& b) {
+  auto one = ropelab::open_run(a, "last", torch::kCPU), two = ropelab::open_run(b, "last", torch::kCPU);
+  auto p = one.model->parameters(), q = two.model->parameters();
+  EXPECT_EQ(p.size(), q.size());
+  double worst = 0;
+  for (size_t i = 0; i < p.size(); ++i) worst = std::max(worst, (p[i] - q[i]).abs().max().item<double>());
+  return worst;
+}
+
+}  // namespace
+
+TEST(Cli, TwoWorkersTrainLikeOneProcessOnTheCombinedBatches) {
+  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_dp_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  const auto single = (root / "single").string(), nproc = (root / "nproc").string(),
+             torchrun = (root / "torchrun").string();
+  train_tiny(single, "", "");
+  train_tiny(nproc, "", "--nproc 2");
+  // torchrun-style: the launcher's job done by hand, two processes with the variables set
+  const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + $$ % 20000)) WORLD_SIZE=2";
+  const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
+  const std::string both = "(" + env + " RANK=1 " + cli + " train " + ROPELAB_SOURCE_DIR +
+                           "/experiments/demo_tiny.yaml --set model.dropout=0 --set train.adam_eps=1e-6 --set train.steps=12"
+                           " --set train.valid_every=6 --threads 1 -o " + torchrun + " > " + torchrun +
+                           ".rank1.log 2>&1 &); " + env + " RANK=0";
+  train_tiny(torchrun, both, "");
+  for (const auto& dir : {nproc, torchrun}) {
+    SCOPED_TRACE(dir);
+    EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoint_last.pt"));
+    EXPECT_TRUE(std::filesystem::exists(dir + "/metrics.jsonl"));
+    EXPECT_LT(max_parameter_difference(single, dir), 1e-5);
+  }
+  // the check has teeth: a run on half the data ends elsewhere
+  train_tiny((root / "other").string(), "", "--set train.max_tokens=200");
+  EXPECT_GT(max_parameter_difference(single, (root / "other").string()), 1e-3);
+  std::filesystem::remove_all(root);
+}
+
+TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
+  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_dpkill_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const auto run_dir = (root / "run").string(), log = (root / "log").string();
+  const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
+  // train "forever"; once steps are logged, SIGKILL worker rank 1 and time the launcher's exit
+  const std::string script =
+      cli + " train " + ROPELAB_SOURCE_DIR + "/experiments/demo_tiny.yaml --set train.steps=1000000" +
+      " --set train.log_every=1 --set train.valid_every=0 --set train.dist_timeout=20 --nproc 2 -o " + run_dir +
+      " > " + log + " 2>&1 & launcher=$!\n"
+      "for i in $(seq 300); do grep -q 'step 3/' " + log + " 2>/dev/null && break; sleep 0.1; done\n"
+      "victim=$(sed -n 's/^launched 2 workers (MASTER_PORT [0-9]*): [0-9]* \\([0-9]*\\)$/\\1/p' " + log + ")\n"
+      "kill -KILL $victim; start=$(date +%s); wait $launcher; code=$?; end=$(date +%s)\n"
+      "echo \"exit $code after $((end - start)) s\" >> " + log + "\n";
+  std::ofstream(root / "kill.sh") << script;
+  std::system(("bash " + (root / "kill.sh").string()).c_str());
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("ropelab[rank 0]: error:"), std::string::npos) << text;
+  EXPECT_NE(text.find("a worker exited with status"), std::string::npos) << text;
+  const auto at = text.find("exit ");
+  ASSERT_NE(at, std::string::npos) << text;
+  int code = -1, seconds = -1;
+  std::sscanf(text.c_str() + at, "exit %d after %d s", &code, &seconds);
+  EXPECT_NE(code, 0) << text;
+  EXPECT_LE(seconds, 25) << text;  // train.dist_timeout=20, plus exit
   std::filesystem::remove_all(root);
 }

@@ -141,6 +141,7 @@ void describe(V& v, Config& c) {
     v("valid_every", t.valid_every());
     v("patience", t.patience());
     v("keep_checkpoints", t.keep_checkpoints());
+    v("dist_timeout", t.dist_timeout());
   });
   v.section("decode", [&] {
     auto& d = c.decode;
@@ -463,6 +464,7 @@ void validate(const Config& c, const Reader& r) {
   require(t.valid_every() >= 0, "train.valid_every", t.valid_every(), "must be >= 0");
   require(t.patience() >= 0, "train.patience", t.patience(), "must be >= 0");
   require(t.keep_checkpoints() >= 0, "train.keep_checkpoints", t.keep_checkpoints(), "must be >= 0");
+  require(t.dist_timeout() > 0, "train.dist_timeout", t.dist_timeout(), "must be positive (seconds)");
 
   require(c.tokenizer.vocab_size() >= 8, "tokenizer.vocab_size", c.tokenizer.vocab_size(), "must be >= 8");
   require(c.data.max_len() >= 3, "data.max_len", c.data.max_len(), "must be >= 3 (BOS, a token, EOS)");

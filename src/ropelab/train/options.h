@@ -44,6 +44,9 @@ struct TrainOptions {
   TORCH_ARG(int64_t, patience) = 0;
   /// Numbered checkpoints kept (one per validation, for `ropelab average`); 0 = none.
   TORCH_ARG(int64_t, keep_checkpoints) = 5;
+  /// Data-parallel runs: seconds a collective may wait for the other ranks before the
+  /// run stops with an error (a dead or stuck rank).
+  TORCH_ARG(double, dist_timeout) = 120;
 };
 
 }  // namespace ropelab

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <thread>
 
 #include <cstdio>
 #include <filesystem>
@@ -234,12 +235,28 @@ LossTotals evaluate_loss(const TaskModel& model, const ExampleSet& examples, int
 }
 
 LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
-                       const TrainOptions& options, double lr) {
+                       const TrainOptions& options, double lr, DataParallel* group, bool* stop) {
   LossTotals totals;
   for (const auto& batch : batches) {
+    if (batch.sentences == 0) continue;  // a rank's empty shard of a small batch
     auto [loss, nll] = smoothed_loss(model.logits(batch), batch.target_out, options.label_smoothing(), kPadId);
     loss.backward();
     totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
+  }
+  if (group) {  // sum gradients, statistics and stop votes over the ranks
+    std::vector<torch::Tensor> sums;
+    for (auto& p : model->parameters()) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      sums.push_back(p.grad());
+    }
+    auto stats = torch::tensor({totals.loss, totals.nll, totals.tokens, stop && *stop ? 1.0 : 0.0}, torch::kDouble)
+                     .to(sums.front().device());
+    sums.push_back(stats);
+    group->all_reduce_sum(sums);
+    stats = stats.cpu();
+    totals = LossTotals();
+    totals.add(stats[0].item<double>(), stats[1].item<double>(), stats[2].item<double>());
+    if (stop) *stop = stats[3].item<double>() > 0;
   }
   // Gradients of summed losses -> per-token mean over the whole update.
   for (auto& p : model->parameters())
@@ -261,6 +278,12 @@ struct Split {
   int64_t empty = 0;
 };
 
+/// Where ranks other than 0 send their log lines.
+std::ostream& null_stream() {
+  static std::ostream sink(nullptr);
+  return sink;
+}
+
 struct TrainingData {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<TokenStore> train;  // memory-mapped from RUN/data/train.*
@@ -271,11 +294,16 @@ struct TrainingData {
 /// run's tokenizer is loaded), once tokenized into a memory-mapped token store in
 /// RUN/data, so the training corpus is never held in memory. The validation split is
 /// small and kept in memory. Logs what was skipped.
-TrainingData load_training_data(const Config& config, const std::string& run_dir, bool resume) {
+TrainingData load_training_data(const Config& config, const std::string& run_dir, bool resume, DataParallel* group) {
   const auto& d = config.data;
   TrainingData data;
+  // Data-parallel: rank 0 builds the tokenizer and the token store; the others wait for
+  // it, then load the tokenizer and map the same store.
+  const bool builder = !group || group->is_main();
+  if (!builder) group->barrier();
+  std::ostream& log = builder ? std::cout : null_stream();
   auto make_tokenizer = [&](const TextSource& texts) {
-    if (resume) return load_tokenizer(config.tokenizer, run_dir);
+    if (resume || !builder) return load_tokenizer(config.tokenizer, run_dir);
     auto tokenizer = train_tokenizer(config.tokenizer, texts, run_dir);
     tokenizer->save(run_dir);
     return tokenizer;
@@ -287,11 +315,11 @@ TrainingData load_training_data(const Config& config, const std::string& run_dir
     data.tokenizer = make_tokenizer([&](const std::function<void(const std::string&)>& emit) {
       for_each_line(d.train(), [&](std::string& line, int64_t) { emit(line); });
     });
-    const int64_t empty = write_lm_store(d.train(), *data.tokenizer, d.context(), store_path);
+    const int64_t empty = builder ? write_lm_store(d.train(), *data.tokenizer, d.context(), store_path) : 0;
     data.train = std::make_unique<TokenStore>(store_path);
     if (!d.valid().empty())
       data.valid.examples = lm_chunks(read_text_lines(d.valid()), *data.tokenizer, d.context(), &data.valid.empty);
-    std::cout << "data: " << data.train->size() << " training chunks of " << d.context() << " tokens (" << empty
+    log << "data: " << data.train->size() << " training chunks of " << d.context() << " tokens (" << empty
               << " empty lines skipped), " << data.valid.examples.size() << " validation chunks; vocabulary "
               << data.tokenizer->vocab_size() << std::endl;
   } else {
@@ -303,7 +331,7 @@ TrainingData load_training_data(const Config& config, const std::string& run_dir
     });
     const auto separator = row_separator_id(d, *data.tokenizer);
     int64_t empty = 0;
-    const int64_t dropped = write_pair_store(d, d.train(), *data.tokenizer, store_path, &empty);
+    const int64_t dropped = builder ? write_pair_store(d, d.train(), *data.tokenizer, store_path, &empty) : 0;
     data.train = std::make_unique<TokenStore>(store_path, separator);
     if (!d.valid().empty()) {
       const auto pairs = read_parallel(d, d.valid());
@@ -311,12 +339,13 @@ TrainingData load_training_data(const Config& config, const std::string& run_dir
       data.valid.examples =
           tokenize_pairs(pairs, *data.tokenizer, d.max_len(), true, &data.valid.dropped, separator);
     }
-    std::cout << "data: " << data.train->size() << " training pairs (" << dropped << " over data.max_len="
+    log << "data: " << data.train->size() << " training pairs (" << dropped << " over data.max_len="
               << d.max_len() << " skipped, " << empty << " with an empty side skipped), "
               << data.valid.examples.size() << " validation pairs; vocabulary " << data.tokenizer->vocab_size()
               << std::endl;
   }
   if (data.train->size() == 0) throw std::runtime_error(d.train() + ": no usable training examples");
+  if (builder && group) group->barrier();
   return data;
 }
 
@@ -366,22 +395,41 @@ class StopSignals {
 
 void train(const Config& config, const std::string& run_dir, bool resume) {
   const auto& t = config.train;
-  const auto device = parse_device(t.device());
-  const auto threads = set_threads(t.threads());
+  const auto launch = LaunchEnv::from_environment();
+  auto device = parse_device(t.device());
+  if (launch.distributed() && device.is_cuda()) device = torch::Device(torch::kCUDA, launch.local_rank);
+  // Ranks on one machine share its cores unless train.threads says otherwise.
+  const auto threads = set_threads(
+      t.threads() > 0 || !launch.distributed()
+          ? t.threads()
+          : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / launch.local_world_size));
   RunPaths paths(run_dir);
   fs::create_directories(run_dir);
-
   if (config.data.train().empty()) throw ConfigError("config: data.train is required for training");
+
+  std::unique_ptr<DataParallel> group;
+  if (launch.distributed())
+    group = std::make_unique<DataParallel>(
+        launch, device, std::chrono::milliseconds(static_cast<int64_t>(1000 * t.dist_timeout())));
+  const bool main = !group || group->is_main();  // rank 0 alone writes files and logs
+  std::ostream& log = main ? std::cout : null_stream();
   torch::manual_seed(static_cast<uint64_t>(t.seed()));
 
-  auto data = load_training_data(config, run_dir, resume);
+  auto data = load_training_data(config, run_dir, resume, group.get());
   auto& tokenizer = data.tokenizer;
   const ExampleSet& train_examples = *data.train;
   auto& valid_split = data.valid;
-  if (!resume) std::ofstream(paths.config) << dump_config(config);
+  if (!resume && main) std::ofstream(paths.config) << dump_config(config);
 
   const TaskModel model = build_model(config, tokenizer->vocab_size());
   model->to(device);
+  if (group) {  // every rank starts from rank 0's parameters and buffers
+    std::vector<torch::Tensor> state;
+    for (const auto& p : model->parameters()) state.push_back(p.detach());
+    for (const auto& b : model->buffers()) state.push_back(b);
+    torch::NoGradGuard no_grad;
+    group->broadcast(state);
+  }
   int64_t parameters = 0;
   for (const auto& p : model->parameters()) parameters += p.numel();
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(t.lr())
@@ -391,18 +439,21 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   Progress progress;
   if (resume) {
     load_checkpoint(paths.last, *model, &optimizer, &progress);
-    std::cout << "resume: " << paths.last << " at step " << progress.step << std::endl;
+    log << "resume: " << paths.last << " at step " << progress.step << std::endl;
   }
-  std::cout << "model: " << parameters << " parameters on " << device << ", " << threads << " threads" << std::endl;
+  log << "model: " << parameters << " parameters on " << device << ", " << threads << " threads";
+  if (group) log << " per rank; " << group->world_size() << " ranks (" << group->backend() << ")";
+  log << std::endl;
 
-  MetricsLog metrics(paths.metrics);
+  std::unique_ptr<MetricsLog> metrics;
+  if (main) metrics = std::make_unique<MetricsLog>(paths.metrics);
   LossTotals window;
   double window_start = now_seconds();
   const double start = window_start;
   const int64_t first_step = progress.step;
   bool stop = false;
 
-  const bool terminal = isatty(STDOUT_FILENO);  // in-place progress; plain log lines otherwise
+  const bool terminal = main && isatty(STDOUT_FILENO);  // in-place progress; plain log lines otherwise
   auto validate = [&] {
     if (valid_split.examples.empty()) return;
     auto v = evaluate_loss(model, valid_split.examples, t.max_tokens(), t.label_smoothing(), device);
@@ -410,14 +461,15 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
     const bool improved = loss < progress.best_valid;
     if (improved) progress.best_valid = loss, progress.bad_validations = 0;
     else ++progress.bad_validations;
-    std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", terminal ? "\r\033[K" : "",
-                static_cast<long>(progress.step), loss, ppl,
-                improved ? " | best" : "");
-    std::fflush(stdout);
-    metrics.write("valid", progress.step, {{"loss", loss}, {"ppl", ppl}});
-    if (improved) save_checkpoint(paths.best, *model, &optimizer, progress);
+    if (main) {
+      std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", terminal ? "\r\033[K" : "",
+                  static_cast<long>(progress.step), loss, ppl, improved ? " | best" : "");
+      std::fflush(stdout);
+      metrics->write("valid", progress.step, {{"loss", loss}, {"ppl", ppl}});
+      if (improved) save_checkpoint(paths.best, *model, &optimizer, progress);
+    }
     if (t.patience() > 0 && progress.bad_validations >= t.patience()) {
-      std::cout << "early stop: no improvement in " << t.patience() << " validations" << std::endl;
+      log << "early stop: no improvement in " << t.patience() << " validations" << std::endl;
       stop = true;
     }
   };
@@ -434,17 +486,24 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
                              static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.epoch));
     while (!stop && progress.step < t.steps() && progress.batch + t.accumulate() <= static_cast<int64_t>(plan.size())) {
       // Dropout draws depend only on (seed, step), so a resumed run replays them exactly.
-      torch::manual_seed(static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.step) + 1);
+      // Each rank draws its own stream; rank 0's is the single-process one.
+      const uint64_t step_seed = static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.step);
+      torch::manual_seed(step_seed + 1 + static_cast<uint64_t>(launch.rank) * 0x9E3779B97F4A7C15ULL);
       std::vector<Batch> batches;
-      for (int64_t a = 0; a < t.accumulate(); ++a)
-        batches.push_back(make_batch(model, train_examples, plan[static_cast<size_t>(progress.batch++)], device));
+      for (int64_t a = 0; a < t.accumulate(); ++a) {
+        const auto& indices = plan[static_cast<size_t>(progress.batch++)];
+        batches.push_back(make_batch(model, train_examples,
+                                     group ? shard_of(indices, group->rank(), group->world_size()) : indices, device));
+      }
       ++progress.step;
       const double lr = learning_rate(t, config.model.d_model(), progress.step);
-      auto update = update_step(model, optimizer, batches, t, lr);
-      attention_updated(*model, progress.step);  // Performer feature redraws
+      bool stopping = signals.received() != 0;  // data-parallel: any rank's signal stops all, after this update
+      auto update = update_step(model, optimizer, batches, t, lr, group.get(), &stopping);
+      torch::manual_seed(step_seed);  // the same on every rank: Performer feature redraws
+      attention_updated(*model, progress.step);
       window.add(update.loss, update.nll, update.tokens);
 
-      if (progress.step % t.log_every() == 0 || progress.step == t.steps()) {
+      if (main && (progress.step % t.log_every() == 0 || progress.step == t.steps())) {
         const double now = now_seconds();
         const double speed = window.tokens / std::max(now - window_start, 1e-9);
         const double per_step = (now - start) / static_cast<double>(progress.step - first_step);
@@ -454,7 +513,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
                     std::exp(window.nll / window.tokens), lr, speed, format_duration(now - start).c_str(),
                     format_duration(per_step * static_cast<double>(t.steps() - progress.step)).c_str());
         std::fflush(stdout);
-        metrics.write("train", progress.step,
+        metrics->write("train", progress.step,
                       {{"loss", window.loss / window.tokens}, {"ppl", std::exp(window.nll / window.tokens)},
                        {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", now - start}});
         window = LossTotals();
@@ -469,22 +528,25 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
                     format_duration(per_step * static_cast<double>(t.steps() - progress.step)).c_str());
         std::fflush(stdout);
       }
-      if (signals.received()) {
-        std::cout << "stopping on " << (signals.received() == SIGINT ? "SIGINT" : "SIGTERM") << " after step "
-                  << progress.step << ": saving " << paths.last << " (resume with --resume)" << std::endl;
+      if (stopping) {
+        log << "stopping on " << (signals.received() == SIGINT ? "SIGINT" : signals.received() == SIGTERM ? "SIGTERM" : "another rank's signal") << " after step "
+            << progress.step << ": saving " << paths.last << " (resume with --resume)" << std::endl;
         next_epoch_if_done(plan);
-        save_checkpoint(paths.last, *model, &optimizer, progress);
+        if (main) save_checkpoint(paths.last, *model, &optimizer, progress);
         return;
       }
       if (t.valid_every() > 0 && progress.step % t.valid_every() == 0) {
         validate();
-        save_checkpoint(paths.last, *model, &optimizer, progress);
-        keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
+        if (main) {
+          save_checkpoint(paths.last, *model, &optimizer, progress);
+          keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
+        }
       }
     }
     next_epoch_if_done(plan);
   }
   if (t.valid_every() == 0 || progress.step % t.valid_every() != 0) validate();
+  if (!main) return;
   save_checkpoint(paths.last, *model, &optimizer, progress);
   keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
   write_loss_curve(paths.metrics, paths.dir + "/loss.svg");

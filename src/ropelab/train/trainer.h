@@ -4,6 +4,7 @@
 
 #include "ropelab/config/config.h"
 #include "ropelab/data/corpus.h"
+#include "ropelab/train/distributed.h"
 #include "ropelab/train/run.h"
 
 #include <string>
@@ -46,8 +47,11 @@ LossTotals evaluate_loss(const TaskModel& model, const std::vector<Example>& exa
 /// One optimizer update over `batches` (gradient accumulation): forward, smoothed loss,
 /// backward, gradients scaled to a per-target-token mean over the whole update,
 /// clipping, then Adam at learning rate `lr`. Returns the summed statistics.
+/// With a data-parallel `group`, `batches` are this rank's shards: gradients and
+/// statistics are summed over the ranks first (so the update equals one process on the
+/// whole batches), and `*stop` (when given) becomes true if any rank asked to stop.
 LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
-                       const TrainOptions& options, double lr);
+                       const TrainOptions& options, double lr, DataParallel* group = nullptr, bool* stop = nullptr);
 
 /// Trains from `config` into `run_dir`; with `resume`, continues the run found there.
 void train(const Config& config, const std::string& run_dir, bool resume);
