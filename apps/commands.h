@@ -31,5 +31,6 @@ void add_generate(CLI::App& cli);
 void add_score(CLI::App& cli);
 void add_average(CLI::App& cli);
 void add_bench(CLI::App& cli);
+void add_ablate(CLI::App& cli);
 
 }  // namespace ropelab::apps

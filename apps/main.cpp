@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   ropelab::apps::add_score(cli);
   ropelab::apps::add_average(cli);
   ropelab::apps::add_bench(cli);
+  ropelab::apps::add_ablate(cli);
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

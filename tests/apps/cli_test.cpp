@@ -319,3 +319,40 @@ TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
   EXPECT_LE(seconds, 25) << text;  // train.dist_timeout=20, plus exit
   std::filesystem::remove_all(root);
 }
+
+// Issue #8: ablate runs grid x seeds, writes results, skips finished runs, rejects bad files.
+TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
+  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_ablate_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root);
+  const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
+  const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
+  const auto exp = (root / "exp.yaml").string();
+  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs
+                     << ", train.steps=4, train.valid_every=2, model.d_model=16, model.heads=2, model.d_ff=16,"
+                        " model.encoder_layers=1, model.decoder_layers=1]\n"
+                        "grid:\n  model.position.type: [sinusoidal, rotary]\nseeds: [1, 2]\n";
+  const auto out = (root / "out").string();
+  auto r = run("ablate " + exp + " -o " + out + " --jobs 2 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 variants x 2 seeds = 4 runs"), std::string::npos) << r.output;
+  std::ifstream md(out + "/results.md");
+  const std::string table((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(table.find("| model.position.type=sinusoidal | 2 |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| model.position.type=rotary | 2 |"), std::string::npos) << table;
+  EXPECT_NE(table.find("test_bleu"), std::string::npos) << table;
+  EXPECT_TRUE(std::filesystem::exists(out + "/valid_curves.svg"));
+  std::ifstream csv(out + "/results.csv");
+  int rows = 0;
+  for (std::string line; std::getline(csv, line);) ++rows;
+  EXPECT_EQ(rows, 5);  // header + 4 runs
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  EXPECT_NE(r.output.find("4 finished already, 0 to run"), std::string::npos) << r.output;
+
+  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs
+                     << "]\ngrid:\n  model.position.type: [sinusoidal, rotray]\n";
+  r = run("ablate " + exp + " -o " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find(exp + ": variant model.position.type=rotray"), std::string::npos) << r.output;
+  std::filesystem::remove_all(root);
+}

@@ -183,3 +183,27 @@ TEST_F(Training, ResumeContinuesBitForBit) {
   ASSERT_EQ(b.size(), 9u);
   EXPECT_EQ(a, b);
 }
+
+// Issue #10: a non-finite loss skips the update (no Adam step, gradients cleared).
+TEST_F(Training, NonFiniteLossSkipsTheUpdate) {
+  Seq2Seq model(tiny_options());
+  const TaskModel task(model);
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-2));
+  std::vector<Example> examples{{{5, 6, 7}, {8, 9}, {}}, {{10, 11}, {12, 13, 14}, {}}};
+  const std::vector<Batch> batches{collate(examples, {0, 1}, torch::kCPU)};
+  auto before = model->embedding->weight.detach().clone();
+  auto ok = update_step(task, adam, batches, TrainOptions().clip_norm(1.0), 1e-2);
+  EXPECT_FALSE(ok.skipped);
+  EXPECT_FALSE(torch::equal(model->embedding->weight, before));  // a finite update moves weights
+
+  auto fc = model->encoder->layers[0]->as<TransformerLayerImpl>()->ffn->fc1->weight;
+  {
+    torch::NoGradGuard no_grad;
+    fc[0][0] = std::numeric_limits<float>::quiet_NaN();
+  }
+  auto poisoned = model->embedding->weight.detach().clone();
+  auto bad = update_step(task, adam, batches, TrainOptions(), 1e-2);
+  EXPECT_TRUE(bad.skipped);
+  EXPECT_TRUE(torch::equal(model->embedding->weight, poisoned));  // no step taken
+  for (const auto& p : model->parameters()) EXPECT_TRUE(!p.grad().defined() || p.grad().abs().sum().item<double>() == 0);
+}

@@ -142,6 +142,7 @@ void describe(V& v, Config& c) {
     v("patience", t.patience());
     v("keep_checkpoints", t.keep_checkpoints());
     v("dist_timeout", t.dist_timeout());
+    v("max_nonfinite", t.max_nonfinite());
   });
   v.section("decode", [&] {
     auto& d = c.decode;
@@ -465,6 +466,7 @@ void validate(const Config& c, const Reader& r) {
   require(t.patience() >= 0, "train.patience", t.patience(), "must be >= 0");
   require(t.keep_checkpoints() >= 0, "train.keep_checkpoints", t.keep_checkpoints(), "must be >= 0");
   require(t.dist_timeout() > 0, "train.dist_timeout", t.dist_timeout(), "must be positive (seconds)");
+  require(t.max_nonfinite() >= 0, "train.max_nonfinite", t.max_nonfinite(), "must be >= 0");
 
   require(c.tokenizer.vocab_size() >= 8, "tokenizer.vocab_size", c.tokenizer.vocab_size(), "must be >= 8");
   require(c.data.max_len() >= 3, "data.max_len", c.data.max_len(), "must be >= 3 (BOS, a token, EOS)");

@@ -47,6 +47,9 @@ struct TrainOptions {
   /// Data-parallel runs: seconds a collective may wait for the other ranks before the
   /// run stops with an error (a dead or stuck rank).
   TORCH_ARG(double, dist_timeout) = 120;
+  /// Updates with a non-finite loss or gradient skipped (each with a warning) before the
+  /// run stops; the last checkpoint written stays the last good one. 0: stop at the first.
+  TORCH_ARG(int64_t, max_nonfinite) = 10;
 };
 
 }  // namespace ropelab

@@ -237,11 +237,17 @@ LossTotals evaluate_loss(const TaskModel& model, const ExampleSet& examples, int
 LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
                        const TrainOptions& options, double lr, DataParallel* group, bool* stop) {
   LossTotals totals;
+  bool finite = true;
   for (const auto& batch : batches) {
     if (batch.sentences == 0) continue;  // a rank's empty shard of a small batch
     auto [loss, nll] = smoothed_loss(model.logits(batch), batch.target_out, options.label_smoothing(), kPadId);
+    const double value = loss.item<double>();
+    if (!std::isfinite(value)) {  // no backward: the gradient would be poisoned too
+      finite = false;
+      continue;
+    }
     loss.backward();
-    totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
+    totals.add(value, nll.item<double>(), static_cast<double>(batch.target_tokens));
   }
   if (group) {  // sum gradients, statistics and stop votes over the ranks
     std::vector<torch::Tensor> sums;
@@ -249,7 +255,8 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
       sums.push_back(p.grad());
     }
-    auto stats = torch::tensor({totals.loss, totals.nll, totals.tokens, stop && *stop ? 1.0 : 0.0}, torch::kDouble)
+    auto stats = torch::tensor({totals.loss, totals.nll, totals.tokens, stop && *stop ? 1.0 : 0.0, finite ? 0.0 : 1.0},
+                               torch::kDouble)
                      .to(sums.front().device());
     sums.push_back(stats);
     group->all_reduce_sum(sums);
@@ -257,11 +264,26 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
     totals = LossTotals();
     totals.add(stats[0].item<double>(), stats[1].item<double>(), stats[2].item<double>());
     if (stop) *stop = stats[3].item<double>() > 0;
+    finite = stats[4].item<double>() == 0;
   }
   // Gradients of summed losses -> per-token mean over the whole update.
   for (auto& p : model->parameters())
-    if (p.grad().defined()) p.grad().div_(totals.tokens);
-  if (options.clip_norm() > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), options.clip_norm());
+    if (p.grad().defined()) p.grad().div_(std::max(totals.tokens, 1.0));
+  // The gradient norm (before clipping), the same on every rank: non-finite skips the update.
+  double norm = 0;
+  if (options.clip_norm() > 0) {
+    norm = torch::nn::utils::clip_grad_norm_(model->parameters(), options.clip_norm());
+  } else {
+    std::vector<torch::Tensor> norms;
+    for (const auto& p : model->parameters())
+      if (p.grad().defined()) norms.push_back(p.grad().norm());
+    if (!norms.empty()) norm = torch::stack(norms).norm().item<double>();
+  }
+  if (!finite || !std::isfinite(norm)) {
+    optimizer.zero_grad();
+    totals.skipped = true;
+    return totals;
+  }
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
   optimizer.step();
   optimizer.zero_grad();
@@ -476,6 +498,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
 
   model->train();
   StopSignals signals;
+  int64_t nonfinite = 0;  // updates skipped for a non-finite loss or gradient
   // An epoch ends when fewer batches than one update needs remain in its plan.
   auto next_epoch_if_done = [&](const std::vector<std::vector<size_t>>& plan) {
     if (progress.batch + t.accumulate() > static_cast<int64_t>(plan.size())) ++progress.epoch, progress.batch = 0;
@@ -499,6 +522,16 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
       const double lr = learning_rate(t, config.model.d_model(), progress.step);
       bool stopping = signals.received() != 0;  // data-parallel: any rank's signal stops all, after this update
       auto update = update_step(model, optimizer, batches, t, lr, group.get(), &stopping);
+      if (update.skipped) {
+        ++nonfinite;
+        log << "step " << progress.step << ": non-finite loss or gradient; update skipped (" << nonfinite << " of "
+            << t.max_nonfinite() << " allowed)" << std::endl;
+        if (nonfinite > t.max_nonfinite())
+          throw std::runtime_error("training diverged: " + std::to_string(nonfinite) +
+                                   " updates with a non-finite loss or gradient (train.max_nonfinite=" +
+                                   std::to_string(t.max_nonfinite()) + "); the last good checkpoint is " +
+                                   paths.last);
+      }
       torch::manual_seed(step_seed);  // the same on every rank: Performer feature redraws
       attention_updated(*model, progress.step);
       window.add(update.loss, update.nll, update.tokens);

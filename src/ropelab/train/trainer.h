@@ -28,6 +28,8 @@ std::pair<torch::Tensor, torch::Tensor> smoothed_loss_reference(const torch::Ten
 /// Summed loss statistics over a data set.
 struct LossTotals {
   double loss = 0, nll = 0, tokens = 0;
+  /// update_step: the update was skipped (a non-finite loss or gradient).
+  bool skipped = false;
   void add(double l, double n, double t) { loss += l, nll += n, tokens += t; }
   double mean_loss() const { return loss / tokens; }
   /// exp(mean un-smoothed NLL per non-pad target token)
@@ -50,6 +52,8 @@ LossTotals evaluate_loss(const TaskModel& model, const std::vector<Example>& exa
 /// With a data-parallel `group`, `batches` are this rank's shards: gradients and
 /// statistics are summed over the ranks first (so the update equals one process on the
 /// whole batches), and `*stop` (when given) becomes true if any rank asked to stop.
+/// A non-finite loss (on any rank) or gradient norm skips the update: no optimizer step,
+/// gradients cleared, `skipped` set.
 LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
                        const TrainOptions& options, double lr, DataParallel* group = nullptr, bool* stop = nullptr);
 

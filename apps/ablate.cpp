@@ -1,0 +1,41 @@
+// ropelab ablate EXPERIMENT.yaml
+#include "commands.h"
+
+#include "ropelab/train/ablation.h"
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace ropelab::apps {
+
+void add_ablate(CLI::App& cli) {
+  auto* cmd = cli.add_subcommand("ablate", "run an experiment grid x seeds; results.md, results.csv, curves");
+  struct Args {
+    std::string experiment, out_dir;
+    AblationOptions options;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("experiment", a->experiment, "experiment YAML (base, set, grid, seeds, eval_contexts)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-o,--out", a->out_dir, "output directory (default: runs/ablate/EXPERIMENT_NAME)");
+  cmd->add_option("--jobs", a->options.jobs, "runs at a time")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--threads", a->options.threads, "threads per run (0 = cores / jobs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--device", a->options.device, "device for every run (default: the configs')");
+  cmd->callback([a] {
+    const auto spec = load_experiment(a->experiment);
+    auto options = a->options;
+    options.out_dir = a->out_dir.empty()
+                          ? "runs/ablate/" + std::filesystem::path(a->experiment).stem().string()
+                          : a->out_dir;
+    options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
+    const auto failed = run_ablation(spec, options);
+    std::cout << "wrote " << options.out_dir << "/results.md, results.csv and valid_curves.svg" << std::endl;
+    if (failed > 0) throw std::runtime_error("ablate: " + std::to_string(failed) + " runs failed (logs named above)");
+  });
+}
+
+}  // namespace ropelab::apps

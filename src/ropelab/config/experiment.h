@@ -1,0 +1,46 @@
+#pragma once
+/// Ablation experiment files (`ropelab ablate EXPERIMENT.yaml`):
+///
+///   base: experiments/lm_sotu_char.yaml      # one config file or a list; paths from the cwd
+///   set: [train.steps=2000]                  # overrides for every variant (optional)
+///   grid:                                    # keys to lists of values, crossed
+///     model.position.type: [learned, sinusoidal, t5_bias, rotary, none]
+///   seeds: [1, 2, 3]
+///   eval_contexts: [128, 256, 512, 1024]     # language models: test perplexity at each (optional)
+///
+/// Every variant's config is loaded and validated before anything runs; errors name the
+/// experiment file and the variant.
+
+#include "ropelab/config/config.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ropelab {
+
+struct ExperimentSpec {
+  std::string path;                    // the experiment file
+  std::vector<std::string> base;       // config files
+  std::vector<std::string> set;        // overrides for every variant
+  std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // in file order
+  std::vector<int64_t> seeds = {1};
+  std::vector<int64_t> eval_contexts;  // LM test perplexity contexts; empty: data.context
+};
+
+/// One point of the grid: its overrides ("key=value") and a name for directories and tables.
+struct Variant {
+  std::vector<std::string> overrides;
+  std::string name;  // "key=value,key=value" with the common "model." prefix kept
+};
+
+/// Reads and checks an experiment file; throws ConfigError naming the file and key.
+ExperimentSpec load_experiment(const std::string& path);
+
+/// The cross product of the grid, in file order (the last key varies fastest).
+std::vector<Variant> expand_grid(const ExperimentSpec& spec);
+
+/// The config of one variant and seed (base, then set, then the variant, then the seed).
+Config variant_config(const ExperimentSpec& spec, const Variant& variant, int64_t seed);
+
+}  // namespace ropelab

@@ -1,0 +1,260 @@
+#include "ropelab/train/ablation.h"
+
+#include "ropelab/train/plot.h"
+#include "ropelab/util/runtime.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+namespace ropelab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// A directory name for a variant: key=value pairs with characters a shell or file system
+/// would mind replaced.
+std::string slug(const std::string& name) {
+  std::string out;
+  for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == '-' ||
+                              c == '_' || c == ',')
+                                 ? c
+                                 : '_';
+  return out.empty() ? "base" : out;
+}
+
+/// The number after "key": in a one-line JSON object, or NaN.
+double json_number(const std::string& text, const std::string& key) {
+  const auto at = text.find("\"" + key + "\":");
+  if (at == std::string::npos) return std::numeric_limits<double>::quiet_NaN();
+  return std::strtod(text.c_str() + at + key.size() + 3, nullptr);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<int64_t> contexts_for(const Config& config, const std::vector<int64_t>& contexts) {
+  return contexts.empty() ? std::vector<int64_t>{config.data.context()} : contexts;
+}
+
+/// Whether the run in `dir` was started from `config` (threads and device aside).
+bool same_experiment(const std::string& dir, const Config& config) {
+  try {
+    auto saved = load_config({{dir + "/config.yaml"}, {}});
+    saved.train.threads(config.train.threads()).device(config.train.device());
+    return dump_config(saved) == dump_config(config);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+struct Job {
+  std::string variant, dir, log, command;
+  int64_t seed = 0;
+};
+
+}  // namespace
+
+RunResult read_run_result(const std::string& run_dir, const Config& config, const std::vector<int64_t>& contexts) {
+  RunResult r;
+  std::ifstream metrics(run_dir + "/metrics.jsonl");
+  double best_ppl = std::numeric_limits<double>::infinity(), elapsed = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const double step = json_number(line, "step");
+    if (line.find("\"event\":\"valid\"") != std::string::npos) {
+      r.curve.emplace_back(step, json_number(line, "loss"));
+      best_ppl = std::min(best_ppl, json_number(line, "ppl"));
+    } else if (line.find("\"event\":\"train\"") != std::string::npos) {
+      elapsed = json_number(line, "elapsed_s");
+    }
+  }
+  r.metrics["valid_ppl"] = best_ppl;
+  if (config.task == Task::lm) {
+    for (auto c : contexts_for(config, contexts))
+      r.metrics["test_ppl@" + std::to_string(c)] =
+          json_number(read_file(run_dir + "/eval.test.ctx" + std::to_string(c) + ".json"), "perplexity");
+  } else {
+    const auto eval = read_file(run_dir + "/eval.test.json");
+    r.metrics["test_bleu"] = json_number(eval, "bleu");
+    r.metrics["test_chrf"] = json_number(eval, "chrf");
+    r.metrics["test_ppl"] = json_number(eval, "perplexity");
+  }
+  r.metrics["train_s"] = elapsed;
+  return r;
+}
+
+int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
+  const auto variants = expand_grid(spec);
+  const int64_t jobs = std::max<int64_t>(1, o.jobs);
+  const int64_t threads =
+      o.threads > 0 ? o.threads
+                    : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / jobs);
+  fs::create_directories(fs::path(o.out_dir) / "runs");
+
+  std::vector<Job> todo;
+  std::vector<std::pair<Job, Config>> all;
+  for (const auto& variant : variants)
+    for (auto seed : spec.seeds) {
+      Job job;
+      job.variant = variant.name;
+      job.seed = seed;
+      job.dir = (fs::path(o.out_dir) / "runs" / (slug(variant.name) + ".seed" + std::to_string(seed))).string();
+      job.log = job.dir + ".log";
+      const auto config = variant_config(spec, variant, seed);
+      all.emplace_back(job, config);
+      if (fs::exists(job.dir + "/ablation.done")) continue;
+      const std::string exe = quote(o.executable);
+      const std::string runtime =
+          " --threads " + std::to_string(threads) + (o.device.empty() ? "" : " --device " + quote(o.device));
+      std::string train = exe + " train";
+      if (fs::exists(job.dir + "/checkpoint_last.pt") && same_experiment(job.dir, config)) {
+        train += " --resume";  // an interrupted run of this very config continues
+      } else {
+        train = "rm -rf " + quote(job.dir) + " && " + train;
+        for (const auto& f : spec.base) train += " " + quote(f);
+        for (const auto& s : spec.set) train += " --set " + quote(s);
+        for (const auto& s : variant.overrides) train += " --set " + quote(s);
+        train += " --set train.seed=" + std::to_string(seed);
+      }
+      train += runtime + " -o " + quote(job.dir);
+      std::string command = train + " > " + quote(job.log) + " 2>&1";
+      if (config.task == Task::lm) {
+        for (auto c : contexts_for(config, spec.eval_contexts))
+          command += " && " + exe + " eval --run " + quote(job.dir) + " --split test --context " +
+                     std::to_string(c) + runtime + " >> " + quote(job.log) + " 2>&1";
+      } else {
+        command += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + runtime + " >> " +
+                   quote(job.log) + " 2>&1";
+      }
+      job.command = command + " && touch " + quote(job.dir + "/ablation.done");
+      todo.push_back(job);
+    }
+
+  const size_t total = all.size(), skipped = total - todo.size();
+  std::cout << "ablate: " << variants.size() << " variants x " << spec.seeds.size() << " seeds = " << total
+            << " runs; " << skipped << " finished already, " << todo.size() << " to run, " << jobs << " at a time, "
+            << threads << " threads each" << std::endl;
+  std::map<pid_t, std::pair<Job, double>> running;
+  size_t next = 0, done = 0;
+  int64_t failed = 0;
+  const double start = now_seconds();
+  while (next < todo.size() || !running.empty()) {
+    while (next < todo.size() && static_cast<int64_t>(running.size()) < jobs) {
+      const auto& job = todo[next++];
+      fs::create_directories(fs::path(job.dir).parent_path());
+      const pid_t pid = ::fork();
+      if (pid < 0) throw std::runtime_error("ablate: fork failed");
+      if (pid == 0) {
+        ::execl("/bin/sh", "sh", "-c", job.command.c_str(), static_cast<char*>(nullptr));
+        std::_Exit(127);
+      }
+      running[pid] = {job, now_seconds()};
+      std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << (job.variant.empty() ? "base" : job.variant)
+                << " seed " << job.seed << " (log " << job.log << ")" << std::endl;
+    }
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid < 0) continue;
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const auto [job, began] = it->second;
+    running.erase(it);
+    ++done;
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!ok) ++failed;
+    const double per_run = (now_seconds() - start) / static_cast<double>(done) * static_cast<double>(jobs);
+    const double left = static_cast<double>(todo.size() - done) * per_run / static_cast<double>(jobs);
+    std::cout << "ablate: " << (ok ? "finished " : "FAILED ") << (job.variant.empty() ? "base" : job.variant)
+              << " seed " << job.seed << " in " << format_duration(now_seconds() - began) << "; "
+              << (todo.size() - done) << " left, ETA " << format_duration(left) << std::endl;
+    if (!ok) std::cerr << "ablate: run failed, see " << job.log << std::endl;
+  }
+
+  std::vector<RunResult> results;
+  for (const auto& [job, config] : all) {
+    if (!fs::exists(job.dir + "/ablation.done")) continue;
+    auto r = read_run_result(job.dir, config, spec.eval_contexts);
+    r.variant = job.variant.empty() ? "base" : job.variant;
+    r.seed = job.seed;
+    results.push_back(std::move(r));
+  }
+  write_ablation_results(spec, results, o.out_dir, "ropelab ablate " + spec.path + " -o " + o.out_dir);
+  return failed;
+}
+
+void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunResult>& results,
+                            const std::string& out_dir, const std::string& command) {
+  std::vector<std::string> metrics;  // column order: as the first result lists them
+  if (!results.empty())
+    for (const auto& [name, value] : results.front().metrics) metrics.push_back(name);
+  {
+    std::ofstream csv(fs::path(out_dir) / "results.csv");
+    csv << "variant,seed";
+    for (const auto& m : metrics) csv << "," << m;
+    csv << "\n";
+    csv.precision(10);
+    for (const auto& r : results) {
+      csv << "\"" << r.variant << "\"," << r.seed;
+      for (const auto& m : metrics) csv << "," << r.metrics.at(m);
+      csv << "\n";
+    }
+  }
+  std::vector<std::string> order;  // variants in run order
+  for (const auto& r : results)
+    if (std::find(order.begin(), order.end(), r.variant) == order.end()) order.push_back(r.variant);
+  std::ofstream md(fs::path(out_dir) / "results.md");
+  md << "# " << spec.path << "\n\n`" << command << "`\n\nMean ± sample standard deviation over seeds (n = seeds).\n\n";
+  md << "| variant | n |";
+  for (const auto& m : metrics) md << " " << m << " |";
+  md << "\n|---|---|";
+  for (size_t i = 0; i < metrics.size(); ++i) md << "---|";
+  md << "\n";
+  std::vector<Series> curves;
+  for (const auto& variant : order) {
+    std::vector<const RunResult*> runs;
+    for (const auto& r : results)
+      if (r.variant == variant) runs.push_back(&r);
+    md << "| " << variant << " | " << runs.size() << " |";
+    for (const auto& m : metrics) {
+      double mean = 0, sq = 0;
+      for (auto* r : runs) mean += r->metrics.at(m);
+      mean /= static_cast<double>(runs.size());
+      for (auto* r : runs) sq += std::pow(r->metrics.at(m) - mean, 2);
+      const double sd = runs.size() > 1 ? std::sqrt(sq / static_cast<double>(runs.size() - 1)) : 0.0;
+      char cell[64];
+      std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f |" : " %.3f ± %.3f |", mean, sd);
+      md << cell;
+    }
+    md << "\n";
+    Series s;  // mean validation loss per step over the seeds that have it
+    s.name = variant;
+    std::map<double, std::pair<double, int>> by_step;
+    for (auto* r : runs)
+      for (const auto& [step, loss] : r->curve) by_step[step].first += loss, ++by_step[step].second;
+    for (const auto& [step, sum] : by_step) s.x.push_back(step), s.y.push_back(sum.first / sum.second);
+    curves.push_back(std::move(s));
+  }
+  write_line_plot_svg((fs::path(out_dir) / "valid_curves.svg").string(), spec.path + ": validation loss", "step",
+                      "validation loss (mean over seeds)", curves);
+}
+
+}  // namespace ropelab
