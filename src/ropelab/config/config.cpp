@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <fstream>
 #include <map>
 #include <set>
@@ -285,6 +286,14 @@ class Writer {
   template <typename T>
   void operator()(const std::string& name, T& value) {
     out_ << YAML::Key << name << YAML::Value << value;
+  }
+  /// The shortest text that reads back as the same double (0.1, not 0.10000000000000001).
+  void operator()(const std::string& name, double& value) {
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+    std::string shown(text, end);
+    if (shown.find_first_of(".en") == std::string::npos) shown += ".0";  // stays a float in YAML
+    out_ << YAML::Key << name << YAML::Value << shown;
   }
   template <typename E>
   void choice(const std::string& name, E& value, E (*)(const std::string&)) {
