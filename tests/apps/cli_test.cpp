@@ -284,6 +284,12 @@ TEST(Cli, TwoWorkersTrainLikeOneProcessOnTheCombinedBatches) {
     EXPECT_TRUE(std::filesystem::exists(dir + "/metrics.jsonl"));
     EXPECT_LT(max_parameter_difference(single, dir), 1e-5);
   }
+  // the group resumes from rank 0's checkpoint
+  auto resumed = run("train --resume --set train.steps=14 --nproc 2 -o " + nproc);
+  EXPECT_EQ(resumed.code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resume: " + nproc + "/checkpoint_last.pt at step 12"), std::string::npos)
+      << resumed.output;
+  EXPECT_NE(resumed.output.find("done: step 14"), std::string::npos) << resumed.output;
   // the check has teeth: a run on half the data ends elsewhere
   train_tiny((root / "other").string(), "", "--set train.max_tokens=200");
   EXPECT_GT(max_parameter_difference(single, (root / "other").string()), 1e-3);
