@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 
@@ -152,7 +153,8 @@ void add_eval(CLI::App& cli) {
     std::cout << report.bleu.format() << "\n  " << report.bleu.signature << '\n'
               << report.chrf.format() << "\n  " << report.chrf.signature << '\n'
               << "perplexity = " << report.perplexity << " (teacher-forced, " << report.sentences << " sentences)\n"
-              << "exact match = " << 100.0 * report.exact_match << "%\n"
+              << "exact match = " << std::fixed << std::setprecision(1) << 100.0 * report.exact_match
+              << std::defaultfloat << std::setprecision(6) << "%\n"
               << "decoding: beam " << options.decode.beam() << ", " << report.decode_seconds << " s"
               << (options.use_cache ? "" : " (no cache)") << '\n'
               << "wrote " << hyp_path << " and " << json_path << std::endl;
