@@ -239,15 +239,19 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
 // Issue #9: data-parallel training on c10d/Gloo over loopback.
 namespace {
 
+/// demo_tiny for 12 steps without dropout, data named absolutely (ctest runs in build/).
+const std::string kTinyDp = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml --set data.train=" +
+                            ROPELAB_SOURCE_DIR + "/data/demo/pairs.tsv --set data.valid=" + ROPELAB_SOURCE_DIR +
+                            "/data/demo/pairs.tsv --set model.dropout=0 --set train.adam_eps=1e-6"
+                            " --set train.steps=12 --set train.valid_every=6 --threads 1";
+
 /// Trains demo_tiny for 12 steps without dropout into RUN; `launch` prefixes the command
 /// (environment variables) and `extra` is appended (--nproc 2). Adam's eps is 1e-6: with
 /// 1e-9, gradients that vanish up to rounding (~1e-12) still move parameters by about lr,
 /// so summation order alone would separate the runs by ~4e-4.
 void train_tiny(const std::string& run_dir, const std::string& launch, const std::string& extra) {
   const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
-  const std::string command = launch + " " + cli + " train " + ROPELAB_SOURCE_DIR +
-                              "/experiments/demo_tiny.yaml --set model.dropout=0 --set train.adam_eps=1e-6 --set train.steps=12"
-                              " --set train.valid_every=6 --threads 1 -o " + run_dir + " " + extra;
+  const std::string command = launch + " " + cli + " train " + kTinyDp + " -o " + run_dir + " " + extra;
   auto r = run_shell(command);
   ASSERT_EQ(r.code, 0) << command << "\n" << r.output;
 }
@@ -273,10 +277,8 @@ TEST(Cli, TwoWorkersTrainLikeOneProcessOnTheCombinedBatches) {
   // torchrun-style: the launcher's job done by hand, two processes with the variables set
   const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + $$ % 20000)) WORLD_SIZE=2";
   const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
-  const std::string both = "(" + env + " RANK=1 " + cli + " train " + ROPELAB_SOURCE_DIR +
-                           "/experiments/demo_tiny.yaml --set model.dropout=0 --set train.adam_eps=1e-6 --set train.steps=12"
-                           " --set train.valid_every=6 --threads 1 -o " + torchrun + " > " + torchrun +
-                           ".rank1.log 2>&1 &); " + env + " RANK=0";
+  const std::string both = "(" + env + " RANK=1 " + cli + " train " + kTinyDp + " -o " + torchrun + " > " +
+                           torchrun + ".rank1.log 2>&1 &); " + env + " RANK=0";
   train_tiny(torchrun, both, "");
   for (const auto& dir : {nproc, torchrun}) {
     SCOPED_TRACE(dir);
@@ -304,7 +306,8 @@ TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
   const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
   // train "forever"; once steps are logged, SIGKILL worker rank 1 and time the launcher's exit
   const std::string script =
-      cli + " train " + ROPELAB_SOURCE_DIR + "/experiments/demo_tiny.yaml --set train.steps=1000000" +
+      cli + " train " + ROPELAB_SOURCE_DIR + "/experiments/demo_tiny.yaml --set data.train=" + ROPELAB_SOURCE_DIR +
+      "/data/demo/pairs.tsv --set data.valid= --set train.steps=1000000" +
       " --set train.log_every=1 --set train.valid_every=0 --set train.dist_timeout=20 --nproc 2 -o " + run_dir +
       " > " + log + " 2>&1 & launcher=$!\n"
       "for i in $(seq 300); do grep -q 'step 3/' " + log + " 2>/dev/null && break; sleep 0.1; done\n"
@@ -315,6 +318,7 @@ TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
   std::system(("bash " + (root / "kill.sh").string()).c_str());
   std::ifstream in(log);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("step 3/"), std::string::npos) << text;  // training ran before the kill
   EXPECT_NE(text.find("ropelab[rank 0]: error:"), std::string::npos) << text;
   EXPECT_NE(text.find("a worker exited with status"), std::string::npos) << text;
   const auto at = text.find("exit ");
@@ -334,8 +338,8 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
   const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
   const auto exp = (root / "exp.yaml").string();
-  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs
-                     << ", train.steps=4, train.valid_every=2, model.d_model=16, model.heads=2, model.d_ff=16,"
+  std::ofstream(exp) << "base: " << demo << "\nset: [data.train=" << pairs << ", data.valid=" << pairs
+                     << ", data.test=" << pairs << ", train.steps=4, train.valid_every=2, model.d_model=16, model.heads=2, model.d_ff=16,"
                         " model.encoder_layers=1, model.decoder_layers=1]\n"
                         "grid:\n  model.position.type: [sinusoidal, rotary]\nseeds: [1, 2]\n";
   const auto out = (root / "out").string();
