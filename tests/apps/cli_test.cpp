@@ -39,6 +39,20 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path;
 }
 
+/// An empty directory of the system temp dir, per process: ropelab_cli_TAG_PID.
+std::filesystem::path fresh_dir(const std::string& tag) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ropelab_cli_" + tag + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+/// A whole file as a string ("" when missing).
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 }  // namespace
 
 TEST(Cli, HelpListsSubcommands) {
@@ -89,9 +103,7 @@ namespace {
 /// A micro translator trained through the CLI once for the app tests below (~2 s).
 const std::string& micro_run() {
   static const std::string dir = [] {
-    const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_run_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(root);
-    std::filesystem::create_directories(root);
+    const auto root = fresh_dir("run");
     const auto data = (root / "pairs.tsv").string();
     std::ofstream(data) << "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\ngood night\tbuenas noches\n";
     const auto run_dir = (root / "run").string();
@@ -163,9 +175,7 @@ TEST(Cli, ScorePrintsSacrebleuLinesAndRejectsBadFiles) {
 }
 
 TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
-  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_sigterm_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(root);
-  std::filesystem::create_directories(root);
+  const auto root = fresh_dir("sigterm");
   const auto data = (root / "pairs.tsv").string();
   std::ofstream(data) << "the cat\tel gato\nthe dog\tel perro\n";
   const auto run_dir = (root / "run").string();
@@ -179,8 +189,7 @@ TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
   std::ofstream(script_path) << script << "\n";
   const int status = std::system(("bash " + script_path).c_str());
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  std::ifstream log(run_dir + ".log");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  const std::string text = read_text(run_dir + ".log");
   EXPECT_NE(text.find("stopping on SIGTERM after step"), std::string::npos) << text;
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoint_last.pt"));
   auto r = run("translate --run " + run_dir + " --checkpoint last --input " + data);
@@ -191,9 +200,7 @@ TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
 // Issues #5 and #7: every position encoder, and Performer attention, trains a few steps and
 // decodes through the apps, in the translator and in the language model.
 TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
-  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_kinds_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(root);
-  std::filesystem::create_directories(root);
+  const auto root = fresh_dir("kinds");
   const auto pairs = (root / "pairs.tsv").string();
   std::ofstream(pairs) << "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\n";
   const auto text = (root / "text.txt").string();
@@ -268,8 +275,7 @@ double max_parameter_difference(const std::string& a, const std::string& b) {
 }  // namespace
 
 TEST(Cli, TwoWorkersTrainLikeOneProcessOnTheCombinedBatches) {
-  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_dp_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(root);
+  const auto root = fresh_dir("dp");
   const auto single = (root / "single").string(), nproc = (root / "nproc").string(),
              torchrun = (root / "torchrun").string();
   train_tiny(single, "", "");
@@ -299,9 +305,7 @@ TEST(Cli, TwoWorkersTrainLikeOneProcessOnTheCombinedBatches) {
 }
 
 TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
-  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_dpkill_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(root);
-  std::filesystem::create_directories(root);
+  const auto root = fresh_dir("dpkill");
   const auto run_dir = (root / "run").string(), log = (root / "log").string();
   const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
   // train "forever"; once steps are logged, SIGKILL worker rank 1 and time the launcher's exit
@@ -316,8 +320,7 @@ TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
       "echo \"exit $code after $((end - start)) s\" >> " + log + "\n";
   std::ofstream(root / "kill.sh") << script;
   std::system(("bash " + (root / "kill.sh").string()).c_str());
-  std::ifstream in(log);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = read_text(log);
   EXPECT_NE(text.find("step 3/"), std::string::npos) << text;  // training ran before the kill
   EXPECT_NE(text.find("ropelab[rank 0]: error:"), std::string::npos) << text;
   EXPECT_NE(text.find("a worker exited with status"), std::string::npos) << text;
@@ -332,9 +335,7 @@ TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
 
 // Issue #8: ablate runs grid x seeds, writes results, skips finished runs, rejects bad files.
 TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
-  const auto root = std::filesystem::temp_directory_path() / ("ropelab_cli_ablate_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(root);
-  std::filesystem::create_directories(root);
+  const auto root = fresh_dir("ablate");
   const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
   const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
   const auto exp = (root / "exp.yaml").string();
@@ -346,8 +347,7 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   auto r = run("ablate " + exp + " -o " + out + " --jobs 2 --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 variants x 2 seeds = 4 runs"), std::string::npos) << r.output;
-  std::ifstream md(out + "/results.md");
-  const std::string table((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  const std::string table = read_text(out + "/results.md");
   EXPECT_NE(table.find("| model.position.type=sinusoidal | 2 |"), std::string::npos) << table;
   EXPECT_NE(table.find("| model.position.type=rotary | 2 |"), std::string::npos) << table;
   EXPECT_NE(table.find("test_bleu"), std::string::npos) << table;

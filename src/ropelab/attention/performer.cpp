@@ -85,13 +85,9 @@ torch::Tensor PerformerAttention::forward(const AttentionInputs& in) {
 
 torch::Tensor PerformerAttention::forward_cached(AttentionInputs in, AttentionCache& cache) {
   TORCH_CHECK(!in.logit_bias.defined(), "performer attention takes no logit bias (T5 relative bias)");
-  torch::Tensor keep;
-  if (in.key_padding_mask.defined()) {
-    // Over cached and new keys; the running sums hold only real keys, so keep the new ones.
-    auto mask = in.key_padding_mask.narrow(1, in.key_padding_mask.size(1) - in.k.size(-2), in.k.size(-2));
-    keep = mask.logical_not().view({in.k.size(0), 1, -1, 1});
-  }
-  return causal_linear_attention(query_features(in.q), feature_logits(in.k), keep, in.v, chunk_size_, &cache);
+  // Incremental decoding feeds real tokens only (Stack rejects a padding mask there).
+  TORCH_CHECK(!in.key_padding_mask.defined(), "performer: incremental decoding takes no key padding mask");
+  return causal_linear_attention(query_features(in.q), feature_logits(in.k), {}, in.v, chunk_size_, &cache);
 }
 
 torch::Tensor causal_linear_attention(const torch::Tensor& phi_q, const torch::Tensor& key_logits,

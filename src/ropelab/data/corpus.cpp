@@ -162,6 +162,39 @@ std::vector<int64_t> grid_positions(const std::vector<int64_t>& ids, int64_t sep
   return out;
 }
 
+namespace {
+
+/// One line of language-model text as ids, ended by EOS (the document boundary).
+std::vector<int64_t> lm_line_ids(const std::string& line, const Tokenizer& tokenizer) {
+  auto ids = tokenizer.encode(line);
+  ids.push_back(kEosId);
+  return ids;
+}
+
+/// The chunks of an n-token LM stream, `fn(start, end)`: `context` predicted tokens each,
+/// consecutive chunks sharing one token (every token after the first predicted once).
+template <typename F>
+void for_each_lm_chunk(size_t n, int64_t context, F&& fn) {
+  const auto step = static_cast<size_t>(context);
+  for (size_t start = 0; start + 1 < n; start += step) fn(start, std::min(n, start + step + 1));
+}
+
+/// Most tokens a pair's side may have: max_len counts BOS or EOS.
+size_t side_limit(int64_t max_len) { return static_cast<size_t>(max_len - 1); }
+
+/// Encodes a pair into `e`; false when a side is over `limit` (both then truncated to it).
+bool encode_pair(const Tokenizer& tokenizer, const std::string& src, const std::string& tgt, size_t limit,
+                 Example& e) {
+  e.source = tokenizer.encode(src);
+  e.target = tokenizer.encode(tgt);
+  if (e.source.size() <= limit && e.target.size() <= limit) return true;
+  e.source.resize(std::min(e.source.size(), limit));
+  e.target.resize(std::min(e.target.size(), limit));
+  return false;
+}
+
+}  // namespace
+
 std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
                                int64_t* empty) {
   std::vector<int64_t> stream;
@@ -170,17 +203,14 @@ std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Toke
       if (empty) ++*empty;
       continue;
     }
-    auto ids = tokenizer.encode(line);
+    const auto ids = lm_line_ids(line, tokenizer);
     stream.insert(stream.end(), ids.begin(), ids.end());
-    stream.push_back(kEosId);
   }
   std::vector<Example> chunks;
-  const auto step = static_cast<size_t>(context);
-  for (size_t start = 0; start + 1 < stream.size(); start += step) {
-    const size_t end = std::min(stream.size(), start + step + 1);
+  for_each_lm_chunk(stream.size(), context, [&](size_t start, size_t end) {
     chunks.push_back({{}, std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
                                                stream.begin() + static_cast<std::ptrdiff_t>(end)), {}});
-  }
+  });
   return chunks;
 }
 
@@ -212,14 +242,11 @@ std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& t
                                     bool truncate, int64_t* dropped, int64_t separator) {
   std::vector<Example> examples;
   examples.reserve(text.source.size());
-  const auto limit = static_cast<size_t>(max_len - 1);  // room for BOS or EOS
   for (size_t i = 0; i < text.source.size(); ++i) {
-    Example e{tokenizer.encode(text.source[i]), tokenizer.encode(text.target[i])};
-    if (e.source.size() > limit || e.target.size() > limit) {
+    Example e;
+    if (!encode_pair(tokenizer, text.source[i], text.target[i], side_limit(max_len), e)) {
       if (dropped) ++*dropped;
       if (!truncate) continue;
-      e.source.resize(std::min(e.source.size(), limit));
-      e.target.resize(std::min(e.target.size(), limit));
     }
     if (separator >= 0) e.source_positions = grid_positions(e.source, separator);
     examples.push_back(std::move(e));
@@ -411,13 +438,11 @@ int64_t write_lm_store(const std::string& text_path, const Tokenizer& tokenizer,
   int64_t empty = 0;
   for_each_line(text_path, [&](std::string& line, int64_t) {
     if (line.empty()) return void(++empty);
-    auto ids = tokenizer.encode(line);
-    ids.push_back(kEosId);
-    writer.append_tokens(ids);
+    writer.append_tokens(lm_line_ids(line, tokenizer));
   });
-  const uint64_t n = writer.tokens(), step = static_cast<uint64_t>(context);
-  for (uint64_t start = 0; start + 1 < n; start += step)  // as lm_chunks
-    writer.add_span(start, 0, static_cast<uint32_t>(std::min(n, start + step + 1) - start));
+  for_each_lm_chunk(static_cast<size_t>(writer.tokens()), context, [&](size_t start, size_t end) {
+    writer.add_span(start, 0, static_cast<uint32_t>(end - start));
+  });
   writer.finish();
   return empty;
 }
@@ -425,13 +450,12 @@ int64_t write_lm_store(const std::string& text_path, const Tokenizer& tokenizer,
 int64_t write_pair_store(const DataOptions& options, const std::string& split_path, const Tokenizer& tokenizer,
                          const std::string& path, int64_t* skipped_empty) {
   TokenStore::Writer writer(path);
-  const auto limit = static_cast<size_t>(options.max_len() - 1);  // as tokenize_pairs
   int64_t dropped = 0;
   for_each_pair(
       options, split_path,
       [&](std::string& src, std::string& tgt, int64_t) {
-        Example e{tokenizer.encode(src), tokenizer.encode(tgt), {}};
-        if (e.source.size() > limit || e.target.size() > limit) return void(++dropped);
+        Example e;
+        if (!encode_pair(tokenizer, src, tgt, side_limit(options.max_len()), e)) return void(++dropped);
         writer.add(e);
       },
       skipped_empty);

@@ -6,7 +6,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -115,7 +117,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   for (const auto& variant : variants)
     for (auto seed : spec.seeds) {
       Job job;
-      job.variant = variant.name;
+      job.variant = variant.name.empty() ? "base" : variant.name;
       job.seed = seed;
       job.dir = (fs::path(o.out_dir) / "runs" / (slug(variant.name) + ".seed" + std::to_string(seed))).string();
       job.log = job.dir + ".log";
@@ -168,12 +170,15 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
         std::_Exit(127);
       }
       running[pid] = {job, now_seconds()};
-      std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << (job.variant.empty() ? "base" : job.variant)
+      std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant
                 << " seed " << job.seed << " (log " << job.log << ")" << std::endl;
     }
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) continue;
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("ablate: waiting for runs failed: ") + std::strerror(errno));
+    }
     auto it = running.find(pid);
     if (it == running.end()) continue;
     const auto [job, began] = it->second;
@@ -181,9 +186,9 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     ++done;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!ok) ++failed;
-    const double per_run = (now_seconds() - start) / static_cast<double>(done) * static_cast<double>(jobs);
-    const double left = static_cast<double>(todo.size() - done) * per_run / static_cast<double>(jobs);
-    std::cout << "ablate: " << (ok ? "finished " : "FAILED ") << (job.variant.empty() ? "base" : job.variant)
+    // Runs have finished at this pace so far, `jobs` at a time.
+    const double left = (now_seconds() - start) / static_cast<double>(done) * static_cast<double>(todo.size() - done);
+    std::cout << "ablate: " << (ok ? "finished " : "FAILED ") << job.variant
               << " seed " << job.seed << " in " << format_duration(now_seconds() - began) << "; "
               << (todo.size() - done) << " left, ETA " << format_duration(left) << std::endl;
     if (!ok) std::cerr << "ablate: run failed, see " << job.log << std::endl;
@@ -193,7 +198,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   for (const auto& [job, config] : all) {
     if (!fs::exists(job.dir + "/ablation.done")) continue;
     auto r = read_run_result(job.dir, config, spec.eval_contexts);
-    r.variant = job.variant.empty() ? "base" : job.variant;
+    r.variant = job.variant;
     r.seed = job.seed;
     results.push_back(std::move(r));
   }

@@ -433,15 +433,15 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   if (launch.distributed())
     group = std::make_unique<DataParallel>(
         launch, device, std::chrono::milliseconds(static_cast<int64_t>(1000 * t.dist_timeout())));
-  const bool main = !group || group->is_main();  // rank 0 alone writes files and logs
-  std::ostream& log = main ? std::cout : null_stream();
+  const bool writer = !group || group->is_main();  // rank 0 alone writes files and logs
+  std::ostream& log = writer ? std::cout : null_stream();
   torch::manual_seed(static_cast<uint64_t>(t.seed()));
 
   auto data = load_training_data(config, run_dir, resume, group.get());
   auto& tokenizer = data.tokenizer;
   const ExampleSet& train_examples = *data.train;
   auto& valid_split = data.valid;
-  if (!resume && main) std::ofstream(paths.config) << dump_config(config);
+  if (!resume && writer) std::ofstream(paths.config) << dump_config(config);
 
   const TaskModel model = build_model(config, tokenizer->vocab_size());
   model->to(device);
@@ -468,14 +468,14 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   log << std::endl;
 
   std::unique_ptr<MetricsLog> metrics;
-  if (main) metrics = std::make_unique<MetricsLog>(paths.metrics);
+  if (writer) metrics = std::make_unique<MetricsLog>(paths.metrics);
   LossTotals window;
   double window_start = now_seconds();
   const double start = window_start;
   const int64_t first_step = progress.step;
   bool stop = false;
 
-  const bool terminal = main && isatty(STDOUT_FILENO);  // in-place progress; plain log lines otherwise
+  const bool terminal = writer && isatty(STDOUT_FILENO);  // in-place progress; plain log lines otherwise
   auto validate = [&] {
     if (valid_split.examples.empty()) return;
     auto v = evaluate_loss(model, valid_split.examples, t.max_tokens(), t.label_smoothing(), device);
@@ -483,7 +483,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
     const bool improved = loss < progress.best_valid;
     if (improved) progress.best_valid = loss, progress.bad_validations = 0;
     else ++progress.bad_validations;
-    if (main) {
+    if (writer) {
       std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", terminal ? "\r\033[K" : "",
                   static_cast<long>(progress.step), loss, ppl, improved ? " | best" : "");
       std::fflush(stdout);
@@ -536,7 +536,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
       attention_updated(*model, progress.step);
       window.add(update.loss, update.nll, update.tokens);
 
-      if (main && (progress.step % t.log_every() == 0 || progress.step == t.steps())) {
+      if (writer && (progress.step % t.log_every() == 0 || progress.step == t.steps())) {
         const double now = now_seconds();
         const double speed = window.tokens / std::max(now - window_start, 1e-9);
         const double per_step = (now - start) / static_cast<double>(progress.step - first_step);
@@ -565,12 +565,12 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
         log << "stopping on " << (signals.received() == SIGINT ? "SIGINT" : signals.received() == SIGTERM ? "SIGTERM" : "another rank's signal") << " after step "
             << progress.step << ": saving " << paths.last << " (resume with --resume)" << std::endl;
         next_epoch_if_done(plan);
-        if (main) save_checkpoint(paths.last, *model, &optimizer, progress);
+        if (writer) save_checkpoint(paths.last, *model, &optimizer, progress);
         return;
       }
       if (t.valid_every() > 0 && progress.step % t.valid_every() == 0) {
         validate();
-        if (main) {
+        if (writer) {
           save_checkpoint(paths.last, *model, &optimizer, progress);
           keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
         }
@@ -579,7 +579,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
     next_epoch_if_done(plan);
   }
   if (t.valid_every() == 0 || progress.step % t.valid_every() != 0) validate();
-  if (!main) return;
+  if (!writer) return;
   save_checkpoint(paths.last, *model, &optimizer, progress);
   keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
   write_loss_curve(paths.metrics, paths.dir + "/loss.svg");
