@@ -366,3 +366,39 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   EXPECT_NE(r.output.find(exp + ": variant model.position.type=rotray"), std::string::npos) << r.output;
   std::filesystem::remove_all(root);
 }
+
+TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
+  const auto root = fresh_dir("ablate_lm");
+  const auto text = write_temp((root / "text.txt").string(), "the cat sat on the mat\nthe dog sat on the log\n");
+  const auto exp = (root / "exp.yaml").string();
+  auto write_experiment = [&](const std::string& steps, const std::string& contexts) {
+    std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\n"
+                       << "set: [task=lm, data.format=text, tokenizer.type=byte, data.context=8, data.train=" << text
+                       << ", data.valid=" << text << ", data.test=" << text << ", train.steps=" << steps
+                       << ", train.valid_every=2, model.d_model=16, model.heads=2, model.d_ff=16,"
+                          " model.encoder_layers=1, model.decoder_layers=1]\n"
+                          "grid:\n  model.position.type: [rotary]\neval_contexts: ["
+                       << contexts << "]\n";
+  };
+  const auto out = (root / "out").string(), run_dir = out + "/runs/model.position.type=rotary.seed1";
+  write_experiment("3", "8");
+  auto r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx8.json"));
+  const auto trained = std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt");
+
+  write_experiment("3", "8, 16");  // the same runs, one more evaluation: no training
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 finished already, 1 to run"), std::string::npos) << r.output;
+  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx16.json"));
+  EXPECT_NE(read_text(out + "/results.md").find("test_ppl@16"), std::string::npos);
+
+  write_experiment("4", "8");  // another config in the same directory: trained again
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(read_text(run_dir + "/metrics.jsonl").find("\"step\":4"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/eval.test.ctx16.json"));
+  std::filesystem::remove_all(root);
+}

@@ -168,6 +168,12 @@ TEST_F(Corpus, TokenStoreMatchesInMemoryExamples) {
   EXPECT_EQ(chunks.size(), 3u);
   EXPECT_EQ(chunks.back().target.size(), 3u);
   EXPECT_EQ(lm_chunks(lines, *tokenizer, 4).back().target.size(), 3u);  // a shorter last chunk
+  // data.eval_tokens: the first 3 predicted tokens only, the same prefix of the stream
+  auto first3 = lm_chunks(lines, *tokenizer, 2, nullptr, 3);
+  ASSERT_EQ(first3.size(), 2u);
+  EXPECT_EQ(first3[0].target, chunks[0].target);
+  EXPECT_EQ(first3[1].target, std::vector<int64_t>(chunks[1].target.begin(), chunks[1].target.begin() + 2));
+  EXPECT_EQ(lm_chunks(lines, *tokenizer, 2, nullptr, 100).size(), chunks.size());
 
   std::filesystem::resize_file(store_path + ".index", 10);
   EXPECT_EQ(error_of([&] { TokenStore broken(store_path); }), store_path + ".index: truncated token store");

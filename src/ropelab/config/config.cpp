@@ -101,6 +101,7 @@ void describe(V& v, Config& c) {
     v("max_len", d.max_len());
     v("bucketing", d.bucketing());
     v("context", d.context());
+    v("eval_tokens", d.eval_tokens());
     v.choice("source_layout", d.source_layout(), parse_source_layout);
     v("row_separator", d.row_separator());
   });
@@ -480,6 +481,7 @@ void validate(const Config& c, const Reader& r) {
   require(c.tokenizer.vocab_size() >= 8, "tokenizer.vocab_size", c.tokenizer.vocab_size(), "must be >= 8");
   require(c.data.max_len() >= 3, "data.max_len", c.data.max_len(), "must be >= 3 (BOS, a token, EOS)");
   require(c.data.context() >= 1, "data.context", c.data.context(), "must be positive");
+  require(c.data.eval_tokens() >= 0, "data.eval_tokens", c.data.eval_tokens(), "must be >= 0 (0 = the whole split)");
   if (c.task == Task::lm) {
     require(c.data.format() == CorpusFormat::text, "data.format", to_string(c.data.format()),
             "cannot feed task lm (expected text)");

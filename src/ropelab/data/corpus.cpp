@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <numeric>
@@ -196,9 +197,11 @@ bool encode_pair(const Tokenizer& tokenizer, const std::string& src, const std::
 }  // namespace
 
 std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
-                               int64_t* empty) {
+                               int64_t* empty, int64_t max_tokens) {
   std::vector<int64_t> stream;
+  const auto limit = max_tokens > 0 ? static_cast<size_t>(max_tokens) + 1 : SIZE_MAX;  // + the first, unpredicted
   for (const auto& line : lines) {
+    if (stream.size() >= limit) break;
     if (line.empty()) {
       if (empty) ++*empty;
       continue;
@@ -206,6 +209,7 @@ std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Toke
     const auto ids = lm_line_ids(line, tokenizer);
     stream.insert(stream.end(), ids.begin(), ids.end());
   }
+  if (stream.size() > limit) stream.resize(limit);
   std::vector<Example> chunks;
   for_each_lm_chunk(stream.size(), context, [&](size_t start, size_t end) {
     chunks.push_back({{}, std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),

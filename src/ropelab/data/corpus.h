@@ -69,9 +69,10 @@ std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& t
 /// Language-model data: each non-empty line tokenized and ended by EOS, concatenated, cut
 /// into consecutive chunks of `context` predicted tokens (each chunk starts with the
 /// last token of the previous one, so every token after the first is predicted exactly
-/// once). Empty lines are counted in `*empty`.
+/// once). Empty lines are counted in `*empty`. With `max_tokens` > 0 the stream stops
+/// after that many predicted tokens.
 std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
-                               int64_t* empty = nullptr);
+                               int64_t* empty = nullptr, int64_t max_tokens = 0);
 
 /// Examples by index, for batching: in memory (ExampleView) or memory-mapped from disk
 /// (TokenStore), so a training corpus need not fit in memory.

@@ -31,6 +31,9 @@ struct DataOptions {
   TORCH_ARG(bool, bucketing) = true;
   /// Language models: tokens per training chunk (the context length).
   TORCH_ARG(int64_t, context) = 128;
+  /// Language models: validation and test perplexity over the first `eval_tokens` tokens
+  /// of the split (0 = all of it), so that long evaluation splits stay cheap in ablations.
+  TORCH_ARG(int64_t, eval_tokens) = 0;
   /// Translation: coordinates given to the encoder's position encoder.
   TORCH_ARG(SourceLayout, source_layout) = SourceLayout::sequence;
   /// `grid` layout: the text (one token) that ends a row.

@@ -61,7 +61,7 @@ EvalReport evaluate_split(LoadedRun& run, const std::string& path, const Transla
   if (run.model.lm) {  // perplexity over consecutive chunks of data.context tokens
     report.language_model = true;
     const auto chunks = lm_chunks(read_text_lines(path), *run.tokenizer, run.config.data.context(),
-                                  &report.skipped_empty);
+                                  &report.skipped_empty, run.config.data.eval_tokens());
     report.sentences = static_cast<int64_t>(chunks.size());
     const double start = now_seconds();
     const auto totals = evaluate_loss(run.model, chunks, run.config.train.max_tokens(), 0.0, device);

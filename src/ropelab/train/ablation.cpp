@@ -123,14 +123,37 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       job.log = job.dir + ".log";
       const auto config = variant_config(spec, variant, seed);
       all.emplace_back(job, config);
-      if (fs::exists(job.dir + "/ablation.done")) continue;
       const std::string exe = quote(o.executable);
       const std::string runtime =
           " --threads " + std::to_string(threads) + (o.device.empty() ? "" : " --device " + quote(o.device));
+      // The test evaluations this experiment asks for; with `missing_only`, those not on disk.
+      auto evaluations = [&](bool missing_only) {
+        std::string evals;
+        auto add = [&](const std::string& file, const std::string& args) {
+          if (missing_only && fs::exists(job.dir + "/" + file)) return;
+          evals += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + args + runtime + " >> " +
+                   quote(job.log) + " 2>&1";
+        };
+        if (config.task == Task::lm) {
+          for (auto c : contexts_for(config, spec.eval_contexts))
+            add("eval.test.ctx" + std::to_string(c) + ".json", " --context " + std::to_string(c));
+        } else {
+          add("eval.test.json", "");
+        }
+        return evals;
+      };
+      const bool same = same_experiment(job.dir, config);
+      if (fs::exists(job.dir + "/ablation.done") && same) {
+        const auto missing = evaluations(true);  // a finished run: only evaluations it lacks
+        if (missing.empty()) continue;
+        job.command = "true" + missing + " && touch " + quote(job.dir + "/ablation.done");
+        todo.push_back(job);
+        continue;
+      }
       std::string train = exe + " train";
-      if (fs::exists(job.dir + "/checkpoint_last.pt") && same_experiment(job.dir, config)) {
+      if (fs::exists(job.dir + "/checkpoint_last.pt") && same) {
         train += " --resume";  // an interrupted run of this very config continues
-      } else {
+      } else {  // new, or made by another config: start over
         train = "rm -rf " + quote(job.dir) + " && " + train;
         for (const auto& f : spec.base) train += " " + quote(f);
         for (const auto& s : spec.set) train += " --set " + quote(s);
@@ -138,15 +161,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
         train += " --set train.seed=" + std::to_string(seed);
       }
       train += runtime + " -o " + quote(job.dir);
-      std::string command = train + " > " + quote(job.log) + " 2>&1";
-      if (config.task == Task::lm) {
-        for (auto c : contexts_for(config, spec.eval_contexts))
-          command += " && " + exe + " eval --run " + quote(job.dir) + " --split test --context " +
-                     std::to_string(c) + runtime + " >> " + quote(job.log) + " 2>&1";
-      } else {
-        command += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + runtime + " >> " +
-                   quote(job.log) + " 2>&1";
-      }
+      const std::string command = train + " > " + quote(job.log) + " 2>&1" + evaluations(false);
       job.command = command + " && touch " + quote(job.dir + "/ablation.done");
       todo.push_back(job);
     }

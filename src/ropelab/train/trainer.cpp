@@ -340,7 +340,8 @@ TrainingData load_training_data(const Config& config, const std::string& run_dir
     const int64_t empty = builder ? write_lm_store(d.train(), *data.tokenizer, d.context(), store_path) : 0;
     data.train = std::make_unique<TokenStore>(store_path);
     if (!d.valid().empty())
-      data.valid.examples = lm_chunks(read_text_lines(d.valid()), *data.tokenizer, d.context(), &data.valid.empty);
+      data.valid.examples = lm_chunks(read_text_lines(d.valid()), *data.tokenizer, d.context(), &data.valid.empty,
+                                      d.eval_tokens());
     log << "data: " << data.train->size() << " training chunks of " << d.context() << " tokens (" << empty
               << " empty lines skipped), " << data.valid.examples.size() << " validation chunks; vocabulary "
               << data.tokenizer->vocab_size() << std::endl;
