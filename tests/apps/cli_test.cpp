@@ -371,14 +371,15 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   const auto root = fresh_dir("ablate_lm");
   const auto text = write_temp((root / "text.txt").string(), "the cat sat on the mat\nthe dog sat on the log\n");
   const auto exp = (root / "exp.yaml").string();
-  auto write_experiment = [&](const std::string& steps, const std::string& contexts) {
+  auto write_experiment = [&](const std::string& steps, const std::string& contexts,
+                              const std::string& grid = "  model.position.type: [rotary]\n") {
     std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\n"
                        << "set: [task=lm, data.format=text, tokenizer.type=byte, data.context=8, data.train=" << text
                        << ", data.valid=" << text << ", data.test=" << text << ", train.steps=" << steps
                        << ", train.valid_every=2, model.d_model=16, model.heads=2, model.d_ff=16,"
                           " model.encoder_layers=1, model.decoder_layers=1]\n"
-                          "grid:\n  model.position.type: [rotary]\neval_contexts: ["
-                       << contexts << "]\n";
+                          "grid:\n"
+                       << grid << "eval_contexts: [" << contexts << "]\n";
   };
   const auto out = (root / "out").string(), run_dir = out + "/runs/model.position.type=rotary.seed1";
   write_experiment("3", "8");
@@ -394,6 +395,15 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx16.json"));
   EXPECT_NE(read_text(out + "/results.md").find("test_ppl@16"), std::string::npos);
+
+  // another experiment in the same directory: its variant with this config reuses the run
+  write_experiment("3", "8", "  model.attention.type: [softmax]\n  model.position.type: [rotary]\n");
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 finished already, 0 to run"), std::string::npos) << r.output;
+  EXPECT_NE(read_text(out + "/results.md").find("| model.attention.type=softmax,model.position.type=rotary | 1 |"),
+            std::string::npos)
+      << read_text(out + "/results.md");
 
   write_experiment("4", "8");  // another config in the same directory: trained again
   r = run("ablate " + exp + " -o " + out + " --threads 1");

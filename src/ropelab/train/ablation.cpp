@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -112,6 +113,13 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
                     : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / jobs);
   fs::create_directories(fs::path(o.out_dir) / "runs");
 
+  // Finished runs in this directory, of any experiment: a variant whose config equals one of
+  // them reuses it, so experiments run into one directory share their common runs.
+  std::vector<std::string> finished;
+  for (const auto& entry : fs::directory_iterator(fs::path(o.out_dir) / "runs"))
+    if (entry.is_directory() && fs::exists(entry.path() / "ablation.done")) finished.push_back(entry.path().string());
+  std::sort(finished.begin(), finished.end());
+
   std::vector<Job> todo;
   std::vector<std::pair<Job, Config>> all;
   for (const auto& variant : variants)
@@ -122,6 +130,12 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       job.dir = (fs::path(o.out_dir) / "runs" / (slug(variant.name) + ".seed" + std::to_string(seed))).string();
       job.log = job.dir + ".log";
       const auto config = variant_config(spec, variant, seed);
+      if (!fs::exists(job.dir + "/ablation.done"))
+        for (const auto& other : finished)
+          if (same_experiment(other, config)) {
+            job.dir = other, job.log = other + ".log";
+            break;
+          }
       all.emplace_back(job, config);
       const std::string exe = quote(o.executable);
       const std::string runtime =
