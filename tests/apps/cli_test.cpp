@@ -154,6 +154,62 @@ TEST(Cli, EvalWritesHypothesesAndScoresAndAverageCombinesCheckpoints) {
       << r.output;
 }
 
+// Every broken file of a run directory: exit 1 and one line naming the file.
+TEST(Cli, BrokenRunFilesGiveOneLineNamingTheFile) {
+  const auto root = fresh_dir("broken");
+  const auto good = (root / "good").string();
+  std::filesystem::copy(micro_run(), good, std::filesystem::copy_options::recursive);
+  struct Case {
+    std::string what, file, contents, expected;
+    int code = 1;  // config errors: 2
+  };
+  const std::string vocab = read_text(good + "/vocab.txt");
+  const std::string specials = vocab.substr(0, vocab.find("gato"));  // specials and a few words
+  const std::vector<Case> cases = {
+      {"vocabulary of another size", "vocab.txt", specials, "/checkpoint_last.pt: embedding.weight has shape"},
+      {"missing vocabulary", "vocab.txt", "", "/vocab.txt: missing word vocabulary"},
+      {"foreign vocabulary", "vocab.txt", "a\nb\n", "/vocab.txt: not a ropelab vocabulary"},
+      {"missing SentencePiece model", "config.yaml", "", "/spm.model: missing SentencePiece model"},
+      {"corrupt SentencePiece model", "spm.model", "not a model", "/spm.model: cannot load SentencePiece model"},
+      {"foreign checkpoint", "checkpoint_last.pt", "PK\x03\x04 not a zip", "/checkpoint_last.pt: not a readable"},
+      {"truncated checkpoint", "checkpoint_last.pt", "", "/checkpoint_last.pt: not a readable"},
+      {"unknown config key", "config.yaml", "", "/config.yaml: unknown key model.d_modle (did you mean model.d_model?)",
+       2},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const auto dir = (root / "broken").string();
+    std::filesystem::remove_all(dir);
+    std::filesystem::copy(good, dir, std::filesystem::copy_options::recursive);
+    const auto file = dir + "/" + c.file;
+    if (c.what == "missing vocabulary") {
+      std::filesystem::remove(file);
+    } else if (c.what == "truncated checkpoint") {
+      std::filesystem::resize_file(file, std::filesystem::file_size(file) - 100);
+    } else if (c.file == "config.yaml") {
+      auto config = read_text(file);
+      if (c.what == "unknown config key") {
+        config.replace(config.find("d_model"), 7, "d_modle");
+      } else {
+        config.replace(config.find("type: word"), 10, "type: sentencepiece");
+      }
+      std::ofstream(file) << config;
+    } else {
+      std::ofstream(file) << c.contents;
+    }
+    if (c.file == "spm.model") {
+      auto config = read_text(dir + "/config.yaml");
+      config.replace(config.find("type: word"), 10, "type: sentencepiece");
+      std::ofstream(dir + "/config.yaml") << config;
+    }
+    auto r = run("eval --run " + dir + " --checkpoint last");
+    EXPECT_EQ(r.code, c.code) << r.output;
+    EXPECT_NE(r.output.find(dir + c.expected), std::string::npos) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  }
+  std::filesystem::remove_all(root);
+}
+
 TEST(Cli, ScorePrintsSacrebleuLinesAndRejectsBadFiles) {
   const auto ref = write_temp("ropelab_ref.txt", "The cat sat on the mat.\n");
   const auto hyp = write_temp("ropelab_hyp.txt", "The cat sat on the mat.\n");

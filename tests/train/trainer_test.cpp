@@ -8,8 +8,14 @@
 
 #include "../test_util.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 using namespace ropelab;
 using ropelab::testing::error_of;
@@ -87,6 +93,70 @@ TEST_F(Training, CheckpointRoundTripAndClearErrors) {
             cut + ": not a readable ropelab checkpoint (corrupt, truncated or foreign)");
   EXPECT_EQ(error_of([&] { load_checkpoint((dir_ / "none.pt").string(), *other); }),
             (dir_ / "none.pt").string() + ": checkpoint not found");
+}
+
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+// A full disk, as a file-size limit makes it (writes past 2 KiB fail with EFBIG): the save
+// fails with one line naming the file, and the previous checkpoint is untouched.
+TEST_F(Training, AFailedSaveKeepsThePreviousCheckpoint) {
+  Seq2Seq model(tiny_options());
+  const auto path = (dir_ / "c.pt").string();
+  save_checkpoint(path, *model, nullptr, Progress{});
+  const auto before = file_bytes(path);
+  ASSERT_GT(before.size(), 2048u);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model->parameters()) p.add_(1.0);
+  }
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 2048;
+  const auto handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const auto message = error_of([&] { save_checkpoint(path, *model, nullptr, Progress{}); });
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, handler);
+  EXPECT_EQ(message.rfind(path + ": cannot write checkpoint (disk full?)", 0), 0u) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  EXPECT_EQ(file_bytes(path), before);
+}
+
+// SIGKILL at arbitrary moments of a process that saves over and over: whatever the moment,
+// the checkpoint on disk loads (the old one or the new one, never a torn file).
+TEST_F(Training, KillingASaveLeavesALoadableCheckpoint) {
+  Seq2Seq model(tiny_options().d_model(64).d_ff(256));
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+  const auto path = (dir_ / "k.pt").string();
+  Progress p;
+  save_checkpoint(path, *model, &adam, p);
+  for (int trial = 0; trial < 12; ++trial) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (p.step = 1;; ++p.step) save_checkpoint(path, *model, &adam, p);
+    }
+    ::usleep(static_cast<useconds_t>(3000 + 7919 * trial % 40000));  // spread over several saves
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status));
+    Seq2Seq other(tiny_options().d_model(64).d_ff(256));
+    torch::optim::Adam other_adam(other->parameters(), torch::optim::AdamOptions(1e-3));
+    Progress q;
+    EXPECT_NO_THROW(load_checkpoint(path, *other, &other_adam, &q)) << "trial " << trial;
+  }
 }
 
 // A tiny model memorises eight pairs. Before training the per-token NLL is about

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -37,14 +39,32 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   for (size_t i = 0; i < 4; ++i) archive.write(kProgressKeys[i], torch::tensor(values[i]));
   archive.write("progress.best_valid", torch::tensor(progress.best_valid, torch::kDouble));
 
+  // Written through our own descriptor: LibTorch's file writer throws from its destructor
+  // when a write fails (a full disk), which terminates the process. Write errors are kept
+  // and reported once the archive is complete.
   const auto tmp = path + ".tmp";
-  try {
-    archive.save_to(tmp);
-  } catch (const c10::Error& e) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(path + ": cannot write checkpoint: " + std::strerror(errno));
+  int error = 0;
+  archive.save_to([&](const void* data, size_t n) -> size_t {
+    const char* p = static_cast<const char*>(data);
+    for (size_t left = n; left > 0 && error == 0;) {
+      const ssize_t w = ::write(fd, p, left);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        error = errno;
+      } else {
+        p += w, left -= static_cast<size_t>(w);
+      }
+    }
+    return n;
+  });
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) {
     std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot write checkpoint (disk full?): " + e.what_without_backtrace());
+    throw std::runtime_error(path + ": cannot write checkpoint (disk full?): " + std::strerror(error));
   }
-  fsync_path(tmp);
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw std::runtime_error(path + ": cannot rename checkpoint into place: " + ec.message());
