@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo demo-tiny clean sanitize format
+.PHONY: all deps configure build test demo demo-tiny clean sanitize fuzz format
 
 all: build
 
@@ -35,8 +35,17 @@ sanitize: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
+# libFuzzer (clang, with ASan and UBSan) on the config loader, the corpus readers and the
+# BLEU/chrF scorer, FUZZ_SECONDS each, from the seeds in fuzz/seeds; findings fail the target.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@bash scripts/install_deps.sh fuzz
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROPELAB_FUZZ=ON -DROPELAB_TESTS=OFF
+	cmake --build build-fuzz -j $(JOBS) --target ropelab_fuzz_config ropelab_fuzz_corpus ropelab_fuzz_bleu
+	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz

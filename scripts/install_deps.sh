@@ -19,6 +19,9 @@ packages=(
   python3-torch         # PyTorch Python on the same LibTorch: op-loading test, speed comparisons
 )
 
+# `install_deps.sh fuzz` (make fuzz): clang, its libFuzzer/sanitizer runtimes and OpenMP
+[ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev libomp-14-dev)
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

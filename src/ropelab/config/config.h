@@ -34,9 +34,11 @@ struct Config {
 };
 
 /// A user mistake in a config; what() is one line naming the file and key.
+/// A config mistake, as one line: control characters echoed from the input (a newline in
+/// a --set value, say) are escaped.
 class ConfigError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ConfigError(const std::string& message);
 };
 
 struct ConfigSources {

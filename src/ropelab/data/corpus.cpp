@@ -60,7 +60,7 @@ class LineReader {
     if (!std::getline(in_, line)) return false;
     ++number_;
     if (number_ == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    while (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF, and stray CRs before it
     if (!valid_utf8(line)) throw std::runtime_error(path_ + ":" + std::to_string(number_) + ": invalid UTF-8");
     return true;
   }
