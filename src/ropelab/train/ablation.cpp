@@ -237,9 +237,14 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
 
 void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunResult>& results,
                             const std::string& out_dir, const std::string& command) {
-  std::vector<std::string> metrics;  // column order: as the first result lists them
+  std::vector<std::string> metrics;  // column order: by name, numbers by value (test_ppl@256 before @1024)
   if (!results.empty())
     for (const auto& [name, value] : results.front().metrics) metrics.push_back(name);
+  std::stable_sort(metrics.begin(), metrics.end(), [](const std::string& a, const std::string& b) {
+    const auto pa = a.find('@'), pb = b.find('@');
+    if (pa == std::string::npos || pb == std::string::npos || a.compare(0, pa, b, 0, pb) != 0) return a < b;
+    return std::atol(a.c_str() + pa + 1) < std::atol(b.c_str() + pb + 1);
+  });
   {
     std::ofstream csv(fs::path(out_dir) / "results.csv");
     csv << "variant,seed";
