@@ -3,6 +3,7 @@
 
 #include "ropelab/data/corpus.h"
 #include "ropelab/decode/search.h"
+#include "ropelab/train/ablation.h"
 #include "ropelab/train/checkpoint.h"
 #include "ropelab/train/run.h"
 
@@ -276,4 +277,21 @@ TEST_F(Training, NonFiniteLossSkipsTheUpdate) {
   EXPECT_TRUE(bad.skipped);
   EXPECT_TRUE(torch::equal(model->embedding->weight, poisoned));  // no step taken
   for (const auto& p : model->parameters()) EXPECT_TRUE(!p.grad().defined() || p.grad().abs().sum().item<double>() == 0);
+}
+
+// A resumed run's metrics restart elapsed_s at zero; the ablation table's train_s sums
+// the segments instead of reporting only the last one.
+TEST_F(Training, AblationTrainingTimeSumsResumedSegments) {
+  write("metrics.jsonl",
+        "{\"event\":\"train\",\"step\":100,\"elapsed_s\":40}\n"
+        "{\"event\":\"valid\",\"step\":100,\"loss\":2.5,\"ppl\":12.0}\n"
+        "{\"event\":\"train\",\"step\":200,\"elapsed_s\":90}\n"
+        "{\"event\":\"train\",\"step\":300,\"elapsed_s\":30}\n"  // resumed at step 200
+        "{\"event\":\"valid\",\"step\":300,\"loss\":2.0,\"ppl\":7.5}\n");
+  write("eval.test.json", "{\"bleu\":12.5,\"chrf\":30.0,\"perplexity\":20.0}\n");
+  const auto r = read_run_result(dir_.string(), Config(), {});
+  EXPECT_DOUBLE_EQ(r.metrics.at("train_s"), 120.0);
+  EXPECT_DOUBLE_EQ(r.metrics.at("valid_ppl"), 7.5);
+  EXPECT_DOUBLE_EQ(r.metrics.at("test_bleu"), 12.5);
+  EXPECT_EQ(r.curve.size(), 2u);
 }
