@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Training throughput of the ablation LM (experiments/lm_sotu_char_small.yaml) for each
+# position encoding and for the Performer, on fixed-shape batches (32 x 128 bytes), one
+# thread. Variants are interleaved over REPEATS rounds so drifting machine load affects
+# them alike; prints every round and the median.
+#   bash bench/lm_positions_speed.sh [REPEATS] [BUILD]
+set -euo pipefail
+repeats=${1:-3}
+build=${2:-build}
+config=experiments/lm_sotu_char_small.yaml
+performer="model.attention={type: performer, num_features: 128, chunk_size: 32}"
+variants=("learned" "sinusoidal" "t5_bias" "rotary" "none" "performer learned" "performer rotary")
+declare -A runs
+for ((r = 1; r <= repeats; ++r)); do
+  for v in "${variants[@]}"; do
+    args=(--set "model.position.type=${v##* }")
+    [[ $v == performer* ]] && args+=(--set "$performer")
+    tps=$("$build/ropelab" bench train "$config" "${args[@]}" --vocab 256 --batch 32 --length 128 \
+          --threads 1 --steps 20 --json | sed -n 's/.*"target_tokens_per_s":\([0-9.]*\).*/\1/p')
+    runs[$v]+="$tps "
+  done
+done
+printf '| variant | target tokens/s per round | median |\n|---|---|---|\n'
+for v in "${variants[@]}"; do
+  median=$(tr ' ' '\n' <<<"${runs[$v]}" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  printf '| %s | %s | %.0f |\n' "$v" "$(printf '%.0f ' ${runs[$v]})" "$median"
+done
