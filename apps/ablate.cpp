@@ -20,9 +20,9 @@ void add_ablate(CLI::App& cli) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--out", a->out_dir, "output directory (default: runs/ablate/EXPERIMENT_NAME)");
-  cmd->add_option("--jobs", a->options.jobs, "runs at a time")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--jobs", a->options.jobs, "runs at a time")->check(positive())->capture_default_str();
   cmd->add_option("--threads", a->options.threads, "threads per run (0 = cores / jobs)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(nonnegative())
       ->capture_default_str();
   cmd->add_option("--device", a->options.device, "device for every run (default: the configs')");
   cmd->callback([a] {

@@ -81,7 +81,7 @@ void add_bench_decode(CLI::App& bench) {
   cmd->add_option("--run", a->run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--split", a->split, "test | valid | FILE")->capture_default_str();
   cmd->add_option("--checkpoint", a->checkpoint, "best | last | FILE")->capture_default_str();
-  cmd->add_option("--beam", a->beam, "beam size")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--beam", a->beam, "beam size")->check(positive())->capture_default_str();
   cmd->add_flag("--json", a->json, "one JSON object");
   a->flags.add_to(*cmd);
   cmd->callback([a] {
@@ -121,7 +121,7 @@ void add_bench_rotary(CLI::App& bench) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--shape", a->shape, "T,B,H,Dh of q and k (the seed's layout)")->delimiter(',')->expected(4);
-  cmd->add_option("--repeats", a->repeats, "timed repeats (median reported)")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--repeats", a->repeats, "timed repeats (median reported)")->check(positive())->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "float | double | bfloat16")
       ->check(CLI::IsMember({"float", "double", "bfloat16"}))
       ->capture_default_str();
@@ -173,14 +173,14 @@ void add_bench_attention(CLI::App& bench) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--seq", a->seq, "sequence lengths")->delimiter(',');
-  cmd->add_option("--batch", a->options.batch, "B")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--heads", a->options.heads, "H")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--head-dim", a->options.head_dim, "Dh")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch", a->options.batch, "B")->check(positive())->capture_default_str();
+  cmd->add_option("--heads", a->options.heads, "H")->check(positive())->capture_default_str();
+  cmd->add_option("--head-dim", a->options.head_dim, "Dh")->check(positive())->capture_default_str();
   cmd->add_option("--features", a->options.features, "Performer random features m")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   cmd->add_option("--repeats", a->options.repeats, "timed repeats (median reported)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   cmd->add_option("--mode", a->modes, "bidirectional | causal | both")
       ->check(CLI::IsMember({"bidirectional", "causal", "both"}))

@@ -21,6 +21,11 @@ struct RuntimeFlags {
   std::string device_or(const std::string& fallback) const { return device.empty() ? fallback : device; }
 };
 
+/// Number checks for flags whose failure reads "--beam: must be > 0, got 0" (CLI11's own
+/// PositiveNumber/NonNegativeNumber print their range as 300-digit doubles).
+CLI::Validator positive();
+CLI::Validator nonnegative();
+
 /// The process's command line, as main() received it.
 std::vector<std::string>& command_line();
 

@@ -25,13 +25,13 @@ struct DecodeFlags {
   int64_t max_tokens = 2048;
   void add_to(CLI::App& app) {
     app.add_option("--beam", beam, "beam size (1 = greedy; default: the run's decode.beam)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     app.add_option("--lenpen", lenpen, "length penalty alpha (default: the run's decode.lenpen)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(nonnegative());
     app.add_option("--lenpen-formula", formula, "gnmt: ((5+|Y|)/6)^alpha | average: |Y|^alpha")
         ->check(CLI::IsMember({"gnmt", "average"}));
     app.add_option("--max-tokens", max_tokens, "source tokens per decoding batch")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     app.add_flag("--no-cache", no_cache, "recompute the decoder over the whole prefix each step (slow; for comparison)");
   }
@@ -77,7 +77,7 @@ void add_translate(CLI::App& cli) {
   a->add_to(*cmd);
   cmd->add_option("--input", a->input, "file to translate (default: stdin)")->check(CLI::ExistingFile);
   cmd->add_option("--batch", a->batch, "lines per batch; output is flushed after each")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   cmd->callback([a] {
     torch::Device device(torch::kCPU);
@@ -120,7 +120,7 @@ void add_eval(CLI::App& cli) {
   cmd->add_option("--split", a->split, "test | valid | a file in the run's data format")->capture_default_str();
   cmd->add_option("--context", a->context,
                   "language models: evaluate in chunks of N tokens (default: the run's data.context)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   cmd->callback([a] {
     torch::Device device(torch::kCPU);
     auto run = a->open(&device);
@@ -178,13 +178,13 @@ void add_generate(CLI::App& cli) {
   a->add_to(*cmd);
   cmd->add_option("--prompt", a->prompts, "prompt text (repeatable; default: one prompt per stdin line)");
   cmd->add_option("--max-new", a->options.max_tokens, "tokens to generate at most")
-      ->check(CLI::PositiveNumber)
+      ->check(positive())
       ->capture_default_str();
   cmd->add_option("--temperature", a->options.temperature, "0 = greedy")
-      ->check(CLI::NonNegativeNumber)
+      ->check(nonnegative())
       ->capture_default_str();
   cmd->add_option("--top-k", a->options.top_k, "sample among the k likeliest (0 = all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(nonnegative())
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
   cmd->callback([a] {

@@ -16,6 +16,28 @@ std::vector<std::string>& ropelab::apps::command_line() {
   return args;
 }
 
+namespace ropelab::apps {
+namespace {
+
+CLI::Validator at_least_zero(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
+        if (zero_allowed ? value >= 0 : value > 0) return {};
+        return std::string(zero_allowed ? "must be >= 0" : "must be > 0") + ", got " + text;
+      },
+      zero_allowed ? "NONNEGATIVE" : "POSITIVE");
+}
+
+}  // namespace
+
+CLI::Validator positive() { return at_least_zero(false); }
+CLI::Validator nonnegative() { return at_least_zero(true); }
+
+}  // namespace ropelab::apps
+
 int main(int argc, char** argv) {
   ropelab::apps::ensure_runtime_env(argv);
   ropelab::apps::command_line().assign(argv, argv + argc);
@@ -35,10 +57,26 @@ int main(int argc, char** argv) {
   ropelab::apps::add_average(cli);
   ropelab::apps::add_bench(cli);
   ropelab::apps::add_ablate(cli);
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const auto* sub : cli.get_subcommands({})) {
+      names += (names.empty() ? "" : " | ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::cerr << who << ": usage error: unknown command '" << argv[1] << "' (expected " << names << ")" << std::endl;
+      return 2;
+    }
+  }
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return cli.exit(e);
+    if (e.get_exit_code() == 0) return cli.exit(e);  // --help, --version
+    std::string message = e.what();
+    for (auto& c : message) c = c == '\n' ? ' ' : c;
+    std::cerr << who << ": usage error: " << message << " (see --help)" << std::endl;
+    return 2;
   } catch (const ropelab::ConfigError& e) {
     std::cerr << who << ": config error: " << e.what() << std::endl;
     return 2;

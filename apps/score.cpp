@@ -63,7 +63,7 @@ void add_average(CLI::App& cli) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--run", a->run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
-  cmd->add_option("--last", a->last, "how many of the newest checkpoints")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--last", a->last, "how many of the newest checkpoints")->check(positive())->capture_default_str();
   cmd->add_option("-o,--output", a->output, "output file (default: RUN/checkpoint_avgN.pt)");
   cmd->callback([a] {
     RunPaths paths(a->run_dir);

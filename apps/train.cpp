@@ -20,7 +20,7 @@ namespace ropelab::apps {
 
 void RuntimeFlags::add_to(CLI::App& app) {
   app.add_option("--device", device, "cpu | cuda | cuda:N");
-  app.add_option("--threads", threads, "intra-op threads, 0 = all cores")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads, "intra-op threads, 0 = all cores")->check(nonnegative());
 }
 
 void RuntimeFlags::append_overrides(std::vector<std::string>& overrides) const {
@@ -130,7 +130,7 @@ void add_train(CLI::App& cli) {
   cmd->add_flag("--dump-config", a->dump, "print the merged config as YAML and exit");
   cmd->add_option("--nproc", a->nproc,
                   "data-parallel: start N local workers (torchrun-style; Gloo on CPU, NCCL on CUDA)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive());
   a->flags.add_to(*cmd);
   cmd->callback([a] {
     if (a->nproc > 1 && !a->dump && !std::getenv("RANK")) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -88,8 +89,23 @@ TEST(Cli, ExtraConfigFilesApplyAfterThePositionalOne) {
 }
 
 TEST(Cli, BadFlagsAndDevicesFail) {
-  EXPECT_NE(run("train --no-such-flag").code, 0);
-  EXPECT_NE(run("frobnicate").code, 0);
+  // flag mistakes: one line naming the flag, exit 2
+  const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
+  const std::pair<std::string, std::string> flag_cases[] = {
+      {"train " + demo + " --no-such-flag", "ropelab: usage error: The following argument was not expected: --no-such-flag"},
+      {"frobnicate", "ropelab: usage error: unknown command 'frobnicate' (expected train | translate | eval"},
+      {"train /nonexistent/config.yaml", "ropelab: usage error: config: File does not exist: /nonexistent/config.yaml"},
+      {"train " + demo + " --threads -1", "ropelab: usage error: --threads: must be >= 0, got -1"},
+      {"eval --run /tmp --beam 0", "ropelab: usage error: --beam: must be > 0, got 0"},
+      {"eval --run /tmp --beam two", "ropelab: usage error: --beam: 'two' is not a number"},
+  };
+  for (const auto& [args, line] : flag_cases) {
+    const auto r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind(line, 0), 0u) << args << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << "\n" << r.output;
+  }
+  EXPECT_EQ(run("--help").code, 0);
   auto path = write_temp("ropelab_cli_dev.yaml", "data:\n  train: /nonexistent.tsv\n");
   auto r = run("train " + path + " --device cuda:7 -o /tmp/ropelab_cli_run");
   EXPECT_EQ(r.code, 1);
@@ -170,7 +186,7 @@ TEST(Cli, BrokenRunFilesGiveOneLineNamingTheFile) {
       {"missing vocabulary", "vocab.txt", "", "/vocab.txt: missing word vocabulary"},
       {"foreign vocabulary", "vocab.txt", "a\nb\n", "/vocab.txt: not a ropelab vocabulary"},
       {"missing SentencePiece model", "config.yaml", "", "/spm.model: missing SentencePiece model"},
-      {"corrupt SentencePiece model", "spm.model", "not a model", "/spm.model: cannot load SentencePiece model"},
+      {"corrupt SentencePiece model", "spm.model", "not a model", "/spm.model: cannot load SentencePiece model: not a SentencePiece model (corrupt or foreign)"},
       {"foreign checkpoint", "checkpoint_last.pt", "PK\x03\x04 not a zip", "/checkpoint_last.pt: not a readable"},
       {"truncated checkpoint", "checkpoint_last.pt", "", "/checkpoint_last.pt: not a readable"},
       {"unknown config key", "config.yaml", "", "/config.yaml: unknown key model.d_modle (did you mean model.d_model?)",

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -165,7 +167,12 @@ class SentencePieceTokenizer : public Tokenizer {
   explicit SentencePieceTokenizer(const std::string& model_path) : path_(model_path) {
     char error[512] = {0};
     processor_ = shim().load(model_path.c_str(), error, sizeof error);
-    if (!processor_) throw std::runtime_error(model_path + ": cannot load SentencePiece model: " + error);
+    if (!processor_) {
+      // SentencePiece reports a file that does not parse with its own source location.
+      std::string reason = std::strstr(error, "ParseFromArray") ? "not a SentencePiece model (corrupt or foreign)" : error;
+      while (!reason.empty() && std::isspace(static_cast<unsigned char>(reason.back()))) reason.pop_back();
+      throw std::runtime_error(model_path + ": cannot load SentencePiece model: " + reason);
+    }
   }
   ~SentencePieceTokenizer() override { shim().free(processor_); }
   SentencePieceTokenizer(const SentencePieceTokenizer&) = delete;
