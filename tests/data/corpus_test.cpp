@@ -52,7 +52,7 @@ TEST_F(Corpus, BatchesRespectTheTokenBudgetAndCoverEveryExample) {
   std::vector<Example> examples;
   for (int i = 0; i < 200; ++i)
     examples.push_back({std::vector<int64_t>(static_cast<size_t>(1 + i % 17), 5),
-                        std::vector<int64_t>(static_cast<size_t>(1 + i % 13), 6)});
+                        std::vector<int64_t>(static_cast<size_t>(1 + i % 13), 6), {}});
   for (bool bucketing : {true, false}) {
     auto plan = plan_batches(examples, 64, bucketing, 7);
     std::vector<int> seen(examples.size(), 0);
@@ -77,7 +77,7 @@ TEST_F(Corpus, BatchesRespectTheTokenBudgetAndCoverEveryExample) {
 }
 
 TEST_F(Corpus, CollateAddsBosAndEosAndShiftsTarget) {
-  std::vector<Example> examples = {{{10, 11}, {20, 21, 22}}, {{12}, {23}}};
+  std::vector<Example> examples = {{{10, 11}, {20, 21, 22}, {}}, {{12}, {23}, {}}};
   auto b = collate(examples, {0, 1}, torch::kCPU);
   ASSERT_EQ(kPadId, 0);
   ASSERT_EQ(kBosId, 2);
