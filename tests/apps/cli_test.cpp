@@ -421,6 +421,7 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   EXPECT_NE(r.output.find("2 variants x 2 seeds = 4 runs"), std::string::npos) << r.output;
   const std::string table = read_text(out + "/results.md");
   EXPECT_NE(table.find("| model.position.type=sinusoidal | 2 |"), std::string::npos) << table;
+  EXPECT_NE(table.find("±", table.find("|---")), std::string::npos) << table;  // two seeds: mean ± sd
   EXPECT_NE(table.find("| model.position.type=rotary | 2 |"), std::string::npos) << table;
   EXPECT_NE(table.find("test_bleu"), std::string::npos) << table;
   EXPECT_TRUE(std::filesystem::exists(out + "/valid_curves.svg"));
@@ -468,6 +469,8 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx16.json"));
   EXPECT_NE(read_text(out + "/results.md").find("test_ppl@8 | test_ppl@16 |"), std::string::npos)
       << read_text(out + "/results.md");  // contexts in numeric order
+  const auto one_seed = read_text(out + "/results.md");
+  EXPECT_EQ(one_seed.find("±", one_seed.find("|---")), std::string::npos) << one_seed;  // one seed: no spread shown
 
   // another experiment in the same directory: its variant with this config reuses the run
   write_experiment("3", "8", "  model.attention.type: [softmax]\n  model.position.type: [rotary]\n");

@@ -266,7 +266,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   for (const auto& r : results)
     if (std::find(order.begin(), order.end(), r.variant) == order.end()) order.push_back(r.variant);
   std::ofstream md(fs::path(out_dir) / "results.md");
-  md << "# " << spec.path << "\n\n`" << command << "`\n\nMean ± sample standard deviation over seeds (n = seeds).\n\n";
+  md << "# " << spec.path << "\n\n`" << command << "`\n\nMean ± sample standard deviation over seeds (n = seeds; a single seed has no sd).\n\n";
   md << "| variant | n |";
   for (const auto& m : metrics) md << " " << m << " |";
   md << "\n|---|---|";
@@ -283,9 +283,13 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
       for (auto* r : runs) mean += r->metrics.at(m);
       mean /= static_cast<double>(runs.size());
       for (auto* r : runs) sq += std::pow(r->metrics.at(m) - mean, 2);
-      const double sd = runs.size() > 1 ? std::sqrt(sq / static_cast<double>(runs.size() - 1)) : 0.0;
       char cell[64];
-      std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f |" : " %.3f ± %.3f |", mean, sd);
+      if (runs.size() > 1) {
+        const double sd = std::sqrt(sq / static_cast<double>(runs.size() - 1));
+        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f |" : " %.3f ± %.3f |", mean, sd);
+      } else {  // one seed: no spread to report
+        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f |" : " %.3f |", mean);
+      }
       md << cell;
     }
     md << "\n";
