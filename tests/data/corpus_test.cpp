@@ -131,6 +131,21 @@ TEST_F(Corpus, SentencePieceTrainsEncodesAndDecodes) {
   EXPECT_EQ(message, (dir_ / "nowhere" / "spm.model").string() + ": missing SentencePiece model");
 }
 
+// Language-model corpora keep a document per line (a whole speech, ~50 kB): SentencePiece
+// skips training lines over 4192 bytes, so they are cut at spaces before training.
+TEST_F(Corpus, SentencePieceTrainsOnDocumentsLongerThanItsSentenceLimit) {
+  std::vector<std::string> documents(3);
+  for (int i = 0; i < 3000; ++i)
+    documents[static_cast<size_t>(i % 3)] += "the union is strong number " + std::to_string(i % 97) + " ";
+  ASSERT_GT(documents[0].size(), 20000u);
+  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(120), documents,
+                             dir_.string());
+  EXPECT_GT(tok->vocab_size(), 20);
+  const auto ids = tok->encode(documents[1]);
+  EXPECT_LT(ids.size(), documents[1].size() / 3);  // whole words became pieces
+  EXPECT_EQ(tok->decode(ids), documents[1].substr(0, documents[1].size() - 1));  // decode drops the final space
+}
+
 // The training split is streamed into a memory-mapped token store: it must hold exactly
 // the examples the in-memory path builds, for pairs (with grid coordinates) and LM chunks.
 TEST_F(Corpus, TokenStoreMatchesInMemoryExamples) {

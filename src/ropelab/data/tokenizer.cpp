@@ -217,13 +217,29 @@ class SentencePieceTokenizer : public Tokenizer {
   void* processor_ = nullptr;
 };
 
+/// Writes `text` as lines of at most `max_bytes` (SentencePiece's trainer drops longer
+/// "sentences", which would be all of them for a corpus of one speech per line), cut at
+/// spaces: pieces never span whitespace, so the cuts change no piece statistics. A run of
+/// more than `max_bytes` without a space is cut where the run ends.
+void write_training_lines(std::ostream& out, const std::string& text, size_t max_bytes = 2048) {
+  size_t begin = 0;
+  while (text.size() - begin > max_bytes) {
+    size_t cut = text.rfind(' ', begin + max_bytes);
+    if (cut == std::string::npos || cut <= begin) cut = text.find(' ', begin + max_bytes);
+    if (cut == std::string::npos) break;
+    out.write(text.data() + begin, static_cast<std::streamsize>(cut - begin)) << '\n';
+    begin = cut + 1;
+  }
+  out.write(text.data() + begin, static_cast<std::streamsize>(text.size() - begin)) << '\n';
+}
+
 std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, const TextSource& texts,
                                                const std::string& work_dir) {
   fs::create_directories(work_dir);
   const auto input = (fs::path(work_dir) / "spm_input.txt").string();
   {
     std::ofstream out(input);
-    texts([&](const std::string& t) { out << t << '\n'; });
+    texts([&](const std::string& t) { write_training_lines(out, t); });
     if (!out) throw std::runtime_error(input + ": cannot write SentencePiece training text");
   }
   const auto prefix = (fs::path(work_dir) / "spm").string();
