@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -219,16 +220,20 @@ TEST_F(Training, FusedLossMatchesReferenceWithGradients) {
 namespace {
 
 /// The per-step training losses in a run's metrics.jsonl, as printed (17 digits).
-std::vector<std::string> step_losses(const std::string& run) {
+/// The text of `key`'s value in every train event of RUN/metrics.jsonl.
+std::vector<std::string> train_values(const std::string& run, const std::string& key) {
   std::vector<std::string> out;
   std::ifstream in(run + "/metrics.jsonl");
+  const std::string field = "\"" + key + "\":";
   for (std::string line; std::getline(in, line);) {
     if (line.find("\"event\":\"train\"") == std::string::npos) continue;
-    const auto start = line.find("\"loss\":") + 7;
-    out.push_back(line.substr(start, line.find(',', start) - start));
+    const auto start = line.find(field) + field.size();
+    out.push_back(line.substr(start, line.find_first_of(",}", start) - start));
   }
   return out;
 }
+
+std::vector<std::string> step_losses(const std::string& run) { return train_values(run, "loss"); }
 
 }  // namespace
 
@@ -253,6 +258,12 @@ TEST_F(Training, ResumeContinuesBitForBit) {
   ASSERT_EQ(a.size(), 9u);
   ASSERT_EQ(b.size(), 9u);
   EXPECT_EQ(a, b);
+  // training time continues from the checkpoint: elapsed_s never goes back at the resume
+  std::vector<double> elapsed;
+  for (const auto& v : train_values(resumed, "elapsed_s")) elapsed.push_back(std::stod(v));
+  ASSERT_EQ(elapsed.size(), 9u);
+  EXPECT_GT(elapsed[4], elapsed[3]);
+  EXPECT_TRUE(std::is_sorted(elapsed.begin(), elapsed.end()));
 }
 
 // Issue #10: a non-finite loss skips the update (no Adam step, gradients cleared).
@@ -279,14 +290,14 @@ TEST_F(Training, NonFiniteLossSkipsTheUpdate) {
   for (const auto& p : model->parameters()) EXPECT_TRUE(!p.grad().defined() || p.grad().abs().sum().item<double>() == 0);
 }
 
-// A resumed run's metrics restart elapsed_s at zero; the ablation table's train_s sums
-// the segments instead of reporting only the last one.
-TEST_F(Training, AblationTrainingTimeSumsResumedSegments) {
+// The ablation table's train_s is the last elapsed_s, which a resumed run continues from
+// its checkpoint (ResumeContinuesBitForBit checks that it never goes back).
+TEST_F(Training, AblationTrainingTimeIsTheLastElapsed) {
   write("metrics.jsonl",
         "{\"event\":\"train\",\"step\":100,\"elapsed_s\":40}\n"
         "{\"event\":\"valid\",\"step\":100,\"loss\":2.5,\"ppl\":12.0}\n"
         "{\"event\":\"train\",\"step\":200,\"elapsed_s\":90}\n"
-        "{\"event\":\"train\",\"step\":300,\"elapsed_s\":30}\n"  // resumed at step 200
+        "{\"event\":\"train\",\"step\":300,\"elapsed_s\":120}\n"  // resumed at step 200
         "{\"event\":\"valid\",\"step\":300,\"loss\":2.0,\"ppl\":7.5}\n");
   write("eval.test.json", "{\"bleu\":12.5,\"chrf\":30.0,\"perplexity\":20.0}\n");
   const auto r = read_run_result(dir_.string(), Config(), {});

@@ -80,21 +80,16 @@ struct Job {
 RunResult read_run_result(const std::string& run_dir, const Config& config, const std::vector<int64_t>& contexts) {
   RunResult r;
   std::ifstream metrics(run_dir + "/metrics.jsonl");
-  // elapsed_s counts from the start of each training process: a resumed run starts again
-  // from zero, and its training time is the sum of the segments' last values.
-  double best_ppl = std::numeric_limits<double>::infinity(), finished_segments = 0, elapsed = 0;
+  double best_ppl = std::numeric_limits<double>::infinity(), elapsed = 0;  // elapsed_s continues over resumes
   for (std::string line; std::getline(metrics, line);) {
     const double step = json_number(line, "step");
     if (line.find("\"event\":\"valid\"") != std::string::npos) {
       r.curve.emplace_back(step, json_number(line, "loss"));
       best_ppl = std::min(best_ppl, json_number(line, "ppl"));
     } else if (line.find("\"event\":\"train\"") != std::string::npos) {
-      const double e = json_number(line, "elapsed_s");
-      if (e < elapsed) finished_segments += elapsed;
-      elapsed = e;
+      elapsed = json_number(line, "elapsed_s");
     }
   }
-  elapsed += finished_segments;
   r.metrics["valid_ppl"] = best_ppl;
   if (config.task == Task::lm) {
     for (auto c : contexts_for(config, contexts))

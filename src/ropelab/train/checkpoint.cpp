@@ -38,6 +38,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   const int64_t values[] = {progress.step, progress.epoch, progress.batch, progress.bad_validations};
   for (size_t i = 0; i < 4; ++i) archive.write(kProgressKeys[i], torch::tensor(values[i]));
   archive.write("progress.best_valid", torch::tensor(progress.best_valid, torch::kDouble));
+  archive.write("progress.seconds", torch::tensor(progress.seconds, torch::kDouble));
 
   // Written through our own descriptor: LibTorch's file writer throws from its destructor
   // when a write fails (a full disk), which terminates the process. Write errors are kept
@@ -106,6 +107,8 @@ void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
     }
     torch::Tensor best;
     if (archive.try_read("progress.best_valid", best)) progress->best_valid = best.item<double>();
+    torch::Tensor seconds;  // absent from checkpoints written before it was kept
+    if (archive.try_read("progress.seconds", seconds)) progress->seconds = seconds.item<double>();
   }
 }
 

@@ -15,6 +15,7 @@ struct Progress {
   int64_t batch = 0;           // batches of the current epoch consumed
   double best_valid = 1e30;    // best validation loss so far
   int64_t bad_validations = 0; // validations since the best (early stopping)
+  double seconds = 0;          // training wall time up to `step`, summed over resumes
 };
 
 /// Writes `path` atomically; the previous file at `path` survives any failure.

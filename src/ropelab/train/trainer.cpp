@@ -474,6 +474,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   double window_start = now_seconds();
   const double start = window_start;
   const int64_t first_step = progress.step;
+  const double seconds_before = progress.seconds;  // a resumed run's time continues
   bool stop = false;
 
   const bool terminal = writer && isatty(STDOUT_FILENO);  // in-place progress; plain log lines otherwise
@@ -536,6 +537,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
       torch::manual_seed(step_seed);  // the same on every rank: Performer feature redraws
       attention_updated(*model, progress.step);
       window.add(update.loss, update.nll, update.tokens);
+      progress.seconds = seconds_before + (now_seconds() - start);
 
       if (writer && (progress.step % t.log_every() == 0 || progress.step == t.steps())) {
         const double now = now_seconds();
@@ -544,12 +546,12 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
         std::printf("%sstep %ld/%ld | loss %.4f | ppl %.2f | lr %.3g | %.0f tok/s | %s elapsed | ETA %s\n",
                     terminal ? "\r\033[K" : "", static_cast<long>(progress.step), static_cast<long>(t.steps()),
                     window.loss / window.tokens,
-                    std::exp(window.nll / window.tokens), lr, speed, format_duration(now - start).c_str(),
+                    std::exp(window.nll / window.tokens), lr, speed, format_duration(progress.seconds).c_str(),
                     format_duration(per_step * static_cast<double>(t.steps() - progress.step)).c_str());
         std::fflush(stdout);
         metrics->write("train", progress.step,
                       {{"loss", window.loss / window.tokens}, {"ppl", std::exp(window.nll / window.tokens)},
-                       {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", now - start}});
+                       {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", progress.seconds}});
         window = LossTotals();
         window_start = now_seconds();
       }
