@@ -19,7 +19,7 @@ std::vector<std::string>& ropelab::apps::command_line() {
 namespace ropelab::apps {
 namespace {
 
-CLI::Validator at_least_zero(bool zero_allowed) {
+CLI::Validator number_check(bool zero_allowed) {
   return CLI::Validator(
       [zero_allowed](std::string& text) -> std::string {
         char* end = nullptr;
@@ -33,8 +33,8 @@ CLI::Validator at_least_zero(bool zero_allowed) {
 
 }  // namespace
 
-CLI::Validator positive() { return at_least_zero(false); }
-CLI::Validator nonnegative() { return at_least_zero(true); }
+CLI::Validator positive() { return number_check(false); }
+CLI::Validator nonnegative() { return number_check(true); }
 
 }  // namespace ropelab::apps
 

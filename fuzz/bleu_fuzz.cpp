@@ -1,6 +1,7 @@
 // libFuzzer target: sacreBLEU's 13a tokenizer, BLEU and chrF. The input, split into lines,
 // is a hypothesis and a reference per line pair. Scores are finite and within [0, 100],
-// and hypotheses equal to their references score BLEU 100 once a line has 4 tokens.
+// hypotheses equal to their references score BLEU 100 once a line has 4 tokens, and
+// lowercasing is idempotent.
 #include "fuzz_util.h"
 #include "ropelab/eval/metrics.h"
 
@@ -22,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     size_t n = 0;
     for (std::string t; tokens >> t;) ++n;
     longest = std::max(longest, n);
-    lowercase_utf8(h);
+    const auto lower = lowercase_utf8(h);
+    fuzz::check(lowercase_utf8(lower) == lower, "lowercasing is idempotent");
   }
   for (const bool lowercase : {false, true}) {
     BleuOptions options;

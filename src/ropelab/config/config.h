@@ -33,9 +33,8 @@ struct Config {
   DecodeOptions decode;
 };
 
-/// A user mistake in a config; what() is one line naming the file and key.
-/// A config mistake, as one line: control characters echoed from the input (a newline in
-/// a --set value, say) are escaped.
+/// A user mistake in a config; what() is one line naming the file and key. Control
+/// characters echoed from the input (a newline in a --set value, say) are escaped.
 class ConfigError : public std::runtime_error {
  public:
   explicit ConfigError(const std::string& message);
