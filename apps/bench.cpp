@@ -2,8 +2,7 @@
 #include "commands.h"
 
 #include "ropelab/bench/benchmarks.h"
-#include "ropelab/eval/evaluate.h"
-#include "ropelab/train/run.h"
+#include "ropelab/run/run.h"
 #include "ropelab/util/runtime.h"
 
 #include <cstdio>
@@ -89,10 +88,10 @@ void add_bench_decode(CLI::App& bench) {
     const auto threads = set_threads(a->flags.threads < 0 ? 0 : a->flags.threads);
     auto run = open_run(a->run_dir, a->checkpoint, device);
     const auto path = a->split == "test" ? run.config.data.test() : a->split == "valid" ? run.config.data.valid() : a->split;
-    TranslateOptions options;
-    options.decode = run.config.decode;
-    options.decode.beam(a->beam);
-    const auto r = bench_decode(run, path, options, device);
+    DecodeRequest request;
+    request.search.decode = run.config.decode;
+    request.search.decode.beam(a->beam);
+    const auto r = bench_decode(run, path, request, device);
     const double speedup = r.uncached_seconds / r.cached_seconds;
     if (a->json) {
       std::printf("{\"bench\":\"decode\",\"sentences\":%ld,\"beam\":%ld,\"threads\":%ld,\"cached_s\":%.3f,"

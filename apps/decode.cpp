@@ -1,14 +1,13 @@
-// ropelab translate, ropelab eval, ropelab generate
+// ropelab translate, ropelab generate, ropelab eval: decoding and evaluating a trained run
+// through its task (src/ropelab/task/).
 #include "commands.h"
 
 #include "ropelab/data/corpus.h"
-#include "ropelab/decode/search.h"
-#include "ropelab/eval/evaluate.h"
+#include "ropelab/run/run.h"
 #include "ropelab/util/runtime.h"
 
 #include <filesystem>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 
@@ -16,46 +15,59 @@ namespace ropelab::apps {
 
 namespace {
 
-/// Decoding flags that override the run's `decode` section.
-struct DecodeFlags {
-  int64_t beam = -1;
-  double lenpen = -1;
+/// Search flags; they override the run's `decode` section.
+struct SearchFlags {
+  int64_t beam = -1, max_new = -1, top_k = 0, seed = 1, max_tokens = 2048;
+  double lenpen = -1, temperature = -1, top_p = 1.0;
   std::string formula;
-  bool no_cache = false;
-  int64_t max_tokens = 2048;
-  void add_to(CLI::App& app) {
-    app.add_option("--beam", beam, "beam size (1 = greedy; default: the run's decode.beam)")
-        ->check(positive());
-    app.add_option("--lenpen", lenpen, "length penalty alpha (default: the run's decode.lenpen)")
-        ->check(nonnegative());
+  bool sample = false, no_cache = false;
+  void add_to(CLI::App& app, bool generating) {
+    app.add_option("--beam", beam, "beam size (1 = greedy; default: the run's decode.beam)")->check(positive());
+    app.add_option("--lenpen", lenpen, "length penalty alpha (default: the run's decode.lenpen)")->check(nonnegative());
     app.add_option("--lenpen-formula", formula, "gnmt: ((5+|Y|)/6)^alpha | average: |Y|^alpha")
         ->check(CLI::IsMember({"gnmt", "average"}));
-    app.add_option("--max-tokens", max_tokens, "source tokens per decoding batch")
-        ->check(positive())
-        ->capture_default_str();
+    app.add_flag("--sample", sample, "sample each token instead of searching (see --temperature, --top-k, --top-p)");
+    app.add_option("--temperature", temperature,
+                   generating ? "sampling temperature; > 0 implies --sample (0 = greedy)" : "sampling temperature (1)")
+        ->check(nonnegative());
+    app.add_option("--top-k", top_k, "sample among the k likeliest tokens (0 = all)")->check(nonnegative());
+    app.add_option("--top-p", top_p, "sample from the smallest set of tokens with probability >= p (1 = all)")
+        ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"));
+    app.add_option("--seed", seed, "random seed for sampling")->capture_default_str();
+    if (generating)
+      app.add_option("--max-new", max_new, "tokens to generate at most (default 100)")->check(positive());
+    app.add_option("--max-tokens", max_tokens, "input tokens per decoding batch")->check(positive())->capture_default_str();
     app.add_flag("--no-cache", no_cache, "recompute the decoder over the whole prefix each step (slow; for comparison)");
   }
-  TranslateOptions apply(DecodeOptions decode) const {
+  /// The request for a run whose decode section is `decode`; `generating`: greedy unless
+  /// told otherwise, at most --max-new tokens after the prompt.
+  DecodeRequest request(DecodeOptions decode, bool generating) const {
+    if (generating) decode.beam(1).max_len_a(0).max_len_b(max_new > 0 ? max_new : 100);
     if (beam > 0) decode.beam(beam);
     if (lenpen >= 0) decode.lenpen(lenpen);
     if (!formula.empty()) decode.lenpen_formula(parse_length_penalty(formula));
-    TranslateOptions options;
-    options.decode = decode;
-    options.max_tokens = max_tokens;
-    options.use_cache = !no_cache;
-    return options;
+    DecodeRequest r;
+    r.search.decode = decode;
+    r.search.sample = sample || (generating && temperature > 0);
+    if (temperature == 0 && sample) throw CLI::ValidationError("--temperature", "must be > 0 with --sample");
+    r.search.sampling.temperature(temperature > 0 ? temperature : 1.0).top_k(top_k).top_p(top_p);
+    if (top_p <= 0) throw CLI::ValidationError("--top-p", "must be in (0, 1], got 0");
+    r.max_tokens = max_tokens;
+    r.use_cache = !no_cache;
+    torch::manual_seed(static_cast<uint64_t>(seed));
+    return r;
   }
 };
 
 struct RunArgs {
   RuntimeFlags flags;
-  DecodeFlags decode;
+  SearchFlags search;
   std::string run_dir, checkpoint = "best";
-  void add_to(CLI::App& cmd) {
+  void add_to(CLI::App& cmd, bool generating = false) {
     cmd.add_option("--run", run_dir, "run directory from ropelab train")->required();
     cmd.add_option("--checkpoint", checkpoint, "best | last | FILE")->capture_default_str();
     flags.add_to(cmd);
-    decode.add_to(cmd);
+    search.add_to(cmd, generating);
   }
   /// Loads the run on the chosen device with the chosen threads.
   LoadedRun open(torch::Device* device) const {
@@ -64,6 +76,36 @@ struct RunArgs {
     return open_run(run_dir, checkpoint, *device);
   }
 };
+
+/// `command` decodes lines of one task; a run of another is a usage mistake.
+void require_command(const LoadedRun& run, const std::string& run_dir, const std::string& command) {
+  const auto& own = run.task->decode_command();
+  if (own != command)
+    throw std::runtime_error(run_dir + ": a " + run.task->model_noun() + " (task " + to_string(run.config.task) +
+                             "); use ropelab " + own);
+}
+
+/// Decodes the lines of `in` (or `prompts`), printing one output line per input, `batch`
+/// lines at a time.
+void decode_stream(const LoadedRun& run, const DecodeRequest& request, const torch::Device& device,
+                   const std::string& input, int64_t batch) {
+  int64_t truncated = 0;
+  std::vector<std::string> lines;
+  auto flush = [&] {
+    for (const auto& out : run.task->decode_lines(*run.model, *run.tokenizer, lines, request, device, &truncated))
+      std::cout << out << '\n';
+    std::cout << std::flush;
+    lines.clear();
+  };
+  for_each_line(input.empty() ? "/dev/stdin" : input, [&](std::string& line, int64_t) {
+    lines.push_back(std::move(line));
+    if (static_cast<int64_t>(lines.size()) >= batch) flush();
+  });
+  flush();
+  if (truncated > 0)
+    std::cerr << "ropelab: warning: " << truncated << " lines longer than data.max_len=" << run.config.data.max_len()
+              << " tokens were truncated" << std::endl;
+}
 
 }  // namespace
 
@@ -82,35 +124,32 @@ void add_translate(CLI::App& cli) {
   cmd->callback([a] {
     torch::Device device(torch::kCPU);
     auto run = a->open(&device);
-    const auto options = a->decode.apply(run.config.decode);
-    std::ifstream file;
-    if (!a->input.empty()) file.open(a->input);
-    std::istream& in = a->input.empty() ? std::cin : file;
-    const std::string name = a->input.empty() ? "<stdin>" : a->input;
-    int64_t line_number = 0, truncated = 0;
-    std::vector<std::string> lines;
-    auto flush = [&] {
-      for (const auto& out : translate_lines(run, lines, options, device, &truncated)) std::cout << out << '\n';
-      std::cout << std::flush;
-      lines.clear();
-    };
-    for (std::string line; std::getline(in, line);) {
-      ++line_number;
-      if (line_number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (!valid_utf8(line)) throw std::runtime_error(name + ":" + std::to_string(line_number) + ": invalid UTF-8");
-      lines.push_back(std::move(line));
-      if (static_cast<int64_t>(lines.size()) >= a->batch) flush();
-    }
-    flush();
-    if (truncated > 0)
-      std::cerr << "ropelab translate: warning: " << truncated << " lines longer than data.max_len="
-                << run.config.data.max_len() << " tokens were truncated" << std::endl;
+    require_command(run, a->run_dir, "translate");
+    decode_stream(run, a->search.request(run.config.decode, false), device, a->input, a->batch);
+  });
+}
+
+void add_generate(CLI::App& cli) {
+  auto* cmd = cli.add_subcommand("generate", "continue prompts with a language model (task lm)");
+  struct Args : RunArgs {
+    std::vector<std::string> prompts;
+  };
+  auto a = std::make_shared<Args>();
+  a->add_to(*cmd, true);
+  cmd->add_option("--prompt", a->prompts, "prompt text (repeatable; default: one prompt per stdin line)");
+  cmd->callback([a] {
+    torch::Device device(torch::kCPU);
+    auto run = a->open(&device);
+    require_command(run, a->run_dir, "generate");
+    const auto request = a->search.request(run.config.decode, true);
+    if (a->prompts.empty()) return decode_stream(run, request, device, "", 1);
+    for (const auto& out : run.task->decode_lines(*run.model, *run.tokenizer, a->prompts, request, device))
+      std::cout << out << std::endl;
   });
 }
 
 void add_eval(CLI::App& cli) {
-  auto* cmd = cli.add_subcommand("eval", "translate a split, print BLEU, chrF and perplexity");
+  auto* cmd = cli.add_subcommand("eval", "evaluate a split: BLEU, chrF and perplexity, or LM perplexity");
   struct Args : RunArgs {
     std::string split = "test";
     int64_t context = 0;
@@ -124,86 +163,27 @@ void add_eval(CLI::App& cli) {
   cmd->callback([a] {
     torch::Device device(torch::kCPU);
     auto run = a->open(&device);
-    if (a->context > 0) run.config.data.context(a->context);
     std::string path = a->split;
     if (a->split == "test") path = run.config.data.test();
     if (a->split == "valid") path = run.config.data.valid();
     if (path.empty()) throw std::runtime_error(a->run_dir + "/config.yaml: data." + a->split + " is not set");
-    const auto options = a->decode.apply(run.config.decode);
-    auto report = evaluate_split(run, path, options, device);
-
-    const std::string tag = std::filesystem::path(a->split).filename().string();
-    if (report.language_model) {
-      const auto json_path =
-          (std::filesystem::path(a->run_dir) / ("eval." + tag + ".ctx" + std::to_string(run.config.data.context()) +
-                                                ".json"))
-              .string();
-      std::ofstream(json_path) << report.json(a->split, a->checkpoint) << '\n';
-      std::cout << "perplexity = " << report.perplexity << " (" << std::log2(report.perplexity)
-                << " bits/token; " << report.tokens << " tokens in " << report.sentences << " chunks of "
-                << run.config.data.context() << ")\nwrote " << json_path << std::endl;
-      return;
+    const auto name = std::filesystem::path(a->split).filename().string();
+    const auto report = run.task->evaluate(*run.model, *run.tokenizer, name, path,
+                                           a->search.request(run.config.decode, false), a->context, device);
+    const std::filesystem::path dir(a->run_dir);
+    std::string wrote;
+    if (!report.hypotheses.empty()) {
+      const auto hyp_path = (dir / ("hyp." + name + ".txt")).string();
+      std::ofstream hyp(hyp_path);
+      for (const auto& h : report.hypotheses) hyp << h << '\n';
+      wrote = hyp_path + " and ";
     }
-    const auto hyp_path = (std::filesystem::path(a->run_dir) / ("hyp." + tag + ".txt")).string();
-    std::ofstream hyp(hyp_path);
-    for (const auto& h : report.hypotheses) hyp << h << '\n';
-    const auto json_path = (std::filesystem::path(a->run_dir) / ("eval." + tag + ".json")).string();
-    std::ofstream(json_path) << report.json(a->split, a->checkpoint) << '\n';
-
-    std::cout << report.bleu.format() << "\n  " << report.bleu.signature << '\n'
-              << report.chrf.format() << "\n  " << report.chrf.signature << '\n'
-              << "perplexity = " << report.perplexity << " (teacher-forced, " << report.sentences << " sentences)\n"
-              << "exact match = " << std::fixed << std::setprecision(1) << 100.0 * report.exact_match
-              << std::defaultfloat << std::setprecision(6) << "%\n"
-              << "decoding: beam " << options.decode.beam() << ", " << report.decode_seconds << " s"
-              << (options.use_cache ? "" : " (no cache)") << '\n'
-              << "wrote " << hyp_path << " and " << json_path << std::endl;
-    if (report.truncated > 0)
-      std::cerr << "ropelab eval: warning: " << report.truncated << " source lines longer than data.max_len="
-                << run.config.data.max_len() << " tokens were truncated" << std::endl;
-    if (report.skipped_empty > 0)
-      std::cerr << "ropelab eval: warning: " << report.skipped_empty << " pairs with an empty side were skipped"
-                << std::endl;
-  });
-}
-
-void add_generate(CLI::App& cli) {
-  auto* cmd = cli.add_subcommand("generate", "continue prompts with a language model (task lm)");
-  struct Args : RunArgs {
-    std::vector<std::string> prompts;
-    GenerateOptions options;
-    int64_t seed = 1;
-  };
-  auto a = std::make_shared<Args>();
-  a->add_to(*cmd);
-  cmd->add_option("--prompt", a->prompts, "prompt text (repeatable; default: one prompt per stdin line)");
-  cmd->add_option("--max-new", a->options.max_tokens, "tokens to generate at most")
-      ->check(positive())
-      ->capture_default_str();
-  cmd->add_option("--temperature", a->options.temperature, "0 = greedy")
-      ->check(nonnegative())
-      ->capture_default_str();
-  cmd->add_option("--top-k", a->options.top_k, "sample among the k likeliest (0 = all)")
-      ->check(nonnegative())
-      ->capture_default_str();
-  cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
-  cmd->callback([a] {
-    torch::Device device(torch::kCPU);
-    auto run = a->open(&device);
-    if (!run.model.lm)
-      throw std::runtime_error(a->run_dir + ": a translation run; use ropelab translate (generate needs task lm)");
-    torch::manual_seed(static_cast<uint64_t>(a->seed));
-    auto continue_prompt = [&](const std::string& prompt) {
-      auto ids = run.tokenizer->encode(prompt);
-      auto out = generate(run.model.lm, ids, a->options);
-      ids.insert(ids.end(), out.tokens.begin(), out.tokens.end());
-      std::cout << run.tokenizer->decode(ids) << std::endl;
-    };
-    if (!a->prompts.empty()) {
-      for (const auto& p : a->prompts) continue_prompt(p);
-      return;
-    }
-    for (std::string line; std::getline(std::cin, line);) continue_prompt(line);
+    nlohmann::ordered_json json = {{"split", a->split}, {"checkpoint", a->checkpoint}};
+    json.update(report.fields);
+    const auto json_path = (dir / ("eval." + report.file_tag + ".json")).string();
+    std::ofstream(json_path) << json.dump() << '\n';
+    std::cout << report.summary << "\nwrote " << wrote << json_path << std::endl;
+    for (const auto& w : report.warnings) std::cerr << "ropelab eval: warning: " << w << std::endl;
   });
 }
 

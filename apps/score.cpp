@@ -3,8 +3,10 @@
 
 #include "ropelab/data/corpus.h"
 #include "ropelab/eval/metrics.h"
-#include "ropelab/train/checkpoint.h"
-#include "ropelab/train/run.h"
+#include "ropelab/run/checkpoint.h"
+#include "ropelab/run/run.h"
+
+#include <nlohmann/json.hpp>
 
 #include <iostream>
 #include <memory>
@@ -45,9 +47,10 @@ void add_score(CLI::App& cli) {
     const auto bleu = corpus_bleu(hyps, refs, bleu_options);
     const auto chrf = corpus_chrf(hyps, refs, chrf_options);
     if (a->json) {
-      std::cout << "{\"bleu\":" << bleu.score << ",\"bleu_signature\":\"" << bleu.signature << "\",\"bleu_line\":\""
-                << bleu.format() << "\",\"chrf\":" << chrf.score << ",\"chrf_signature\":\"" << chrf.signature
-                << "\"}" << std::endl;
+      const nlohmann::ordered_json json = {{"bleu", bleu.score},          {"bleu_signature", bleu.signature},
+                                           {"bleu_line", bleu.format()}, {"chrf", chrf.score},
+                                           {"chrf_signature", chrf.signature}};
+      std::cout << json.dump() << std::endl;
     } else {
       std::cout << bleu.format() << "\n  " << bleu.signature << '\n' << chrf.format() << "\n  " << chrf.signature
                 << std::endl;
@@ -72,12 +75,10 @@ void add_average(CLI::App& cli) {
       throw std::runtime_error(a->run_dir + ": asked to average " + std::to_string(a->last) + " checkpoints but " +
                                std::to_string(all.size()) + " numbered checkpoints exist (train.keep_checkpoints)");
     std::vector<std::string> chosen(all.end() - a->last, all.end());
-    const auto config = load_config({{paths.config}, {}});
-    auto tokenizer = load_tokenizer(config.tokenizer, a->run_dir);
-    auto model = build_model(config, tokenizer->vocab_size());
+    const auto run = open_run_untrained(a->run_dir);
     const auto output =
         a->output.empty() ? a->run_dir + "/checkpoint_avg" + std::to_string(a->last) + ".pt" : a->output;
-    average_checkpoints(chosen, *model, output);
+    average_checkpoints(chosen, run.model->module(), output);
     std::cout << "averaged";
     for (const auto& c : chosen) std::cout << ' ' << c;
     std::cout << "\nwrote " << output << " (use with --checkpoint " << output << ")" << std::endl;

@@ -10,6 +10,7 @@ packages=(
   libcli11-dev
   libyaml-cpp-dev
   libgtest-dev
+  nlohmann-json3-dev    # JSON reading and writing (metrics, eval reports)
   libgloo-dev           # Gloo headers for c10d's ProcessGroupGloo (data-parallel training)
   cmake
   ninja-build

@@ -81,14 +81,14 @@ inline void expect_cached_decoding_matches_full(const TransformerOptions& option
   auto tgt = torch::randint(1, options.vocab_size(), {2, 6});
   auto full = model(src, tgt);
   auto memory = model->encode(src);
-  auto state = model->new_state();
+  DecoderCache state;
   for (int64_t t = 0; t < 6; ++t)
     EXPECT_LT(max_diff(model->decode(tgt.narrow(1, t, 1), memory, &state), full.narrow(1, t, 1)), tolerance)
         << "seq2seq step " << t;
   LanguageModel lm(options);
   lm->eval();
   auto lm_full = lm(tgt);
-  auto lm_state = lm->new_state();
+  DecoderCache lm_state;
   EXPECT_LT(max_diff(lm(tgt.narrow(1, 0, 2), &lm_state), lm_full.narrow(1, 0, 2)), tolerance);
   for (int64_t t = 2; t < 6; ++t)
     EXPECT_LT(max_diff(lm(tgt.narrow(1, t, 1), &lm_state), lm_full.narrow(1, t, 1)), tolerance) << "lm step " << t;

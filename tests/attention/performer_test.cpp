@@ -2,7 +2,7 @@
 // quadratic one, no future leakage, padding, incremental decoding, gradients, redraws.
 #include "ropelab/attention/performer.h"
 #include "ropelab/config/config.h"
-#include "ropelab/train/checkpoint.h"
+#include "ropelab/run/checkpoint.h"
 
 #include "../test_util.h"
 

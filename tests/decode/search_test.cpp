@@ -2,6 +2,8 @@
 #include "ropelab/decode/search.h"
 
 #include "ropelab/data/tokenizer.h"
+#include "ropelab/task/language_model_task.h"
+#include "ropelab/task/translation_task.h"
 
 #include "../test_util.h"
 
@@ -10,6 +12,13 @@ using ropelab::testing::tiny_options;
 
 namespace {
 class Decode : public ropelab::testing::Seeded {};
+
+/// Decoding sources `src` (B, S) with a translator's model.
+Decoding translate(const Seq2Seq& model, const torch::Tensor& src, const DecodeOptions& options, bool use_cache = true) {
+  Batch inputs;
+  inputs.source = src;
+  return TranslationTask::Model(model).start_decoding(inputs, options, use_cache);
+}
 }  // namespace
 
 TEST_F(Decode, GreedyWithCacheEqualsRecomputingThePrefix) {
@@ -18,8 +27,8 @@ TEST_F(Decode, GreedyWithCacheEqualsRecomputingThePrefix) {
     model->eval();
     auto src = torch::tensor({{5, 6, 7, 8, 3, 0}, {9, 10, 11, 12, 13, 3}});  // 3 = EOS, 0 = pad
     auto options = DecodeOptions().beam(1).max_len_a(0).max_len_b(12);
-    auto cached = greedy_search(model, src, options, true);
-    auto full = greedy_search(model, src, options, false);
+    auto cached = greedy_search(translate(model, src, options, true));
+    auto full = greedy_search(translate(model, src, options, false));
     ASSERT_EQ(cached.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {
       EXPECT_EQ(cached[i].tokens, full[i].tokens);
@@ -40,8 +49,8 @@ TEST_F(Decode, BeamOneEqualsGreedy) {
   model->eval();
   auto src = torch::randint(4, 23, {5, 7});
   auto options = DecodeOptions().beam(1).max_len_a(1.0).max_len_b(3);
-  auto greedy = greedy_search(model, src, options);
-  auto beam = beam_search(model, src, options);
+  auto greedy = greedy_search(translate(model, src, options));
+  auto beam = beam_search(translate(model, src, options), options);
   for (size_t i = 0; i < greedy.size(); ++i) {
     EXPECT_EQ(beam[i].tokens, greedy[i].tokens) << "sentence " << i;
     EXPECT_NEAR(beam[i].score, greedy[i].score, 1e-4);
@@ -54,8 +63,8 @@ TEST_F(Decode, BeamWithCacheEqualsRecomputingThePrefix) {
     model->eval();
     auto src = torch::randint(4, 23, {3, 6});
     auto options = DecodeOptions().beam(4).max_len_a(1.0).max_len_b(4);
-    auto cached = beam_search(model, src, options, true);
-    auto full = beam_search(model, src, options, false);
+    auto cached = beam_search(translate(model, src, options, true), options);
+    auto full = beam_search(translate(model, src, options, false), options);
     for (size_t i = 0; i < cached.size(); ++i) {
       EXPECT_EQ(cached[i].tokens, full[i].tokens);
       EXPECT_NEAR(cached[i].score, full[i].score, 1e-4);
@@ -69,4 +78,63 @@ TEST_F(Decode, LengthPenaltyFormulas) {
   auto average = DecodeOptions().lenpen(0.6).lenpen_formula(LengthPenalty::average);
   EXPECT_NEAR(length_penalty(average, 7), std::pow(7.0, 0.6), 1e-12);
   EXPECT_NEAR(length_penalty(average.lenpen(0.0), 7), 1.0, 1e-12);
+}
+
+namespace {
+/// Decoding a language model from the prompt `prompt` (1, P), EOS first.
+Decoding generate(const LanguageModel& model, const torch::Tensor& prompt, const DecodeOptions& options,
+                  bool use_cache = true) {
+  Batch inputs;
+  inputs.target_in = prompt;
+  return LanguageModelTask::Model(model).start_decoding(inputs, options, use_cache);
+}
+}  // namespace
+
+// One search serves the language model: beams with the cache equal beams recomputing the
+// prefix, for every kind of position encoder and both attention backends.
+TEST_F(Decode, LanguageModelBeamWithCacheEqualsRecomputingThePrefix) {
+  const auto prompt = torch::tensor({{3, 5, 6, 7}});
+  const auto options = DecodeOptions().beam(3).max_len_a(0).max_len_b(6);
+  for (auto attention : {AttentionType::softmax, AttentionType::performer})
+    for (auto type : {PositionType::none, PositionType::sinusoidal, PositionType::learned, PositionType::rotary,
+                      PositionType::t5_bias}) {
+      if (attention == AttentionType::performer && type == PositionType::t5_bias) continue;  // rejected by config
+      SCOPED_TRACE(to_string(type) + " / " + to_string(attention));
+      LanguageModel model(tiny_options()
+                              .decoder_position(PositionOptions().type(type))
+                              .attention(AttentionOptions().type(attention).num_features(16).chunk_size(2)));
+      model->eval();
+      auto cached = beam_search(generate(model, prompt, options, true), options);
+      auto full = beam_search(generate(model, prompt, options, false), options);
+      ASSERT_EQ(cached.size(), 1u);
+      EXPECT_EQ(cached[0].tokens, full[0].tokens);
+      EXPECT_NEAR(cached[0].score, full[0].score, 1e-3);
+      EXPECT_LE(cached[0].tokens.size(), 6u);
+      // beam 1 is greedy
+      auto greedy = greedy_search(generate(model, prompt, options));
+      auto beam1 = beam_search(generate(model, prompt, DecodeOptions(options).beam(1)), DecodeOptions(options).beam(1));
+      EXPECT_EQ(greedy[0].tokens, beam1[0].tokens);
+    }
+}
+
+// Sampling restricted to the likeliest token (top-k 1, or a nucleus of nearly nothing) is
+// greedy decoding; a fixed seed gives the same sample.
+TEST_F(Decode, SamplingNarrowedToOneTokenIsGreedyAndSeedsRepeat) {
+  Seq2Seq model(tiny_options());
+  model->eval();
+  auto src = torch::randint(4, 23, {3, 6});
+  const auto options = DecodeOptions().max_len_a(1.0).max_len_b(4);
+  const auto greedy = greedy_search(translate(model, src, options));
+  for (const auto& narrow : {SamplingOptions().top_k(1), SamplingOptions().top_p(1e-6).temperature(2.0)}) {
+    const auto sampled = sample_search(translate(model, src, options), narrow);
+    for (size_t i = 0; i < greedy.size(); ++i) {
+      EXPECT_EQ(sampled[i].tokens, greedy[i].tokens) << "sentence " << i;
+      EXPECT_NEAR(sampled[i].score, greedy[i].score, 1e-6);
+    }
+  }
+  torch::manual_seed(7);
+  const auto a = sample_search(translate(model, src, options), SamplingOptions().temperature(1.5));
+  torch::manual_seed(7);
+  const auto b = sample_search(translate(model, src, options), SamplingOptions().temperature(1.5));
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens);
 }

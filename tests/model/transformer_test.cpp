@@ -174,7 +174,7 @@ TEST_F(Transformer, BeamReorderKeepsCacheRowsConsistent) {
   auto src = torch::tensor({{5, 6, 7}, {9, 10, 11}});
   auto tgt = torch::randint(1, 23, {2, 3});
   auto memory = model->encode(src);
-  auto state = model->new_state();
+  DecoderCache state;
   model->decode(tgt.narrow(1, 0, 2), memory, &state);
   auto swap = torch::tensor({1, 0});
   state.reorder(swap);

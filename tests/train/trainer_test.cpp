@@ -4,8 +4,10 @@
 #include "ropelab/data/corpus.h"
 #include "ropelab/decode/search.h"
 #include "ropelab/train/ablation.h"
-#include "ropelab/train/checkpoint.h"
-#include "ropelab/train/run.h"
+#include "ropelab/run/checkpoint.h"
+#include "ropelab/ops/cross_entropy.h"
+#include "ropelab/run/run.h"
+#include "ropelab/task/translation_task.h"
 
 #include "../test_util.h"
 
@@ -189,9 +191,9 @@ TEST_F(Training, TinyModelOverfitsAFewPairs) {
   std::iota(all.begin(), all.end(), 0);
   auto batch = collate(examples, all, torch::kCPU);
   torch::NoGradGuard no_grad;
-  auto [loss, nll] = smoothed_loss(loaded.model.logits(batch), batch.target_out, 0.0, kPadId);
+  auto [loss, nll] = smoothed_loss(loaded.model->logits(batch), batch.target_out, 0.0, kPadId);
   EXPECT_LT(nll.item<double>() / static_cast<double>(batch.target_tokens), 0.15);
-  auto hyps = greedy_search(loaded.model.seq2seq, batch.source, loaded.config.decode);
+  auto hyps = greedy_search(loaded.model->start_decoding(batch, loaded.config.decode, true));
   int exact = 0;
   for (size_t i = 0; i < hyps.size(); ++i) exact += loaded.tokenizer->decode(hyps[i].tokens) == text.target[i];
   EXPECT_GE(exact, 7);
@@ -269,7 +271,7 @@ TEST_F(Training, ResumeContinuesBitForBit) {
 // Issue #10: a non-finite loss skips the update (no Adam step, gradients cleared).
 TEST_F(Training, NonFiniteLossSkipsTheUpdate) {
   Seq2Seq model(tiny_options());
-  const TaskModel task(model);
+  const TranslationTask::Model task(model);
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-2));
   std::vector<Example> examples{{{5, 6, 7}, {8, 9}, {}}, {{10, 11}, {12, 13, 14}, {}}};
   const std::vector<Batch> batches{collate(examples, {0, 1}, torch::kCPU)};

@@ -1,10 +1,9 @@
 #include "ropelab/bench/benchmarks.h"
 
 #include "ropelab/data/corpus.h"
-#include "ropelab/eval/evaluate.h"
 #include "ropelab/ops/rotary.h"
 #include "ropelab/data/tokenizer.h"
-#include "ropelab/train/run.h"
+#include "ropelab/run/run.h"
 #include "ropelab/train/trainer.h"
 
 #include <torch/csrc/autograd/profiler_legacy.h>
@@ -25,13 +24,14 @@ void synchronize(const torch::Device& device) {
 
 TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& options, const torch::Device& device) {
   torch::manual_seed(static_cast<uint64_t>(config.train.seed()));
-  auto model = build_model(config, options.vocab_size);
-  model->to(device);
-  model->train();
+  const auto model = make_task(config)->build_model(options.vocab_size);
+  auto& module = model->module();
+  module.to(device);
+  module.train();
   TrainBenchResult result;
-  for (const auto& p : model->parameters()) result.parameters += p.numel();
+  for (const auto& p : module.parameters()) result.parameters += p.numel();
   const auto& t = config.train;
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(t.lr())
+  torch::optim::Adam optimizer(module.parameters(), torch::optim::AdamOptions(t.lr())
                                                         .betas({t.adam_beta1(), t.adam_beta2()})
                                                         .eps(t.adam_eps())
                                                         .weight_decay(t.weight_decay()));
@@ -50,31 +50,31 @@ TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& opti
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profiler;
   if (!options.profile.empty()) {
     for (int64_t i = 0; i < options.warmup; ++i)
-      update_step(model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step));
+      update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step));
     profiler = std::make_unique<torch::autograd::profiler::RecordProfile>(options.profile);
   }
-  result.step = time_repeats([&] { update_step(model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step)); },
+  result.step = time_repeats([&] { update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step)); },
                              options.warmup, options.steps, device);
   result.target_tokens_per_second = static_cast<double>(batch.target_tokens) / result.step.median;
   return result;
 }
 
-DecodeBenchResult bench_decode(LoadedRun& run, const std::string& path, const TranslateOptions& options,
+DecodeBenchResult bench_decode(const LoadedRun& run, const std::string& path, const DecodeRequest& request,
                                const torch::Device& device) {
-  const auto text = read_parallel(run.config.data, path);
+  const auto inputs = run.task->decode_inputs(path);
   DecodeBenchResult r;
-  r.sentences = static_cast<int64_t>(text.source.size());
-  auto cached_options = options, uncached_options = options;
-  cached_options.use_cache = true;
-  uncached_options.use_cache = false;
-  double start = now_seconds();
-  const auto cached = translate_lines(run, text.source, cached_options, device);
-  detail::synchronize(device);
-  r.cached_seconds = now_seconds() - start;
-  start = now_seconds();
-  const auto uncached = translate_lines(run, text.source, uncached_options, device);
-  detail::synchronize(device);
-  r.uncached_seconds = now_seconds() - start;
+  r.sentences = static_cast<int64_t>(inputs.size());
+  auto timed = [&](bool use_cache, double* seconds) {
+    auto options = request;
+    options.use_cache = use_cache;
+    const double start = now_seconds();
+    auto out = run.task->decode_lines(*run.model, *run.tokenizer, inputs, options, device);
+    detail::synchronize(device);
+    *seconds = now_seconds() - start;
+    return out;
+  };
+  const auto cached = timed(true, &r.cached_seconds);
+  const auto uncached = timed(false, &r.uncached_seconds);
   for (size_t i = 0; i < cached.size(); ++i) r.identical += cached[i] == uncached[i];
   return r;
 }

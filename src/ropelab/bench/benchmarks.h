@@ -2,7 +2,7 @@
 /// Benchmarks behind `ropelab bench ...`: measured, never asserted in tests.
 
 #include "ropelab/config/config.h"
-#include "ropelab/eval/evaluate.h"
+#include "ropelab/run/run.h"
 
 #include "ropelab/util/runtime.h"
 
@@ -64,7 +64,7 @@ struct TrainBenchResult {
   int64_t parameters = 0;
 };
 
-/// Times full training updates (forward, loss, backward, Adam) of the configured Seq2Seq
+/// Times full training updates (forward, loss, backward, Adam) of the configured task's
 /// model on fixed-shape synthetic batches, exactly as the trainer runs them.
 TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& options, const torch::Device& device);
 
@@ -73,10 +73,10 @@ struct DecodeBenchResult {
   int64_t sentences = 0, identical = 0;  // outputs equal between the two
 };
 
-/// Translates the source side of `path` (the run's data format) with the run's decoder
-/// settings twice: with incremental decoding (cached keys/values) and by recomputing the
-/// decoder over the whole prefix at every step (the seed tutorial's method).
-DecodeBenchResult bench_decode(LoadedRun& run, const std::string& path, const TranslateOptions& options,
+/// Decodes the inputs of `path` (source sentences or prompts, in the run's data format)
+/// twice with the same search: with incremental decoding (cached keys/values or running
+/// sums) and by recomputing the decoder over the whole prefix at every step.
+DecodeBenchResult bench_decode(const LoadedRun& run, const std::string& path, const DecodeRequest& request,
                                const torch::Device& device);
 
 struct RotaryBenchRow {

@@ -39,7 +39,7 @@ ConfigError::ConfigError(const std::string& message) : std::runtime_error(one_li
 // --- enum spellings -----------------------------------------------------------------
 
 namespace {
-const EnumNames<Task, 2> kTaskNames{{{Task::translation, "translation"}, {Task::lm, "lm"}}};
+const EnumNames<TaskType, 2> kTaskNames{{{TaskType::translation, "translation"}, {TaskType::lm, "lm"}}};
 const EnumNames<SourceLayout, 2> kLayoutNames{{{SourceLayout::sequence, "sequence"}, {SourceLayout::grid, "grid"}}};
 const EnumNames<LrSchedule, 3> kScheduleNames{
     {{LrSchedule::noam, "noam"}, {LrSchedule::inverse_sqrt, "inverse_sqrt"}, {LrSchedule::constant, "constant"}}};
@@ -50,14 +50,14 @@ const EnumNames<TokenizerType, 3> kTokenizerNames{
 const EnumNames<LengthPenalty, 2> kPenaltyNames{{{LengthPenalty::gnmt, "gnmt"}, {LengthPenalty::average, "average"}}};
 }  // namespace
 
-std::string to_string(Task v) { return enum_name(v, kTaskNames); }
+std::string to_string(TaskType v) { return enum_name(v, kTaskNames); }
 std::string to_string(SourceLayout v) { return enum_name(v, kLayoutNames); }
 SourceLayout parse_source_layout(const std::string& s) { return parse_enum(s, kLayoutNames, "source layout"); }
 std::string to_string(LrSchedule v) { return enum_name(v, kScheduleNames); }
 std::string to_string(CorpusFormat v) { return enum_name(v, kFormatNames); }
 std::string to_string(TokenizerType v) { return enum_name(v, kTokenizerNames); }
 std::string to_string(LengthPenalty v) { return enum_name(v, kPenaltyNames); }
-Task parse_task(const std::string& s) { return parse_enum(s, kTaskNames, "task"); }
+TaskType parse_task(const std::string& s) { return parse_enum(s, kTaskNames, "task"); }
 LrSchedule parse_lr_schedule(const std::string& s) { return parse_enum(s, kScheduleNames, "lr schedule"); }
 CorpusFormat parse_corpus_format(const std::string& s) { return parse_enum(s, kFormatNames, "corpus format"); }
 TokenizerType parse_tokenizer_type(const std::string& s) { return parse_enum(s, kTokenizerNames, "tokenizer"); }
@@ -506,14 +506,17 @@ void validate(const Config& c, const Reader& r) {
   require(c.data.max_len() >= 3, "data.max_len", c.data.max_len(), "must be >= 3 (BOS, a token, EOS)");
   require(c.data.context() >= 1, "data.context", c.data.context(), "must be positive");
   require(c.data.eval_tokens() >= 0, "data.eval_tokens", c.data.eval_tokens(), "must be >= 0 (0 = the whole split)");
-  if (c.task == Task::lm) {
-    require(c.data.format() == CorpusFormat::text, "data.format", to_string(c.data.format()),
-            "cannot feed task lm (expected text)");
-    require(c.data.source_layout() == SourceLayout::sequence, "data.source_layout", to_string(c.data.source_layout()),
-            "applies to translation sources only");
-  } else {
-    require(c.data.format() != CorpusFormat::text, "data.format", "text",
-            "holds no pairs for task translation (expected tsv or parallel)");
+  switch (c.task) {  // the data each task reads
+    case TaskType::lm:
+      require(c.data.format() == CorpusFormat::text, "data.format", to_string(c.data.format()),
+              "cannot feed task lm (expected text)");
+      require(c.data.source_layout() == SourceLayout::sequence, "data.source_layout",
+              to_string(c.data.source_layout()), "applies to translation sources only");
+      break;
+    case TaskType::translation:
+      require(c.data.format() != CorpusFormat::text, "data.format", "text",
+              "holds no pairs for task translation (expected tsv or parallel)");
+      break;
   }
   const auto& enc = m.encoder_position();
   require(c.data.source_layout() != SourceLayout::grid || enc.type() != PositionType::rotary_nd || enc.axes() == 2,

@@ -21,10 +21,10 @@ namespace ropelab {
 
 /// `translation`: encoder-decoder on parallel text. `lm`: decoder-only language model
 /// on plain text (model.decoder_layers, model.decoder_position).
-enum class Task { translation, lm };
+enum class TaskType { translation, lm };
 
 struct Config {
-  Task task = Task::translation;
+  TaskType task = TaskType::translation;
   DataOptions data;
   TokenizerOptions tokenizer;
   /// vocab_size and pad_id are set from the tokenizer, not from YAML.
@@ -54,13 +54,13 @@ std::string dump_config(const Config& config);
 /// Levenshtein distance (for did-you-mean suggestions).
 size_t edit_distance(const std::string& a, const std::string& b);
 
-std::string to_string(Task task);
+std::string to_string(TaskType task);
 std::string to_string(LrSchedule schedule);
 std::string to_string(CorpusFormat format);
 std::string to_string(TokenizerType type);
 std::string to_string(LengthPenalty formula);
 std::string to_string(SourceLayout layout);
-Task parse_task(const std::string& name);
+TaskType parse_task(const std::string& name);
 LrSchedule parse_lr_schedule(const std::string& name);
 CorpusFormat parse_corpus_format(const std::string& name);
 TokenizerType parse_tokenizer_type(const std::string& name);

@@ -1,5 +1,7 @@
 #include "ropelab/config/experiment.h"
 
+#include "ropelab/task/task.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -79,7 +81,7 @@ ExperimentSpec load_experiment(const std::string& path) {
     try {
       const auto config = variant_config(spec, variant, spec.seeds.front());
       if (config.data.test().empty()) fail(path, "data.test is not set (every run is evaluated on the test split)");
-      if (!spec.eval_contexts.empty() && config.task != Task::lm)
+      if (!spec.eval_contexts.empty() && !make_task(config)->takes_eval_context())
         fail(path, "eval_contexts applies to language models (task lm)");
     } catch (const ConfigError& e) {
       if (std::string(e.what()).rfind(path + ":", 0) == 0) throw;

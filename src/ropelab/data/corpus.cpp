@@ -321,6 +321,13 @@ std::vector<std::vector<size_t>> plan_batches(const ExampleSet& examples, int64_
   if (bucketing)  // stable after the shuffle: equal lengths stay in random order
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return length(a) < length(b); });
 
+  auto batches = pack_batches(order, length, max_tokens);
+  std::shuffle(batches.begin(), batches.end(), rng);
+  return batches;
+}
+
+std::vector<std::vector<size_t>> pack_batches(const std::vector<size_t>& order,
+                                              const std::function<size_t(size_t)>& length, int64_t max_tokens) {
   std::vector<std::vector<size_t>> batches;
   std::vector<size_t> current;
   size_t longest = 0;
@@ -335,7 +342,6 @@ std::vector<std::vector<size_t>> plan_batches(const ExampleSet& examples, int64_
     longest = std::max(longest, length(i));
   }
   if (!current.empty()) batches.push_back(std::move(current));
-  std::shuffle(batches.begin(), batches.end(), rng);
   return batches;
 }
 

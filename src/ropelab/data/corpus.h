@@ -181,4 +181,9 @@ std::vector<std::vector<size_t>> plan_batches(const ExampleSet& examples, int64_
 std::vector<std::vector<size_t>> plan_batches(const std::vector<Example>& examples, int64_t max_tokens,
                                               bool bucketing, uint64_t seed);
 
+/// Cuts `order` into consecutive batches whose padded size (rows x the longest
+/// `length(i)`) stays within `max_tokens`; a batch holds at least one example.
+std::vector<std::vector<size_t>> pack_batches(const std::vector<size_t>& order,
+                                              const std::function<size_t(size_t)>& length, int64_t max_tokens);
+
 }  // namespace ropelab

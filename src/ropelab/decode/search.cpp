@@ -2,70 +2,29 @@
 
 #include "ropelab/data/tokenizer.h"
 
-namespace ropelab {
-
-int64_t max_output_length(const DecodeOptions& options, int64_t source_len) {
-  return static_cast<int64_t>(options.max_len_a() * static_cast<double>(source_len)) + options.max_len_b();
-}
-
-namespace {
-/// Each sentence's output length limit (from its non-pad source length) and the largest.
-std::pair<std::vector<int64_t>, int64_t> sentence_limits(const DecodeOptions& options, const torch::Tensor& source) {
-  auto lengths = source.ne(kPadId).sum(1).cpu();
-  auto len = lengths.accessor<int64_t, 1>();
-  std::vector<int64_t> limits(static_cast<size_t>(lengths.size(0)));
-  int64_t longest = 0;
-  for (int64_t b = 0; b < lengths.size(0); ++b) {
-    limits[static_cast<size_t>(b)] = max_output_length(options, len[b]);
-    longest = std::max(longest, limits[static_cast<size_t>(b)]);
-  }
-  return {limits, longest};
-}
-}  // namespace
-
-std::vector<Hypothesis> greedy_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
-                                      bool use_cache, const torch::Tensor& source_positions) {
-  torch::NoGradGuard no_grad;
-  const int64_t batch = source.size(0);
-  const auto device = source.device();
-  const auto [limits, limit] = sentence_limits(options, source);
-
-  auto memory = model->encode(source, source_positions);
-  auto state = model->new_state();
-  auto prefix = torch::full({batch, 1}, kBosId, torch::TensorOptions().dtype(torch::kLong).device(device));
-  std::vector<Hypothesis> out(static_cast<size_t>(batch));
-  std::vector<bool> done(static_cast<size_t>(batch), false);
-  int64_t remaining = batch;
-  for (int64_t t = 0; t < limit && remaining > 0; ++t) {
-    torch::Tensor logits = use_cache ? model->decode(prefix.narrow(1, t, 1), memory, &state)
-                                     : model->decode(prefix, memory).narrow(1, t, 1);
-    auto logp = torch::log_softmax(logits.squeeze(1).to(torch::kFloat), -1);  // (B, V)
-    auto [best, next] = logp.max(-1);
-    auto best_cpu = best.cpu();
-    auto next_cpu = next.cpu();
-    auto best_of = best_cpu.accessor<float, 1>();
-    auto next_of = next_cpu.accessor<int64_t, 1>();
-    for (int64_t b = 0; b < batch; ++b) {
-      if (done[static_cast<size_t>(b)]) continue;
-      auto& h = out[static_cast<size_t>(b)];
-      const int64_t token = next_of[b];
-      h.score += best_of[b];
-      if (token == kEosId || t + 1 >= limits[static_cast<size_t>(b)]) {
-        done[static_cast<size_t>(b)] = true;
-        --remaining;
-        if (token != kEosId) h.tokens.push_back(token);
-      } else {
-        h.tokens.push_back(token);
-      }
-    }
-    prefix = torch::cat({prefix, next.unsqueeze(1)}, 1);
-  }
-  return out;
-}
-
-}  // namespace ropelab
+#include <limits>
 
 namespace ropelab {
+
+// --- decoder state over a Transformer -------------------------------------------------
+
+torch::Tensor TransformerDecoderState::step(const torch::Tensor& tokens) {
+  prefix_ = prefix_.defined() ? torch::cat({prefix_, tokens}, 1) : tokens;
+  auto logits = use_cache_ ? run(tokens, &cache_) : run(prefix_, nullptr);  // (R, T, V)
+  return logits.select(1, -1);
+}
+
+void TransformerDecoderState::select(const torch::Tensor& index) {
+  if (prefix_.defined()) prefix_ = prefix_.index_select(0, index);
+  if (use_cache_) cache_.reorder(index);
+  select_inputs(index);
+}
+
+// --- limits and penalties ----------------------------------------------------------------
+
+int64_t max_output_length(const DecodeOptions& options, int64_t input_len) {
+  return static_cast<int64_t>(options.max_len_a() * static_cast<double>(input_len)) + options.max_len_b();
+}
 
 double length_penalty(const DecodeOptions& options, int64_t length) {
   const double n = static_cast<double>(length);
@@ -78,41 +37,124 @@ double length_penalty(const DecodeOptions& options, int64_t length) {
   TORCH_INTERNAL_ASSERT(false, "unhandled LengthPenalty");
 }
 
-std::vector<Hypothesis> translate_batch(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
-                                        bool use_cache, const torch::Tensor& source_positions) {
-  return options.beam() == 1 ? greedy_search(model, source, options, use_cache, source_positions)
-                             : beam_search(model, source, options, use_cache, source_positions);
+namespace {
+
+int64_t longest(const std::vector<int64_t>& limits) {
+  return limits.empty() ? 0 : *std::max_element(limits.begin(), limits.end());
 }
 
-std::vector<Hypothesis> beam_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
-                                    bool use_cache, const torch::Tensor& source_positions) {
+torch::Tensor long_tensor(const std::vector<int64_t>& values, const torch::Device& device) {
+  return torch::tensor(values, torch::kLong).to(device);
+}
+
+/// One token per row per step, chosen by `pick` from the rows' log-probabilities (R, V)
+/// -> (R) token ids; finished rows keep being fed EOS and are ignored.
+template <typename Pick>
+std::vector<Hypothesis> token_by_token(Decoding d, Pick&& pick) {
   torch::NoGradGuard no_grad;
-  const int64_t B = source.size(0), K = options.beam();
-  const auto device = source.device();
-  const auto [limits, limit] = sentence_limits(options, source);
+  const auto rows = static_cast<size_t>(d.start.size(0));
+  TORCH_CHECK(d.limits.size() == rows, "search: ", d.limits.size(), " limits for ", rows, " rows");
+  std::vector<Hypothesis> out(rows);
+  std::vector<bool> done(rows, false);
+  size_t remaining = rows;
+  auto input = d.start;
+  for (int64_t t = 0; t < longest(d.limits) && remaining > 0; ++t) {
+    auto logp = torch::log_softmax(d.state->step(input).to(torch::kDouble), -1);  // (R, V)
+    const torch::Tensor next = pick(logp);  // (R)
+    const torch::Tensor chosen = logp.gather(1, next.unsqueeze(1)).squeeze(1).cpu();
+    const torch::Tensor next_cpu = next.cpu();
+    auto token_of = next_cpu.accessor<int64_t, 1>();
+    auto score_of = chosen.accessor<double, 1>();
+    for (size_t r = 0; r < rows; ++r) {
+      if (done[r]) continue;
+      const auto i = static_cast<int64_t>(r);
+      auto& h = out[r];
+      h.score += score_of[i];
+      const bool eos = token_of[i] == kEosId;
+      if (!eos) h.tokens.push_back(token_of[i]);
+      if (eos || t + 1 >= d.limits[r]) done[r] = true, --remaining;
+    }
+    input = next.unsqueeze(1);
+  }
+  return out;
+}
 
-  // Rows b*K .. b*K+K-1 hold sentence b's beams.
+}  // namespace
+
+std::vector<Hypothesis> greedy_search(Decoding decoding) {
+  return token_by_token(std::move(decoding), [](const torch::Tensor& logp) { return logp.argmax(-1); });
+}
+
+std::vector<Hypothesis> sample_search(Decoding decoding, const SamplingOptions& o) {
+  TORCH_CHECK(o.temperature() > 0, "sampling: temperature must be positive, got ", o.temperature());
+  TORCH_CHECK(o.top_p() > 0 && o.top_p() <= 1, "sampling: top_p must be in (0, 1], got ", o.top_p());
+  const double minus_inf = -std::numeric_limits<double>::infinity();
+  return token_by_token(std::move(decoding), [&](const torch::Tensor& logp) {
+    auto scaled = logp / o.temperature();  // (R, V)
+    if (o.top_k() > 0 && o.top_k() < scaled.size(1)) {
+      auto kth = std::get<0>(scaled.topk(o.top_k(), 1)).select(1, -1).unsqueeze(1);
+      scaled = scaled.masked_fill(scaled < kth, minus_inf);
+    }
+    if (o.top_p() < 1) {
+      // keep the likeliest tokens until their probability reaches top_p (the first always)
+      auto [sorted, order] = scaled.sort(1, /*descending=*/true);
+      auto before = torch::softmax(sorted, 1).cumsum(1) - torch::softmax(sorted, 1);  // mass ahead of each
+      sorted = sorted.masked_fill(before >= o.top_p(), minus_inf);
+      scaled = torch::full_like(scaled, minus_inf).scatter(1, order, sorted);
+    }
+    return torch::multinomial(torch::softmax(scaled, 1), 1).squeeze(1);
+  });
+}
+
+namespace {
+
+/// A live hypothesis of beam search.
+struct Beam {
+  std::vector<int64_t> tokens;
+  double score = -std::numeric_limits<double>::infinity();  // -inf: an idle row
+};
+
+/// A completed hypothesis with its length-normalised score.
+struct Finished {
+  std::vector<int64_t> tokens;
+  double score, normalized;
+};
+
+/// One input row's search: its K live beams (rows b*K .. b*K+K-1 of the state) and what
+/// has finished.
+struct RowSearch {
+  int64_t limit = 0;
+  std::vector<Finished> finished;
+  bool done = false;
+};
+
+}  // namespace
+
+std::vector<Hypothesis> beam_search(Decoding d, const DecodeOptions& options) {
+  torch::NoGradGuard no_grad;
+  const int64_t B = d.start.size(0), K = options.beam();
+  const auto device = d.start.device();
+  TORCH_CHECK(static_cast<int64_t>(d.limits.size()) == B, "beam search: ", d.limits.size(), " limits for ", B,
+              " rows");
+  std::vector<RowSearch> rows(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) rows[static_cast<size_t>(b)].limit = d.limits[static_cast<size_t>(b)];
+  // Row b's beams are state rows b*K .. b*K+K-1. Only beam 0 is live at the start, so the
+  // first expansion does not repeat itself.
   auto expand = torch::arange(B, torch::TensorOptions().dtype(torch::kLong).device(device)).repeat_interleave(K);
-  auto memory = model->encode(source, source_positions).index_select(expand);
-  auto state = model->new_state();
-  auto prefix = torch::full({B * K, 1}, kBosId, torch::TensorOptions().dtype(torch::kLong).device(device));
-  // Only beam 0 is live at the start, so the first expansion does not repeat itself.
-  std::vector<double> scores(static_cast<size_t>(B * K), -std::numeric_limits<double>::infinity());
-  for (int64_t b = 0; b < B; ++b) scores[static_cast<size_t>(b * K)] = 0.0;
-  std::vector<std::vector<int64_t>> beams(static_cast<size_t>(B * K));
-  struct Finished {
-    std::vector<int64_t> tokens;
-    double score, normalized;
-  };
-  std::vector<std::vector<Finished>> finished(static_cast<size_t>(B));
-  std::vector<bool> done(static_cast<size_t>(B), false);
+  d.state->select(expand);
+  auto input = d.start.index_select(0, expand);
+  std::vector<Beam> beams(static_cast<size_t>(B * K));
+  for (int64_t b = 0; b < B; ++b) beams[static_cast<size_t>(b * K)].score = 0.0;
   int64_t remaining = B;
+  auto finish = [&](RowSearch& row, std::vector<int64_t> tokens, double score, int64_t length) {
+    row.finished.push_back({std::move(tokens), score, score / length_penalty(options, length)});
+  };
 
-  for (int64_t t = 0; t < limit && remaining > 0; ++t) {
-    auto logits = use_cache ? model->decode(prefix.narrow(1, t, 1), memory, &state)
-                            : model->decode(prefix, memory).narrow(1, t, 1);
-    auto logp = torch::log_softmax(logits.squeeze(1).to(torch::kFloat), -1);  // (B*K, V)
+  for (int64_t t = 0; t < longest(d.limits) && remaining > 0; ++t) {
+    auto logp = torch::log_softmax(d.state->step(input).to(torch::kFloat), -1);  // (B*K, V)
     const int64_t V = logp.size(1);
+    std::vector<double> scores;
+    for (const auto& beam : beams) scores.push_back(beam.score);
     auto total = logp + torch::tensor(scores, torch::kDouble).to(device, torch::kFloat).unsqueeze(1);
     auto [top_scores, top_index] = total.view({B, K * V}).topk(2 * K, 1);  // (B, 2K)
     top_scores = top_scores.to(torch::kDouble).cpu();
@@ -121,48 +163,42 @@ std::vector<Hypothesis> beam_search(Seq2Seq& model, const torch::Tensor& source,
     auto ti = top_index.accessor<int64_t, 2>();
 
     std::vector<int64_t> select(static_cast<size_t>(B * K)), next_token(static_cast<size_t>(B * K), kPadId);
-    std::vector<double> next_scores(static_cast<size_t>(B * K), -std::numeric_limits<double>::infinity());
-    std::vector<std::vector<int64_t>> next_beams(static_cast<size_t>(B * K));
+    std::vector<Beam> next(static_cast<size_t>(B * K));
     for (int64_t b = 0; b < B; ++b) {
-      const auto ub = static_cast<size_t>(b);
+      auto& row = rows[static_cast<size_t>(b)];
       int64_t live = 0;
-      if (!done[ub]) {
-        const bool at_limit = t + 1 >= limits[ub];
+      if (!row.done) {
+        const bool at_limit = t + 1 >= row.limit;
         for (int64_t c = 0; c < 2 * K && live < K; ++c) {
           if (std::isinf(ts[b][c])) break;
           const int64_t beam = ti[b][c] / V, token = ti[b][c] % V;
-          const auto& history = beams[static_cast<size_t>(b * K + beam)];
+          const auto& history = beams[static_cast<size_t>(b * K + beam)].tokens;
           if (token == kEosId) {
-            finished[ub].push_back({history, ts[b][c],
-                                    ts[b][c] / length_penalty(options, static_cast<int64_t>(history.size()) + 1)});
-            if (static_cast<int64_t>(finished[ub].size()) >= K) break;
+            finish(row, history, ts[b][c], static_cast<int64_t>(history.size()) + 1);
+            if (static_cast<int64_t>(row.finished.size()) >= K) break;
             continue;
           }
-          const auto row = static_cast<size_t>(b * K + live);
-          select[row] = b * K + beam;
-          next_token[row] = token;
-          next_scores[row] = ts[b][c];
-          next_beams[row] = history;
-          next_beams[row].push_back(token);
-          if (at_limit)  // completed without EOS at the length limit
-            finished[ub].push_back({next_beams[row], ts[b][c],
-                                    ts[b][c] / length_penalty(options, static_cast<int64_t>(next_beams[row].size()))});
+          const auto r = static_cast<size_t>(b * K + live);
+          select[r] = b * K + beam;
+          next_token[r] = token;
+          next[r] = {history, ts[b][c]};
+          next[r].tokens.push_back(token);
+          // completed without EOS at the length limit
+          if (at_limit) finish(row, next[r].tokens, ts[b][c], static_cast<int64_t>(next[r].tokens.size()));
           ++live;
         }
-        if (static_cast<int64_t>(finished[ub].size()) >= K || at_limit || live == 0) done[ub] = true, --remaining;
+        if (static_cast<int64_t>(row.finished.size()) >= K || at_limit || live == 0) row.done = true, --remaining;
       }
       for (int64_t k = live; k < K; ++k) select[static_cast<size_t>(b * K + k)] = b * K;  // idle rows
     }
-    auto index = torch::tensor(select, torch::kLong).to(device);
-    prefix = torch::cat({prefix.index_select(0, index), torch::tensor(next_token, torch::kLong).to(device).unsqueeze(1)}, 1);
-    if (use_cache) state.reorder(index);
-    scores = std::move(next_scores);
-    beams = std::move(next_beams);
+    d.state->select(long_tensor(select, device));
+    input = long_tensor(next_token, device).unsqueeze(1);
+    beams = std::move(next);
   }
 
   std::vector<Hypothesis> out(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
-    const auto& f = finished[static_cast<size_t>(b)];
+    const auto& f = rows[static_cast<size_t>(b)].finished;
     if (f.empty()) continue;  // only when the limit is 0
     const auto best = std::max_element(f.begin(), f.end(), [](const auto& x, const auto& y) {
       return x.normalized < y.normalized;
@@ -172,34 +208,10 @@ std::vector<Hypothesis> beam_search(Seq2Seq& model, const torch::Tensor& source,
   return out;
 }
 
-Hypothesis generate(LanguageModel& model, const std::vector<int64_t>& prompt, const GenerateOptions& options) {
-  torch::NoGradGuard no_grad;
-  const auto device = model->embedding->weight.device();
-  std::vector<int64_t> context{kEosId};
-  context.insert(context.end(), prompt.begin(), prompt.end());
-  auto state = model->new_state();
-  auto input = torch::tensor(context, torch::kLong).unsqueeze(0).to(device);
-  Hypothesis out;
-  for (int64_t t = 0; t < options.max_tokens; ++t) {
-    auto logits = model->forward(input, &state).select(1, -1).squeeze(0).to(torch::kDouble);  // (V)
-    auto logp = torch::log_softmax(logits, -1);
-    int64_t next;
-    if (options.temperature <= 0) {
-      next = logp.argmax().item<int64_t>();
-    } else {
-      auto scaled = logits / options.temperature;
-      if (options.top_k > 0 && options.top_k < scaled.size(0)) {
-        auto kth = std::get<0>(scaled.topk(options.top_k)).min();
-        scaled = scaled.masked_fill(scaled.lt(kth), -std::numeric_limits<double>::infinity());
-      }
-      next = torch::multinomial(torch::softmax(scaled, -1), 1).item<int64_t>();
-    }
-    out.score += logp[next].item<double>();
-    if (next == kEosId) break;
-    out.tokens.push_back(next);
-    input = torch::full({1, 1}, next, torch::TensorOptions().dtype(torch::kLong).device(device));
-  }
-  return out;
+std::vector<Hypothesis> search(Decoding decoding, const SearchOptions& options) {
+  if (options.sample) return sample_search(std::move(decoding), options.sampling);
+  if (options.decode.beam() == 1) return greedy_search(std::move(decoding));
+  return beam_search(std::move(decoding), options.decode);
 }
 
 }  // namespace ropelab

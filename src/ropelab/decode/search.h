@@ -1,10 +1,10 @@
 #pragma once
-/// Autoregressive decoding for Seq2Seq models with incremental (cached) decoding:
-/// self-attention keys/values are appended per step, cross-attention keys/values
-/// are computed once per sentence.
+/// One search over the DecoderState seam (decode/decoder_state.h): greedy, beam search
+/// and sampling serve every task's model, both attention backends and every position
+/// encoder. Tasks build the Decoding (task/); searches only pick tokens.
 
+#include "ropelab/decode/decoder_state.h"
 #include "ropelab/decode/options.h"
-#include "ropelab/model/transformer.h"
 
 #include <torch/torch.h>
 
@@ -13,46 +13,36 @@
 namespace ropelab {
 
 struct Hypothesis {
-  std::vector<int64_t> tokens;  // without BOS and EOS
+  std::vector<int64_t> tokens;  // output tokens, without start tokens and EOS
   double score = 0.0;           // sum of token log-probabilities (EOS included)
 };
 
-/// Greedy decoding of a source batch (B, S) -> B hypotheses. `max_len` is computed per
-/// sentence from options.max_len_a/b and the source length. `use_cache=false`
-/// recomputes the decoder over the whole prefix at each step (reference / benchmark).
-/// `source_positions`: N-d source coordinates for the encoder (see encoder_positions).
-std::vector<Hypothesis> greedy_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
-                                      bool use_cache = true, const torch::Tensor& source_positions = {});
+/// The likeliest token at each step, one hypothesis per row.
+std::vector<Hypothesis> greedy_search(Decoding decoding);
 
-/// Beam search (Vaswani et al. 2017, 6.1), batched over sentences and beams, with the
-/// length penalty named by options.lenpen_formula. A sentence is finished once it has
-/// `beam` completed hypotheses; at its length limit the live beams are completed as they
-/// are. Returns the best hypothesis per sentence by length-normalised score.
-std::vector<Hypothesis> beam_search(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
-                                    bool use_cache = true, const torch::Tensor& source_positions = {});
+/// Beam search (Vaswani et al. 2017, 6.1), batched over rows and beams, with the length
+/// penalty named by options.lenpen_formula. A row is finished once it has `beam`
+/// completed hypotheses; at its length limit the live beams are completed as they are.
+/// Returns the best hypothesis per row by length-normalised score.
+std::vector<Hypothesis> beam_search(Decoding decoding, const DecodeOptions& options);
 
-/// Greedy for beam 1, else beam search.
-std::vector<Hypothesis> translate_batch(Seq2Seq& model, const torch::Tensor& source, const DecodeOptions& options,
-                                        bool use_cache = true, const torch::Tensor& source_positions = {});
+/// Ancestral sampling, one hypothesis per row, drawn from torch's default generator
+/// (seed it for reproducible samples). Scores are the model's log-probabilities of the
+/// drawn tokens.
+std::vector<Hypothesis> sample_search(Decoding decoding, const SamplingOptions& options);
 
-struct GenerateOptions {
-  int64_t max_tokens = 100;
-  /// 0: greedy; otherwise sample from softmax(logits / temperature).
-  double temperature = 0.0;
-  /// Sample among the k most likely tokens only; 0: all.
-  int64_t top_k = 0;
+/// How to search: sampling when `sample`, else greedy for beam 1 and beam search above.
+struct SearchOptions {
+  DecodeOptions decode;
+  bool sample = false;
+  SamplingOptions sampling;
 };
-
-/// Continues `prompt` (ids, without specials) with a language model, using incremental
-/// decoding. The prompt is preceded by EOS, the document boundary the model was trained
-/// with; generation stops at EOS or after options.max_tokens. Sampling draws from
-/// torch's default generator (seed it for reproducible samples).
-Hypothesis generate(LanguageModel& model, const std::vector<int64_t>& prompt, const GenerateOptions& options);
+std::vector<Hypothesis> search(Decoding decoding, const SearchOptions& options);
 
 /// Length penalty lp(n) for n output tokens (EOS included): gnmt ((5+n)/6)^alpha or average n^alpha.
 double length_penalty(const DecodeOptions& options, int64_t length);
 
-/// The output length limit for a source of `source_len` tokens.
-int64_t max_output_length(const DecodeOptions& options, int64_t source_len);
+/// The output length limit for an input of `input_len` tokens.
+int64_t max_output_length(const DecodeOptions& options, int64_t input_len);
 
 }  // namespace ropelab

@@ -67,7 +67,7 @@ torch::Tensor TransformerLayerImpl::forward(const torch::Tensor& x, const StackI
 
 // --- stack ----------------------------------------------------------------------------
 
-void DecoderState::reorder(const torch::Tensor& index) {
+void DecoderCache::reorder(const torch::Tensor& index) {
   for (auto& c : self) c.reorder(index);
   for (auto& c : cross) c.reorder(index);
   if (key_positions.defined() && key_positions.dim() >= 2) key_positions = key_positions.index_select(0, index);
@@ -87,7 +87,7 @@ StackImpl::StackImpl(const StackOptions& options) : options_(options) {
   dropout_ = register_module("dropout", Dropout(layer.dropout()));
 }
 
-torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, DecoderState* state) {
+torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, DecoderCache* state) {
   TORCH_CHECK(!state || options_.causal(), "Stack: incremental decoding needs a causal stack");
   TORCH_CHECK(!state || !in.padding_mask.defined(), "Stack: incremental decoding takes no target padding mask");
   const int64_t offset = state ? state->offset : 0;
@@ -178,7 +178,7 @@ Memory Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_po
   return {out, in.padding_mask, in.positions, encoder->position()->axes()};
 }
 
-torch::Tensor Seq2SeqImpl::decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderState* state,
+torch::Tensor Seq2SeqImpl::decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state,
                                   const torch::Tensor& tgt_positions) {
   StackInputs in;
   if (!state) in.padding_mask = tgt_in.eq(options.pad_id());
@@ -193,8 +193,6 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
   return decode(tgt_in, encode(src));
 }
 
-DecoderState Seq2SeqImpl::new_state() const { return {}; }
-
 LanguageModelImpl::LanguageModelImpl(const TransformerOptions& options_) : options(options_) {
   embedding = register_module("embedding", TiedEmbedding(options.vocab_size(), options.d_model(), options.pad_id()));
   decoder = register_module("decoder", Stack(StackOptions()
@@ -204,14 +202,12 @@ LanguageModelImpl::LanguageModelImpl(const TransformerOptions& options_) : optio
                                                  .causal(true)));
 }
 
-torch::Tensor LanguageModelImpl::forward(const torch::Tensor& tokens, DecoderState* state,
+torch::Tensor LanguageModelImpl::forward(const torch::Tensor& tokens, DecoderCache* state,
                                          const torch::Tensor& positions) {
   StackInputs in;
   if (!state) in.padding_mask = tokens.eq(options.pad_id());
   in.positions = positions;
   return embedding->logits(decoder(embedding(tokens), in, state));
 }
-
-DecoderState LanguageModelImpl::new_state() const { return {}; }
 
 }  // namespace ropelab

@@ -84,7 +84,7 @@ struct StackOptions {
 };
 
 /// Caches for incremental decoding, one entry per layer.
-struct DecoderState {
+struct DecoderCache {
   std::vector<AttentionCache> self, cross;
   int64_t offset = 0;              // tokens decoded so far: the next token's position
   torch::Tensor key_positions;     // positions of every cached key (logit-bias encoders)
@@ -100,7 +100,7 @@ class StackImpl : public torch::nn::Module {
   explicit StackImpl(const StackOptions& options);
   /// x (B, T, D) embedded tokens -> (B, T, D). `state`: incremental decoding caches
   /// (causal stacks only); their offset sets the default positions.
-  torch::Tensor forward(const torch::Tensor& x, StackInputs in = {}, DecoderState* state = nullptr);
+  torch::Tensor forward(const torch::Tensor& x, StackInputs in = {}, DecoderCache* state = nullptr);
 
   const PositionEncoder& position() const { return position_; }
   const StackOptions& options() const { return options_; }
@@ -167,12 +167,10 @@ class Seq2SeqImpl : public torch::nn::Module {
   /// src (B, S) -> Memory
   Memory encode(const torch::Tensor& src, const torch::Tensor& src_positions = {});
   /// tgt_in (B, T), the target shifted right -> logits (B, T, V).
-  torch::Tensor decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderState* state = nullptr,
+  torch::Tensor decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state = nullptr,
                        const torch::Tensor& tgt_positions = {});
   /// Teacher-forced logits (B, T, V).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
-  /// Empty caches for incremental decoding.
-  DecoderState new_state() const;
 
   TransformerOptions options;
   TiedEmbedding embedding{nullptr};
@@ -187,9 +185,8 @@ class LanguageModelImpl : public torch::nn::Module {
   /// decoder_position and attention.
   explicit LanguageModelImpl(const TransformerOptions& options);
   /// tokens (B, T) -> logits (B, T, V)
-  torch::Tensor forward(const torch::Tensor& tokens, DecoderState* state = nullptr,
+  torch::Tensor forward(const torch::Tensor& tokens, DecoderCache* state = nullptr,
                         const torch::Tensor& positions = {});
-  DecoderState new_state() const;
 
   TransformerOptions options;
   TiedEmbedding embedding{nullptr};

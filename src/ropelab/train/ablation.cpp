@@ -1,15 +1,15 @@
 #include "ropelab/train/ablation.h"
 
+#include "ropelab/run/metrics_log.h"
+#include "ropelab/task/task.h"
 #include "ropelab/train/plot.h"
+#include "ropelab/util/subprocess.h"
 #include "ropelab/util/runtime.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -41,22 +41,13 @@ std::string slug(const std::string& name) {
   return out.empty() ? "base" : out;
 }
 
-/// The number after "key": in a one-line JSON object, or NaN.
-double json_number(const std::string& text, const std::string& key) {
-  const auto at = text.find("\"" + key + "\":");
-  if (at == std::string::npos) return std::numeric_limits<double>::quiet_NaN();
-  return std::strtod(text.c_str() + at + key.size() + 3, nullptr);
-}
-
-std::string read_file(const std::string& path) {
+/// The number at `key` of the JSON object in the file at `path`; NaN when absent.
+double json_number(const std::string& path, const std::string& key) {
   std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::vector<int64_t> contexts_for(const Config& config, const std::vector<int64_t>& contexts) {
-  return contexts.empty() ? std::vector<int64_t>{config.data.context()} : contexts;
+  const auto json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object() || !json.contains(key) || !json[key].is_number())
+    return std::numeric_limits<double>::quiet_NaN();
+  return json[key].get<double>();
 }
 
 /// Whether the run in `dir` was started from `config` (threads and device aside).
@@ -79,28 +70,18 @@ struct Job {
 
 RunResult read_run_result(const std::string& run_dir, const Config& config, const std::vector<int64_t>& contexts) {
   RunResult r;
-  std::ifstream metrics(run_dir + "/metrics.jsonl");
   double best_ppl = std::numeric_limits<double>::infinity(), elapsed = 0;  // elapsed_s continues over resumes
-  for (std::string line; std::getline(metrics, line);) {
-    const double step = json_number(line, "step");
-    if (line.find("\"event\":\"valid\"") != std::string::npos) {
-      r.curve.emplace_back(step, json_number(line, "loss"));
-      best_ppl = std::min(best_ppl, json_number(line, "ppl"));
-    } else if (line.find("\"event\":\"train\"") != std::string::npos) {
-      elapsed = json_number(line, "elapsed_s");
+  for (const auto& e : read_metrics(run_dir + "/metrics.jsonl")) {
+    if (e.event == "valid") {
+      r.curve.emplace_back(static_cast<double>(e.step), e.get("loss"));
+      best_ppl = std::min(best_ppl, e.get("ppl"));
+    } else if (e.event == "train") {
+      elapsed = e.get("elapsed_s");
     }
   }
   r.metrics["valid_ppl"] = best_ppl;
-  if (config.task == Task::lm) {
-    for (auto c : contexts_for(config, contexts))
-      r.metrics["test_ppl@" + std::to_string(c)] =
-          json_number(read_file(run_dir + "/eval.test.ctx" + std::to_string(c) + ".json"), "perplexity");
-  } else {
-    const auto eval = read_file(run_dir + "/eval.test.json");
-    r.metrics["test_bleu"] = json_number(eval, "bleu");
-    r.metrics["test_chrf"] = json_number(eval, "chrf");
-    r.metrics["test_ppl"] = json_number(eval, "perplexity");
-  }
+  for (const auto& eval : make_task(config)->ablation_evals(contexts))
+    for (const auto& [key, column] : eval.columns) r.metrics[column] = json_number(run_dir + "/" + eval.file, key);
   r.metrics["train_s"] = elapsed;
   return r;
 }
@@ -148,12 +129,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
           evals += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + args + runtime + " >> " +
                    quote(job.log) + " 2>&1";
         };
-        if (config.task == Task::lm) {
-          for (auto c : contexts_for(config, spec.eval_contexts))
-            add("eval.test.ctx" + std::to_string(c) + ".json", " --context " + std::to_string(c));
-        } else {
-          add("eval.test.json", "");
-        }
+        for (const auto& eval : make_task(config)->ablation_evals(spec.eval_contexts)) add(eval.file, eval.args);
         return evals;
       };
       const bool same = same_experiment(job.dir, config);
@@ -192,28 +168,19 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     while (next < todo.size() && static_cast<int64_t>(running.size()) < jobs) {
       const auto& job = todo[next++];
       fs::create_directories(fs::path(job.dir).parent_path());
-      const pid_t pid = ::fork();
-      if (pid < 0) throw std::runtime_error("ablate: fork failed");
-      if (pid == 0) {
-        ::execl("/bin/sh", "sh", "-c", job.command.c_str(), static_cast<char*>(nullptr));
-        std::_Exit(127);
-      }
+      const pid_t pid = spawn({"/bin/sh", "-c", job.command}, {}, "ablate");
       running[pid] = {job, now_seconds()};
       std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant
                 << " seed " << job.seed << " (log " << job.log << ")" << std::endl;
     }
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error(std::string("ablate: waiting for runs failed: ") + std::strerror(errno));
-    }
+    const auto child = wait_any("ablate");
+    const pid_t pid = child.pid;
     auto it = running.find(pid);
     if (it == running.end()) continue;
     const auto [job, began] = it->second;
     running.erase(it);
     ++done;
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const bool ok = child.code == 0;
     if (!ok) ++failed;
     // Runs have finished at this pace so far, `jobs` at a time.
     const double left = (now_seconds() - start) / static_cast<double>(done) * static_cast<double>(todo.size() - done);

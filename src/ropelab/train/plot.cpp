@@ -1,5 +1,7 @@
 #include "ropelab/train/plot.h"
 
+#include "ropelab/run/metrics_log.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,13 +29,6 @@ std::string number(double v) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.4g", v);
   return buffer;
-}
-
-/// The value of "key": in one JSON line written by ropelab's MetricsLog, or NaN.
-double field(const std::string& line, const std::string& key) {
-  const auto at = line.find("\"" + key + "\":");
-  if (at == std::string::npos) return std::numeric_limits<double>::quiet_NaN();
-  return std::strtod(line.c_str() + at + key.size() + 3, nullptr);
 }
 
 }  // namespace
@@ -91,16 +86,12 @@ void write_line_plot_svg(const std::string& path, const std::string& title, cons
 }
 
 void write_loss_curve(const std::string& metrics_jsonl, const std::string& svg_path) {
-  std::ifstream in(metrics_jsonl);
-  if (!in) throw std::runtime_error(metrics_jsonl + ": cannot open");
   Series train{"train loss", {}, {}}, valid{"valid loss", {}, {}};
-  for (std::string line; std::getline(in, line);) {
-    Series* s = line.find("\"event\":\"train\"") != std::string::npos   ? &train
-                : line.find("\"event\":\"valid\"") != std::string::npos ? &valid
-                                                                         : nullptr;
+  for (const auto& e : read_metrics(metrics_jsonl)) {
+    Series* s = e.event == "train" ? &train : e.event == "valid" ? &valid : nullptr;
     if (!s) continue;
-    s->x.push_back(field(line, "step"));
-    s->y.push_back(field(line, "loss"));
+    s->x.push_back(static_cast<double>(e.step));
+    s->y.push_back(e.get("loss"));
   }
   write_line_plot_svg(svg_path, "loss (label-smoothed cross-entropy per target token)", "step", "loss",
                       {train, valid});

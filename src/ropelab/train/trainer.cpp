@@ -1,119 +1,24 @@
 #include "ropelab/train/trainer.h"
 
-#include "ropelab/data/corpus.h"
-#include "ropelab/train/checkpoint.h"
+#include "ropelab/ops/cross_entropy.h"
+#include "ropelab/run/checkpoint.h"
+#include "ropelab/run/metrics_log.h"
+#include "ropelab/run/run.h"
 #include "ropelab/train/plot.h"
-#include "ropelab/train/run.h"
-#include "ropelab/kernels/cpu_kernels.h"
 #include "ropelab/util/runtime.h"
-
-#include <ATen/Parallel.h>
+#include "ropelab/util/stop_signals.h"
 
 #include <unistd.h>
-
-#include <csignal>
-#include <thread>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 namespace ropelab {
 
 namespace fs = std::filesystem;
-
-// --- run directory ------------------------------------------------------------------
-
-RunPaths::RunPaths(std::string d)
-    : dir(std::move(d)),
-      config((fs::path(dir) / "config.yaml").string()),
-      last((fs::path(dir) / "checkpoint_last.pt").string()),
-      best((fs::path(dir) / "checkpoint_best.pt").string()),
-      metrics((fs::path(dir) / "metrics.jsonl").string()) {}
-
-std::string RunPaths::checkpoint(const std::string& which) const {
-  if (which == "best") return fs::exists(best) ? best : last;  // a run without validation has no best
-  if (which == "last") return last;
-  return which;
-}
-
-std::string RunPaths::numbered(int64_t step) const {
-  return (fs::path(dir) / ("checkpoint_" + std::to_string(step) + ".pt")).string();
-}
-
-std::vector<std::string> RunPaths::numbered_checkpoints() const {
-  std::vector<std::pair<int64_t, std::string>> found;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const auto name = entry.path().filename().string();
-    if (name.rfind("checkpoint_", 0) != 0 || entry.path().extension() != ".pt") continue;
-    const auto middle = name.substr(11, name.size() - 14);
-    if (middle.empty() || middle.find_first_not_of("0123456789") != std::string::npos) continue;
-    found.emplace_back(std::stoll(middle), entry.path().string());
-  }
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> out;
-  for (auto& f : found) out.push_back(std::move(f.second));
-  return out;
-}
-
-namespace {
-/// Copies the last checkpoint to checkpoint_STEP.pt and keeps only the newest `keep`.
-void keep_numbered_checkpoint(const RunPaths& paths, int64_t step, int64_t keep) {
-  if (keep <= 0) return;
-  const auto target = paths.numbered(step);
-  fs::copy_file(paths.last, target + ".tmp", fs::copy_options::overwrite_existing);
-  fs::rename(target + ".tmp", target);
-  auto all = paths.numbered_checkpoints();
-  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i]);
-}
-}  // namespace
-
-torch::nn::Module* TaskModel::operator->() const {
-  if (seq2seq) return seq2seq.ptr().get();
-  TORCH_CHECK(lm, "TaskModel: no model");
-  return lm.ptr().get();
-}
-
-torch::Tensor TaskModel::logits(const Batch& batch) const {
-  if (lm) return lm.ptr()->forward(batch.target_in);
-  auto model = seq2seq;
-  return model->decode(batch.target_in,
-                       model->encode(batch.source, encoder_positions(model, batch.source_positions)));
-}
-
-Seq2Seq& TaskModel::translator() {
-  if (!seq2seq) throw std::runtime_error("this run is a language model (task lm); it does not translate");
-  return seq2seq;
-}
-
-torch::Tensor encoder_positions(const Seq2Seq& model, const torch::Tensor& data_positions) {
-  const int64_t axes = model->encoder->position()->axes();
-  if (!data_positions.defined() || axes == 1) return {};
-  TORCH_CHECK(data_positions.size(-1) == axes, "source positions have ", data_positions.size(-1),
-              " coordinates; the encoder's position encoder takes ", axes);
-  return data_positions;
-}
-
-TaskModel build_model(const Config& config, int64_t vocab_size) {
-  auto options = config.model;
-  options.vocab_size(vocab_size).pad_id(kPadId);
-  if (config.task == Task::lm) return LanguageModel(options);
-  return Seq2Seq(options);
-}
-
-LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device) {
-  RunPaths paths(dir);
-  if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": run directory not found");
-  LoadedRun run;
-  run.config = load_config({{paths.config}, {}});
-  run.tokenizer = load_tokenizer(run.config.tokenizer, dir);
-  run.model = build_model(run.config, run.tokenizer->vocab_size());
-  load_checkpoint(paths.checkpoint(checkpoint), *run.model);
-  run.model->to(device);
-  run.model->eval();
-  return run;
-}
 
 // --- optimization pieces ---------------------------------------------------------------
 
@@ -129,109 +34,6 @@ double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
       return o.lr();
   }
   TORCH_INTERNAL_ASSERT(false, "unhandled LrSchedule");
-}
-
-namespace {
-
-/// Label-smoothed cross-entropy fused over rows of logits (train/loss_rows.h): no stored
-/// log-probabilities, one pass forward after the max, one pass backward.
-class SmoothedCrossEntropy : public torch::autograd::Function<SmoothedCrossEntropy> {
- public:
-  /// logits (N, V) contiguous, target (N) -> {smoothed loss per row, nll per row}
-  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& logits,
-                                                const torch::Tensor& target, double eps, int64_t pad) {
-    const int64_t N = logits.size(0), V = logits.size(1);
-    auto lse = torch::empty({N}, logits.options()), loss = torch::empty({N}, logits.options()),
-         nll = torch::empty({N}, logits.options());
-    auto tgt = target.contiguous();
-    AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "smoothed_ce_forward", [&] {
-      const auto e = static_cast<scalar_t>(eps);
-      at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
-        const auto args = std::make_tuple(logits.data_ptr<scalar_t>(), V, tgt.data_ptr<int64_t>(), pad, e, begin, end,
-                                          lse.data_ptr<scalar_t>(), loss.data_ptr<scalar_t>(), nll.data_ptr<scalar_t>());
-        if (cpu_has_avx2_fma()) std::apply([](auto... a) { avx2::ce_forward(a...); }, args);
-        else std::apply([](auto... a) { baseline::ce_forward(a...); }, args);
-      });
-    });
-    ctx->save_for_backward({logits, tgt, lse});
-    ctx->saved_data["eps"] = eps;
-    ctx->saved_data["pad"] = pad;
-    ctx->mark_non_differentiable({nll});
-    return {loss, nll};
-  }
-
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    auto saved = ctx->get_saved_variables();
-    const auto &logits = saved[0], &target = saved[1], &lse = saved[2];
-    const double eps = ctx->saved_data["eps"].toDouble();
-    const int64_t pad = ctx->saved_data["pad"].toInt();
-    const int64_t N = logits.size(0), V = logits.size(1);
-    auto g = grads[0].defined() ? grads[0].contiguous() : torch::zeros({N}, logits.options());
-    auto grad = torch::empty_like(logits);
-    AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "smoothed_ce_backward", [&] {
-      const auto e = static_cast<scalar_t>(eps);
-      at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
-        const auto args = std::make_tuple(logits.data_ptr<scalar_t>(), V, target.data_ptr<int64_t>(), pad, e,
-                                          lse.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), begin, end,
-                                          grad.data_ptr<scalar_t>());
-        if (cpu_has_avx2_fma()) std::apply([](auto... a) { avx2::ce_backward(a...); }, args);
-        else std::apply([](auto... a) { baseline::ce_backward(a...); }, args);
-      });
-    });
-    return {grad, torch::Tensor(), torch::Tensor(), torch::Tensor()};
-  }
-};
-
-}  // namespace
-
-std::pair<torch::Tensor, torch::Tensor> smoothed_loss_reference(const torch::Tensor& logits,
-                                                                const torch::Tensor& target, double label_smoothing,
-                                                                int64_t pad_id) {
-  // float at least (half precision logits), double kept
-  auto logp = torch::log_softmax(logits.scalar_type() == torch::kDouble ? logits : logits.to(torch::kFloat), -1);
-  auto keep = target.ne(pad_id);                                           // (B, T)
-  auto nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1);           // (B, T)
-  nll = nll.masked_fill(~keep, 0.0).sum();
-  if (label_smoothing == 0.0) return {nll, nll.detach()};
-  auto uniform = -logp.mean(-1).masked_fill(~keep, 0.0).sum();             // eps/V over all classes
-  return {(1.0 - label_smoothing) * nll + label_smoothing * uniform, nll.detach()};
-}
-
-std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target,
-                                                      double label_smoothing, int64_t pad_id) {
-  const auto type = logits.scalar_type();
-  if (!logits.device().is_cpu() || (type != torch::kFloat && type != torch::kDouble))
-    return smoothed_loss_reference(logits, target, label_smoothing, pad_id);
-  const int64_t V = logits.size(-1);
-  auto rows = SmoothedCrossEntropy::apply(logits.reshape({-1, V}).contiguous(), target.reshape({-1}), label_smoothing,
-                                          pad_id);
-  return {rows[0].sum(), rows[1].sum()};
-}
-
-Batch make_batch(const TaskModel& model, const ExampleSet& examples, const std::vector<size_t>& indices,
-                 const torch::Device& device) {
-  return model.lm ? collate_lm(examples, indices, device) : collate(examples, indices, device);
-}
-
-LossTotals evaluate_loss(const TaskModel& model, const std::vector<Example>& examples, int64_t max_tokens,
-                         double label_smoothing, const torch::Device& device) {
-  return evaluate_loss(model, ExampleView(examples), max_tokens, label_smoothing, device);
-}
-
-LossTotals evaluate_loss(const TaskModel& model, const ExampleSet& examples, int64_t max_tokens,
-                         double label_smoothing, const torch::Device& device) {
-  torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
-  LossTotals totals;
-  for (const auto& indices : plan_batches(examples, max_tokens, true, 0)) {
-    auto batch = make_batch(model, examples, indices, device);
-    auto [loss, nll] = smoothed_loss(model.logits(batch), batch.target_out, label_smoothing, kPadId);
-    totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
-  }
-  model->train(was_training);
-  return totals;
 }
 
 LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
@@ -294,12 +96,6 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
 
 namespace {
 
-struct Split {
-  std::vector<Example> examples;
-  int64_t dropped = 0;
-  int64_t empty = 0;
-};
-
 /// Where ranks other than 0 send their log lines.
 std::ostream& null_stream() {
   static std::ostream sink(nullptr);
@@ -309,110 +105,45 @@ std::ostream& null_stream() {
 struct TrainingData {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<TokenStore> train;  // memory-mapped from RUN/data/train.*
-  Split valid;                        // in memory
+  std::vector<Example> valid;         // in memory
 };
 
 /// Streams the training text twice: once into the tokenizer's training (or, resuming, the
 /// run's tokenizer is loaded), once tokenized into a memory-mapped token store in
 /// RUN/data, so the training corpus is never held in memory. The validation split is
 /// small and kept in memory. Logs what was skipped.
-TrainingData load_training_data(const Config& config, const std::string& run_dir, bool resume, DataParallel* group) {
-  const auto& d = config.data;
+TrainingData load_training_data(const Task& task, const RunPaths& paths, bool resume, DataParallel* group) {
+  const auto& d = task.config().data;
   TrainingData data;
   // Data-parallel: rank 0 builds the tokenizer and the token store; the others wait for
   // it, then load the tokenizer and map the same store.
   const bool builder = !group || group->is_main();
   if (!builder) group->barrier();
-  std::ostream& log = builder ? std::cout : null_stream();
-  auto make_tokenizer = [&](const TextSource& texts) {
-    if (resume || !builder) return load_tokenizer(config.tokenizer, run_dir);
-    auto tokenizer = train_tokenizer(config.tokenizer, texts, run_dir);
-    tokenizer->save(run_dir);
-    return tokenizer;
-  };
-  const auto store = (fs::path(run_dir) / "data").string();
-  fs::create_directories(store);
-  const auto store_path = (fs::path(store) / "train").string();
-  if (config.task == Task::lm) {
-    data.tokenizer = make_tokenizer([&](const std::function<void(const std::string&)>& emit) {
-      for_each_line(d.train(), [&](std::string& line, int64_t) { emit(line); });
-    });
-    const int64_t empty = builder ? write_lm_store(d.train(), *data.tokenizer, d.context(), store_path) : 0;
-    data.train = std::make_unique<TokenStore>(store_path);
-    if (!d.valid().empty())
-      data.valid.examples = lm_chunks(read_text_lines(d.valid()), *data.tokenizer, d.context(), &data.valid.empty,
-                                      d.eval_tokens());
-    log << "data: " << data.train->size() << " training chunks of " << d.context() << " tokens (" << empty
-              << " empty lines skipped), " << data.valid.examples.size() << " validation chunks; vocabulary "
-              << data.tokenizer->vocab_size() << std::endl;
+  if (resume || !builder) {
+    data.tokenizer = load_tokenizer(task.config().tokenizer, paths.dir);
   } else {
-    data.tokenizer = make_tokenizer([&](const std::function<void(const std::string&)>& emit) {
-      for_each_pair(d, d.train(), [&](std::string& src, std::string& tgt, int64_t) {
-        emit(src);  // a joint source+target vocabulary
-        emit(tgt);
-      });
-    });
-    const auto separator = row_separator_id(d, *data.tokenizer);
-    int64_t empty = 0;
-    const int64_t dropped = builder ? write_pair_store(d, d.train(), *data.tokenizer, store_path, &empty) : 0;
-    data.train = std::make_unique<TokenStore>(store_path, separator);
-    if (!d.valid().empty()) {
-      const auto pairs = read_parallel(d, d.valid());
-      data.valid.empty = pairs.skipped_empty;
-      data.valid.examples =
-          tokenize_pairs(pairs, *data.tokenizer, d.max_len(), true, &data.valid.dropped, separator);
-    }
-    log << "data: " << data.train->size() << " training pairs (" << dropped << " over data.max_len="
-              << d.max_len() << " skipped, " << empty << " with an empty side skipped), "
-              << data.valid.examples.size() << " validation pairs; vocabulary " << data.tokenizer->vocab_size()
-              << std::endl;
+    data.tokenizer = train_tokenizer(task.config().tokenizer,
+                                     [&](const std::function<void(const std::string&)>& emit) { task.tokenizer_texts(emit); },
+                                     paths.dir);
+    data.tokenizer->save(paths.dir);
   }
+  fs::create_directories(paths.data);
+  const auto store = (fs::path(paths.data) / "train").string();
+  const std::string summary = builder ? task.write_training_store(*data.tokenizer, store) : "";
+  data.train = task.open_training_store(*data.tokenizer, store);
+  if (!d.valid().empty()) data.valid = task.read_examples(d.valid(), *data.tokenizer);
+  if (builder)
+    std::cout << "data: " << task.describe_data(data.train->size(), summary, data.valid.size()) << "; vocabulary "
+              << data.tokenizer->vocab_size() << std::endl;
   if (data.train->size() == 0) throw std::runtime_error(d.train() + ": no usable training examples");
   if (builder && group) group->barrier();
   return data;
 }
 
-/// Appends one JSON object per line to the metrics file.
-class MetricsLog {
- public:
-  explicit MetricsLog(const std::string& path) : out_(path, std::ios::app) {
-    if (!out_) throw std::runtime_error(path + ": cannot open for writing");
-  }
-  void write(const std::string& event, int64_t step, std::initializer_list<std::pair<const char*, double>> fields) {
-    out_.precision(17);  // exact values: a resumed run can be compared bit for bit
-    out_ << "{\"event\":\"" << event << "\",\"step\":" << step;
-    for (const auto& [k, v] : fields) out_ << ",\"" << k << "\":" << v;
-    out_ << "}\n" << std::flush;
-  }
-
- private:
-  std::ofstream out_;
-};
-
-/// SIGINT/SIGTERM during training: finish the current update, save, exit cleanly.
-volatile std::sig_atomic_t g_stop_signal = 0;
-extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
-
-/// Installs the handlers for the lifetime of a training run, restoring the old ones after.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    old_int_ = std::signal(SIGINT, on_stop_signal);
-    old_term_ = std::signal(SIGTERM, on_stop_signal);
-  }
-  ~StopSignals() {
-    std::signal(SIGINT, old_int_);
-    std::signal(SIGTERM, old_term_);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  int received() const { return g_stop_signal; }
-
- private:
-  void (*old_int_)(int);
-  void (*old_term_)(int);
-};
+/// Seconds left at the pace of the updates done in this process.
+double eta_seconds(double elapsed, int64_t done, int64_t left) {
+  return done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(left) : 0.0;
+}
 
 }  // namespace
 
@@ -438,30 +169,31 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   std::ostream& log = writer ? std::cout : null_stream();
   torch::manual_seed(static_cast<uint64_t>(t.seed()));
 
-  auto data = load_training_data(config, run_dir, resume, group.get());
-  auto& tokenizer = data.tokenizer;
+  const auto task = make_task(config);
+  auto data = load_training_data(*task, paths, resume, group.get());
   const ExampleSet& train_examples = *data.train;
-  auto& valid_split = data.valid;
+  const ExampleView valid_examples(data.valid);
   if (!resume && writer) std::ofstream(paths.config) << dump_config(config);
 
-  const TaskModel model = build_model(config, tokenizer->vocab_size());
-  model->to(device);
+  const auto model = task->build_model(data.tokenizer->vocab_size());
+  auto& module = model->module();
+  module.to(device);
   if (group) {  // every rank starts from rank 0's parameters and buffers
     std::vector<torch::Tensor> state;
-    for (const auto& p : model->parameters()) state.push_back(p.detach());
-    for (const auto& b : model->buffers()) state.push_back(b);
+    for (const auto& p : module.parameters()) state.push_back(p.detach());
+    for (const auto& b : module.buffers()) state.push_back(b);
     torch::NoGradGuard no_grad;
     group->broadcast(state);
   }
   int64_t parameters = 0;
-  for (const auto& p : model->parameters()) parameters += p.numel();
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(t.lr())
+  for (const auto& p : module.parameters()) parameters += p.numel();
+  torch::optim::Adam optimizer(module.parameters(), torch::optim::AdamOptions(t.lr())
                                                         .betas({t.adam_beta1(), t.adam_beta2()})
                                                         .eps(t.adam_eps())
                                                         .weight_decay(t.weight_decay()));
   Progress progress;
   if (resume) {
-    load_checkpoint(paths.last, *model, &optimizer, &progress);
+    load_checkpoint(paths.last, module, &optimizer, &progress);
     log << "resume: " << paths.last << " at step " << progress.step << std::endl;
   }
   log << "model: " << parameters << " parameters on " << device << ", " << threads << " threads";
@@ -478,19 +210,24 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
   bool stop = false;
 
   const bool terminal = writer && isatty(STDOUT_FILENO);  // in-place progress; plain log lines otherwise
+  const char* clear_line = terminal ? "\r\033[K" : "";
+  auto save = [&] {
+    save_checkpoint(paths.last, module, &optimizer, progress);
+    paths.keep_numbered(progress.step, t.keep_checkpoints());
+  };
   auto validate = [&] {
-    if (valid_split.examples.empty()) return;
-    auto v = evaluate_loss(model, valid_split.examples, t.max_tokens(), t.label_smoothing(), device);
+    if (data.valid.empty()) return;
+    auto v = evaluate_loss(*task, *model, valid_examples, t.max_tokens(), t.label_smoothing(), device);
     const double loss = v.mean_loss(), ppl = v.perplexity();
     const bool improved = loss < progress.best_valid;
     if (improved) progress.best_valid = loss, progress.bad_validations = 0;
     else ++progress.bad_validations;
     if (writer) {
-      std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", terminal ? "\r\033[K" : "",
-                  static_cast<long>(progress.step), loss, ppl, improved ? " | best" : "");
+      std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", clear_line, static_cast<long>(progress.step), loss,
+                  ppl, improved ? " | best" : "");
       std::fflush(stdout);
       metrics->write("valid", progress.step, {{"loss", loss}, {"ppl", ppl}});
-      if (improved) save_checkpoint(paths.best, *model, &optimizer, progress);
+      if (improved) save_checkpoint(paths.best, module, &optimizer, progress);
     }
     if (t.patience() > 0 && progress.bad_validations >= t.patience()) {
       log << "early stop: no improvement in " << t.patience() << " validations" << std::endl;
@@ -498,7 +235,7 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
     }
   };
 
-  model->train();
+  module.train();
   StopSignals signals;
   int64_t nonfinite = 0;  // updates skipped for a non-finite loss or gradient
   // An epoch ends when fewer batches than one update needs remain in its plan.
@@ -517,13 +254,13 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
       std::vector<Batch> batches;
       for (int64_t a = 0; a < t.accumulate(); ++a) {
         const auto& indices = plan[static_cast<size_t>(progress.batch++)];
-        batches.push_back(make_batch(model, train_examples,
-                                     group ? shard_of(indices, group->rank(), group->world_size()) : indices, device));
+        batches.push_back(task->collate(train_examples,
+                                        group ? shard_of(indices, group->rank(), group->world_size()) : indices, device));
       }
       ++progress.step;
       const double lr = learning_rate(t, config.model.d_model(), progress.step);
       bool stopping = signals.received() != 0;  // data-parallel: any rank's signal stops all, after this update
-      auto update = update_step(model, optimizer, batches, t, lr, group.get(), &stopping);
+      auto update = update_step(*model, optimizer, batches, t, lr, group.get(), &stopping);
       if (update.skipped) {
         ++nonfinite;
         log << "step " << progress.step << ": non-finite loss or gradient; update skipped (" << nonfinite << " of "
@@ -535,56 +272,49 @@ void train(const Config& config, const std::string& run_dir, bool resume) {
                                    paths.last);
       }
       torch::manual_seed(step_seed);  // the same on every rank: Performer feature redraws
-      attention_updated(*model, progress.step);
+      attention_updated(module, progress.step);
       window.add(update.loss, update.nll, update.tokens);
       progress.seconds = seconds_before + (now_seconds() - start);
 
+      const double now = now_seconds();
+      const double eta = eta_seconds(now - start, progress.step - first_step, t.steps() - progress.step);
+      const double speed = window.tokens / std::max(now - window_start, 1e-9);
       if (writer && (progress.step % t.log_every() == 0 || progress.step == t.steps())) {
-        const double now = now_seconds();
-        const double speed = window.tokens / std::max(now - window_start, 1e-9);
-        const double per_step = (now - start) / static_cast<double>(progress.step - first_step);
-        std::printf("%sstep %ld/%ld | loss %.4f | ppl %.2f | lr %.3g | %.0f tok/s | %s elapsed | ETA %s\n",
-                    terminal ? "\r\033[K" : "", static_cast<long>(progress.step), static_cast<long>(t.steps()),
-                    window.loss / window.tokens,
+        std::printf("%sstep %ld/%ld | loss %.4f | ppl %.2f | lr %.3g | %.0f tok/s | %s elapsed | ETA %s\n", clear_line,
+                    static_cast<long>(progress.step), static_cast<long>(t.steps()), window.loss / window.tokens,
                     std::exp(window.nll / window.tokens), lr, speed, format_duration(progress.seconds).c_str(),
-                    format_duration(per_step * static_cast<double>(t.steps() - progress.step)).c_str());
+                    format_duration(eta).c_str());
         std::fflush(stdout);
         metrics->write("train", progress.step,
-                      {{"loss", window.loss / window.tokens}, {"ppl", std::exp(window.nll / window.tokens)},
-                       {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", progress.seconds}});
+                       {{"loss", window.loss / window.tokens}, {"ppl", std::exp(window.nll / window.tokens)},
+                        {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", progress.seconds}});
         window = LossTotals();
         window_start = now_seconds();
-      }
-      if (terminal && now_seconds() - last_progress > 0.25) {  // an in-place progress line
-        last_progress = now_seconds();
-        const double per_step = (last_progress - start) / static_cast<double>(progress.step - first_step);
+      } else if (terminal && now - last_progress > 0.25) {  // an in-place progress line
+        last_progress = now;
         std::printf("\r\033[K[%ld/%ld] loss %.4f | lr %.3g | %.0f tok/s | ETA %s", static_cast<long>(progress.step),
-                    static_cast<long>(t.steps()), update.loss / update.tokens, lr,
-                    window.tokens / std::max(last_progress - window_start, 1e-9),
-                    format_duration(per_step * static_cast<double>(t.steps() - progress.step)).c_str());
+                    static_cast<long>(t.steps()), update.loss / update.tokens, lr, speed,
+                    format_duration(eta).c_str());
         std::fflush(stdout);
       }
       if (stopping) {
-        log << "stopping on " << (signals.received() == SIGINT ? "SIGINT" : signals.received() == SIGTERM ? "SIGTERM" : "another rank's signal") << " after step "
-            << progress.step << ": saving " << paths.last << " (resume with --resume)" << std::endl;
+        const int signal = signals.received();
+        log << "stopping on " << (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "another rank's signal")
+            << " after step " << progress.step << ": saving " << paths.last << " (resume with --resume)" << std::endl;
         next_epoch_if_done(plan);
-        if (writer) save_checkpoint(paths.last, *model, &optimizer, progress);
+        if (writer) save_checkpoint(paths.last, module, &optimizer, progress);
         return;
       }
       if (t.valid_every() > 0 && progress.step % t.valid_every() == 0) {
         validate();
-        if (writer) {
-          save_checkpoint(paths.last, *model, &optimizer, progress);
-          keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
-        }
+        if (writer) save();
       }
     }
     next_epoch_if_done(plan);
   }
   if (t.valid_every() == 0 || progress.step % t.valid_every() != 0) validate();
   if (!writer) return;
-  save_checkpoint(paths.last, *model, &optimizer, progress);
-  keep_numbered_checkpoint(paths, progress.step, t.keep_checkpoints());
+  save();
   write_loss_curve(paths.metrics, paths.dir + "/loss.svg");
   std::cout << "done: step " << progress.step << " in " << format_duration(now_seconds() - start) << ", run "
             << run_dir << std::endl;

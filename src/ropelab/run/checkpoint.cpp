@@ -1,4 +1,4 @@
-#include "ropelab/train/checkpoint.h"
+#include "ropelab/run/checkpoint.h"
 
 #include <fcntl.h>
 #include <unistd.h>

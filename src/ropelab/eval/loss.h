@@ -1,0 +1,26 @@
+#pragma once
+/// Teacher-forced loss and perplexity of a task's model over a data set (validation
+/// during training, perplexity in `ropelab eval`).
+
+#include "ropelab/task/task.h"
+
+#include <cmath>
+
+namespace ropelab {
+
+/// Summed loss statistics over a data set.
+struct LossTotals {
+  double loss = 0, nll = 0, tokens = 0;
+  /// update_step: the update was skipped (a non-finite loss or gradient).
+  bool skipped = false;
+  void add(double l, double n, double t) { loss += l, nll += n, tokens += t; }
+  double mean_loss() const { return loss / tokens; }
+  /// exp(mean un-smoothed NLL per non-pad target token)
+  double perplexity() const { return std::exp(nll / tokens); }
+};
+
+/// Teacher-forced loss over `examples` in eval mode, batched by `max_tokens`.
+LossTotals evaluate_loss(const Task& task, const TaskModel& model, const ExampleSet& examples, int64_t max_tokens,
+                         double label_smoothing, const torch::Device& device);
+
+}  // namespace ropelab

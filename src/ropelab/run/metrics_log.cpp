@@ -1,0 +1,50 @@
+#include "ropelab/run/metrics_log.h"
+
+#include <nlohmann/json.hpp>
+
+#include <limits>
+#include <stdexcept>
+
+namespace ropelab {
+
+MetricsLog::MetricsLog(const std::string& path) : out_(path, std::ios::app) {
+  if (!out_) throw std::runtime_error(path + ": cannot open for writing");
+}
+
+void MetricsLog::write(const std::string& event, int64_t step,
+                       std::initializer_list<std::pair<const char*, double>> fields) {
+  nlohmann::ordered_json line = {{"event", event}, {"step", step}};
+  for (const auto& [k, v] : fields) line[k] = v;
+  out_ << line.dump() << '\n' << std::flush;
+}
+
+double MetricsEvent::get(const std::string& key) const {
+  for (const auto& [k, v] : values)
+    if (k == key) return v;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::vector<MetricsEvent> read_metrics(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::vector<MetricsEvent> events;
+  int64_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (line.empty()) continue;
+    const auto json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!json.is_object() || !json.contains("event") || !json["event"].is_string())
+      throw std::runtime_error(path + ":" + std::to_string(number) + ": not a metrics event");
+    MetricsEvent e;
+    e.event = json["event"].get<std::string>();
+    for (const auto& [key, value] : json.items()) {
+      if (!value.is_number()) continue;
+      if (key == "step") e.step = value.get<int64_t>();
+      e.values.emplace_back(key, value.get<double>());
+    }
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+}  // namespace ropelab

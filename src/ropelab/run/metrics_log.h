@@ -1,0 +1,36 @@
+#pragma once
+/// RUN/metrics.jsonl: one JSON object per line and event ("train", "valid"), appended
+/// as training goes, read back by the loss plot and `ropelab ablate`.
+
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ropelab {
+
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path);
+  /// {"event": EVENT, "step": STEP, key: value, ...}, flushed at once. Doubles are written
+  /// in their shortest exact form, so a resumed run compares bit for bit.
+  void write(const std::string& event, int64_t step, std::initializer_list<std::pair<const char*, double>> fields);
+
+ private:
+  std::ofstream out_;
+};
+
+/// One event of a metrics file.
+struct MetricsEvent {
+  std::string event;
+  int64_t step = 0;
+  std::vector<std::pair<std::string, double>> values;
+  /// The value of `key`; NaN when absent.
+  double get(const std::string& key) const;
+};
+
+/// The events of a metrics file, in order; throws naming the file and line on a broken line.
+std::vector<MetricsEvent> read_metrics(const std::string& path);
+
+}  // namespace ropelab

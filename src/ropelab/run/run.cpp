@@ -1,0 +1,73 @@
+#include "ropelab/run/run.h"
+
+#include "ropelab/run/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace ropelab {
+
+namespace fs = std::filesystem;
+
+RunPaths::RunPaths(std::string d)
+    : dir(std::move(d)),
+      config((fs::path(dir) / "config.yaml").string()),
+      last((fs::path(dir) / "checkpoint_last.pt").string()),
+      best((fs::path(dir) / "checkpoint_best.pt").string()),
+      metrics((fs::path(dir) / "metrics.jsonl").string()),
+      data((fs::path(dir) / "data").string()) {}
+
+std::string RunPaths::checkpoint(const std::string& which) const {
+  if (which == "best") return fs::exists(best) ? best : last;  // a run without validation has no best
+  if (which == "last") return last;
+  return which;
+}
+
+std::string RunPaths::numbered(int64_t step) const {
+  return (fs::path(dir) / ("checkpoint_" + std::to_string(step) + ".pt")).string();
+}
+
+std::vector<std::string> RunPaths::numbered_checkpoints() const {
+  std::vector<std::pair<int64_t, std::string>> found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind("checkpoint_", 0) != 0 || entry.path().extension() != ".pt") continue;
+    const auto middle = name.substr(11, name.size() - 14);
+    if (middle.empty() || middle.find_first_not_of("0123456789") != std::string::npos) continue;
+    found.emplace_back(std::stoll(middle), entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
+void RunPaths::keep_numbered(int64_t step, int64_t keep) const {
+  if (keep <= 0) return;
+  const auto target = numbered(step);
+  fs::copy_file(last, target + ".tmp", fs::copy_options::overwrite_existing);
+  fs::rename(target + ".tmp", target);
+  auto all = numbered_checkpoints();
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i]);
+}
+
+LoadedRun open_run_untrained(const std::string& dir) {
+  RunPaths paths(dir);
+  if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": run directory not found");
+  LoadedRun run;
+  run.config = load_config({{paths.config}, {}});
+  run.tokenizer = load_tokenizer(run.config.tokenizer, dir);
+  run.task = make_task(run.config);
+  run.model = run.task->build_model(run.tokenizer->vocab_size());
+  return run;
+}
+
+LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device) {
+  auto run = open_run_untrained(dir);
+  load_checkpoint(RunPaths(dir).checkpoint(checkpoint), run.model->module());
+  run.model->module().to(device);
+  run.model->module().eval();
+  return run;
+}
+
+}  // namespace ropelab

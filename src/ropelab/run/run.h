@@ -1,0 +1,44 @@
+#pragma once
+/// A run directory: everything needed to resume, evaluate or decode.
+///   RUN/config.yaml             the merged, effective config
+///   RUN/vocab.txt | spm.model   the tokenizer
+///   RUN/checkpoint_last.pt, RUN/checkpoint_best.pt, RUN/checkpoint_STEP.pt (the newest few)
+///   RUN/metrics.jsonl           one JSON object per log or validation event (run/metrics_log.h)
+///   RUN/data/                   the training split's token store
+
+#include "ropelab/config/config.h"
+#include "ropelab/data/tokenizer.h"
+#include "ropelab/task/task.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ropelab {
+
+struct RunPaths {
+  explicit RunPaths(std::string dir);
+  std::string dir, config, last, best, metrics, data;
+  /// "best" | "last" | a file path -> the checkpoint file.
+  std::string checkpoint(const std::string& which) const;
+  /// RUN/checkpoint_STEP.pt, kept for the newest train.keep_checkpoints validations.
+  std::string numbered(int64_t step) const;
+  /// The numbered checkpoints present, oldest first.
+  std::vector<std::string> numbered_checkpoints() const;
+  /// Copies the last checkpoint to checkpoint_STEP.pt and keeps only the newest `keep`.
+  void keep_numbered(int64_t step, int64_t keep) const;
+};
+
+/// A trained run loaded for inference, in eval mode on `device`.
+struct LoadedRun {
+  Config config;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Task> task;
+  std::shared_ptr<TaskModel> model;
+};
+LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device);
+
+/// The run's config, tokenizer and task with a freshly initialised model (no checkpoint).
+LoadedRun open_run_untrained(const std::string& dir);
+
+}  // namespace ropelab

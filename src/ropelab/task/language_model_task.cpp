@@ -1,0 +1,139 @@
+#include "ropelab/task/language_model_task.h"
+
+#include "ropelab/eval/loss.h"
+#include "ropelab/util/runtime.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace ropelab {
+
+// --- the model ----------------------------------------------------------------------
+
+namespace {
+
+class LanguageModelState : public TransformerDecoderState {
+ public:
+  LanguageModelState(LanguageModel net, bool use_cache) : TransformerDecoderState(use_cache), net_(std::move(net)) {}
+
+ private:
+  torch::Tensor run(const torch::Tensor& tokens, DecoderCache* cache) override { return net_->forward(tokens, cache); }
+  LanguageModel net_;
+};
+
+}  // namespace
+
+torch::Tensor LanguageModelTask::Model::logits(const Batch& batch) const { return net.ptr()->forward(batch.target_in); }
+
+Decoding LanguageModelTask::Model::start_decoding(const Batch& inputs, const DecodeOptions& options,
+                                                  bool use_cache) const {
+  Decoding d;
+  d.state = std::make_unique<LanguageModelState>(net, use_cache);
+  d.start = inputs.target_in;  // (B, 1 + P): EOS, then the prompt
+  const int64_t prompt = d.start.size(1) - 1;
+  d.limits.assign(static_cast<size_t>(d.start.size(0)), max_output_length(options, prompt));
+  return d;
+}
+
+// --- data ----------------------------------------------------------------------------
+
+void LanguageModelTask::tokenizer_texts(const std::function<void(const std::string&)>& emit) const {
+  for_each_line(config_.data.train(), [&](std::string& line, int64_t) { emit(line); });
+}
+
+std::string LanguageModelTask::write_training_store(const Tokenizer& tokenizer, const std::string& path) const {
+  const int64_t empty = write_lm_store(config_.data.train(), tokenizer, config_.data.context(), path);
+  return "(" + std::to_string(empty) + " empty lines skipped)";
+}
+
+std::unique_ptr<TokenStore> LanguageModelTask::open_training_store(const Tokenizer& tokenizer,
+                                                                   const std::string& path) const {
+  (void)tokenizer;
+  return std::make_unique<TokenStore>(path);
+}
+
+std::vector<Example> LanguageModelTask::read_examples(const std::string& path, const Tokenizer& tokenizer,
+                                                      int64_t* skipped) const {
+  return lm_chunks(read_text_lines(path), tokenizer, config_.data.context(), skipped, config_.data.eval_tokens());
+}
+
+std::string LanguageModelTask::describe_data(size_t train, const std::string& store_summary, size_t valid) const {
+  return std::to_string(train) + " training chunks of " + std::to_string(config_.data.context()) + " tokens " +
+         store_summary + ", " + std::to_string(valid) + " validation chunks";
+}
+
+Batch LanguageModelTask::collate(const ExampleSet& examples, const std::vector<size_t>& indices,
+                                 const torch::Device& device) const {
+  return collate_lm(examples, indices, device);
+}
+
+std::shared_ptr<TaskModel> LanguageModelTask::build_model(int64_t vocab_size) const {
+  return std::make_shared<Model>(LanguageModel(model_options(vocab_size)));
+}
+
+// --- decoding and evaluation -----------------------------------------------------------
+
+std::vector<std::string> LanguageModelTask::decode_lines(const TaskModel& model, const Tokenizer& tokenizer,
+                                                         const std::vector<std::string>& lines,
+                                                         const DecodeRequest& request, const torch::Device& device,
+                                                         int64_t* truncated) const {
+  (void)truncated;
+  std::vector<std::string> out;
+  for (const auto& line : lines) {  // one prompt at a time: prompts differ in length
+    auto ids = tokenizer.encode(line);
+    std::vector<int64_t> start{kEosId};  // the document boundary the model was trained with
+    start.insert(start.end(), ids.begin(), ids.end());
+    Batch inputs;
+    inputs.target_in = torch::tensor(start, torch::kLong).unsqueeze(0).to(device);
+    auto hyps = search(model.start_decoding(inputs, request.search.decode, request.use_cache), request.search);
+    ids.insert(ids.end(), hyps[0].tokens.begin(), hyps[0].tokens.end());
+    out.push_back(tokenizer.decode(ids));
+  }
+  return out;
+}
+
+std::vector<std::string> LanguageModelTask::decode_inputs(const std::string& path) const {
+  std::vector<std::string> prompts;
+  for (auto& line : read_text_lines(path))
+    if (!line.empty()) prompts.push_back(std::move(line));
+  return prompts;
+}
+
+EvalReport LanguageModelTask::evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
+                                       const std::string& path, const DecodeRequest& request, int64_t context,
+                                       const torch::Device& device) const {
+  (void)request;
+  if (context <= 0) context = config_.data.context();
+  int64_t empty = 0;
+  const auto chunks =
+      lm_chunks(read_text_lines(path), tokenizer, context, &empty, config_.data.eval_tokens());
+  const double start = now_seconds();
+  const auto totals =
+      evaluate_loss(*this, model, ExampleView(chunks), config_.train.max_tokens(), 0.0, device);
+  const double seconds = now_seconds() - start;
+  const double perplexity = totals.perplexity();
+  const auto tokens = static_cast<int64_t>(totals.tokens);
+  EvalReport report;
+  report.file_tag = name + ".ctx" + std::to_string(context);
+  report.fields = {{"chunks", chunks.size()},
+                   {"tokens", tokens},
+                   {"perplexity", perplexity},
+                   {"bits_per_token", std::log2(perplexity)},
+                   {"seconds", seconds}};
+  std::ostringstream s;
+  s << "perplexity = " << perplexity << " (" << std::log2(perplexity) << " bits/token; " << tokens << " tokens in "
+    << chunks.size() << " chunks of " << context << ")";
+  report.summary = s.str();
+  return report;
+}
+
+std::vector<AblationEval> LanguageModelTask::ablation_evals(const std::vector<int64_t>& contexts) const {
+  std::vector<AblationEval> out;
+  for (auto c : contexts.empty() ? std::vector<int64_t>{config_.data.context()} : contexts) {
+    const auto n = std::to_string(c);
+    out.push_back({"eval.test.ctx" + n + ".json", " --context " + n, {{"perplexity", "test_ppl@" + n}}});
+  }
+  return out;
+}
+
+}  // namespace ropelab

@@ -1,0 +1,50 @@
+#pragma once
+/// Translation (Vaswani et al. 2017): an encoder-decoder Seq2Seq model on parallel text,
+/// decoded by any search, evaluated with BLEU, chrF, perplexity and exact match.
+
+#include "ropelab/task/task.h"
+
+namespace ropelab {
+
+class TranslationTask : public Task {
+ public:
+  using Task::Task;
+
+  /// A Seq2Seq model as a TaskModel. Decoding inputs are Batch::source (and
+  /// source_positions in the grid layout).
+  class Model : public TaskModel {
+   public:
+    explicit Model(Seq2Seq net) : net(std::move(net)) {}
+    torch::nn::Module& module() const override { return *net.ptr(); }
+    torch::Tensor logits(const Batch& batch) const override;
+    Decoding start_decoding(const Batch& inputs, const DecodeOptions& options, bool use_cache) const override;
+    Seq2Seq net;
+  };
+
+  void tokenizer_texts(const std::function<void(const std::string&)>& emit) const override;
+  std::string write_training_store(const Tokenizer& tokenizer, const std::string& path) const override;
+  std::unique_ptr<TokenStore> open_training_store(const Tokenizer& tokenizer, const std::string& path) const override;
+  std::vector<Example> read_examples(const std::string& path, const Tokenizer& tokenizer,
+                                     int64_t* skipped = nullptr) const override;
+  std::string describe_data(size_t train, const std::string& store_summary, size_t valid) const override;
+  Batch collate(const ExampleSet& examples, const std::vector<size_t>& indices,
+                const torch::Device& device) const override;
+  std::shared_ptr<TaskModel> build_model(int64_t vocab_size) const override;
+  std::string model_noun() const override { return "translator"; }
+  std::string decode_command() const override { return "translate"; }
+  std::vector<std::string> decode_inputs(const std::string& path) const override;
+  std::vector<std::string> decode_lines(const TaskModel& model, const Tokenizer& tokenizer,
+                                        const std::vector<std::string>& lines, const DecodeRequest& request,
+                                        const torch::Device& device, int64_t* truncated = nullptr) const override;
+  EvalReport evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
+                      const std::string& path, const DecodeRequest& request, int64_t context,
+                      const torch::Device& device) const override;
+  bool takes_eval_context() const override { return false; }
+  std::vector<AblationEval> ablation_evals(const std::vector<int64_t>& contexts) const override;
+};
+
+/// Source coordinates for `model`'s encoder: the data's N-d positions when its position
+/// encoder has N axes (N > 1), else undefined (token order).
+torch::Tensor encoder_positions(const Seq2Seq& model, const torch::Tensor& data_positions);
+
+}  // namespace ropelab

@@ -1,0 +1,66 @@
+#include "ropelab/train/launcher.h"
+
+#include "ropelab/util/subprocess.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+
+namespace ropelab {
+
+namespace {
+
+/// A TCP port free on loopback right now (the kernel's choice).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) != 0)
+    throw std::runtime_error(std::string("--nproc: cannot find a free port: ") + std::strerror(errno));
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+volatile std::sig_atomic_t g_forward_signal = 0;
+extern "C" void on_launcher_signal(int signal) { g_forward_signal = signal; }
+}  // namespace
+
+int launch_workers(const std::vector<std::string>& argv, int64_t nproc) {
+  const std::string port = std::to_string(free_port());
+  std::vector<pid_t> workers;
+  for (int64_t rank = 0; rank < nproc; ++rank) {
+    const auto r = std::to_string(rank), n = std::to_string(nproc);
+    workers.push_back(spawn(argv,
+                            {{"RANK", r}, {"LOCAL_RANK", r}, {"WORLD_SIZE", n}, {"LOCAL_WORLD_SIZE", n},
+                             {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}},
+                            "--nproc"));
+  }
+  std::cout << "launched " << nproc << " workers (MASTER_PORT " << port << "):";
+  for (auto pid : workers) std::cout << ' ' << pid;
+  std::cout << std::endl;
+  auto old_int = std::signal(SIGINT, on_launcher_signal);
+  auto old_term = std::signal(SIGTERM, on_launcher_signal);
+  int exit_code = 0;
+  for (size_t running = workers.size(); running > 0; --running) {
+    const auto child = wait_any("--nproc", [&] {
+      if (g_forward_signal)
+        for (auto w : workers) ::kill(w, g_forward_signal);
+      g_forward_signal = 0;
+    });
+    if (child.code != 0 && exit_code == 0) exit_code = child.code;
+  }
+  std::signal(SIGINT, old_int);
+  std::signal(SIGTERM, old_term);
+  return exit_code;
+}
+
+}  // namespace ropelab
