@@ -12,7 +12,7 @@ namespace {
 class Position : public ropelab::testing::Seeded {};
 
 torch::Tensor dot_after_rotation(RotaryEncoder& rotary, const torch::Tensor& q, const torch::Tensor& k,
-                                 const torch::Tensor& m, const torch::Tensor& n) {
+                                 const Positions& m, const Positions& n) {
   // q, k: (1, 1, 1, Dh); m, n: positions of one token each
   return (rotary.rotate(q, m) * rotary.rotate(k, n)).sum();
 }
@@ -99,7 +99,7 @@ TEST_F(Position, AxialRotaryLogitDependsOnlyOnPerAxisDifferences) {
   rotary.to(torch::kDouble);
   auto q = torch::randn({1, 1, 1, 16}, torch::kDouble);
   auto k = torch::randn({1, 1, 1, 16}, torch::kDouble);
-  auto at = [](int64_t row, int64_t col) { return torch::tensor({{row, col}}); };
+  auto at = [](int64_t row, int64_t col) { return Positions(torch::tensor({{row, col}}), 2); };
   auto reference = dot_after_rotation(rotary, q, k, at(3, 5), at(1, 2)).item<double>();  // (2, 3) apart
   EXPECT_NEAR(dot_after_rotation(rotary, q, k, at(10, 20), at(8, 17)).item<double>(), reference, 1e-9);
   EXPECT_NEAR(dot_after_rotation(rotary, q, k, at(42, 3), at(40, 0)).item<double>(), reference, 1e-9);

@@ -12,17 +12,36 @@ torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device) {
   return torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(tk - tq + 1);
 }
 
-void AttentionCache::reorder(const torch::Tensor& index) {
-  for (auto* t : {&k, &v, &kv_sum, &k_sum, &log_scale})
-    if (t->defined()) *t = t->index_select(0, index);
+void KeyValueCache::reorder(const torch::Tensor& index) {
+  k = k.index_select(0, index);
+  v = v.index_select(0, index);
 }
 
-torch::Tensor AttentionBackendImpl::forward_cached(AttentionInputs in, AttentionCache& cache) {
-  if (cache.k.defined()) {
-    in.k = torch::cat({cache.k, in.k}, -2);
-    in.v = torch::cat({cache.v, in.v}, -2);
+namespace {
+/// The backend's own KeyValueCache in `cache`, made on first use.
+KeyValueCache& key_values(AttentionCachePtr& cache) {
+  if (!cache) cache = std::make_unique<KeyValueCache>();
+  auto* kv = dynamic_cast<KeyValueCache*>(cache.get());
+  TORCH_INTERNAL_ASSERT(kv, "attention cache of another backend");
+  return *kv;
+}
+}  // namespace
+
+torch::Tensor AttentionBackendImpl::forward_cached(AttentionInputs in, AttentionCachePtr& cache) {
+  auto& kv = key_values(cache);
+  if (kv.k.defined()) {
+    in.k = torch::cat({kv.k, in.k}, -2);
+    in.v = torch::cat({kv.v, in.v}, -2);
   }
-  cache.k = in.k, cache.v = in.v;
+  kv.k = in.k, kv.v = in.v;
+  return forward(in);
+}
+
+torch::Tensor AttentionBackendImpl::forward_memory(AttentionInputs in, AttentionCachePtr& cache,
+                                                   const MemoryKeyValues& memory) {
+  auto& kv = key_values(cache);
+  if (!kv.k.defined()) std::tie(kv.k, kv.v) = memory();  // once per sentence
+  in.k = kv.k, in.v = kv.v;
   return forward(in);
 }
 

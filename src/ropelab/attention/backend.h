@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,16 +39,25 @@ struct AttentionInputs {
   bool causal = false;
 };
 
-/// What a backend keeps across incremental decoding steps, per layer and attention.
-/// Softmax: keys and values (B, H, T, Dh), rotated already. Performer self-attention:
-/// running sums of phi(k) v^T (B, H, m, Dh) and phi(k) (B, H, m) with their log-scale
-/// (B, H). Cross-attention fills `k` and `v` once per sentence.
-struct AttentionCache {
-  torch::Tensor k, v;
-  torch::Tensor kv_sum, k_sum, log_scale;
+/// What a backend keeps between incremental decoding steps of one attention, per layer.
+/// Each backend defines its own: keys and values for softmax, running sums for the
+/// Performer; callers only hold it and reorder its rows.
+class AttentionCache {
+ public:
+  virtual ~AttentionCache() = default;
   /// Keeps the rows `index` (beam search reorders hypotheses).
-  void reorder(const torch::Tensor& index);
+  virtual void reorder(const torch::Tensor& index) = 0;
 };
+using AttentionCachePtr = std::unique_ptr<AttentionCache>;
+
+/// Keys and values (B, H, T, Dh) as given (rotated already): the default cache.
+struct KeyValueCache : AttentionCache {
+  torch::Tensor k, v;
+  void reorder(const torch::Tensor& index) override;
+};
+
+/// Keys and values of a fixed memory (cross-attention), made on the first decoding step.
+using MemoryKeyValues = std::function<std::pair<torch::Tensor, torch::Tensor>()>;
 
 class AttentionBackendImpl : public torch::nn::Module {
  public:
@@ -55,8 +65,14 @@ class AttentionBackendImpl : public torch::nn::Module {
   /// -> (B, H, Tq, Dh)
   virtual torch::Tensor forward(const AttentionInputs& inputs) = 0;
   /// Causal self-attention of new tokens (q, k, v hold only them) after the tokens
-  /// summarised in `cache`, which is updated. The default keeps keys and values.
-  virtual torch::Tensor forward_cached(AttentionInputs inputs, AttentionCache& cache);
+  /// summarised in `cache` (the backend makes it on the first call), which is updated.
+  /// The default keeps keys and values.
+  virtual torch::Tensor forward_cached(AttentionInputs inputs, AttentionCachePtr& cache);
+  /// Attention of new queries (inputs.k and .v undefined) to a fixed memory whose keys
+  /// and values `memory` gives, called on the first step only; the backend keeps what
+  /// later steps need in `cache`. The default keeps keys and values.
+  virtual torch::Tensor forward_memory(AttentionInputs inputs, AttentionCachePtr& cache,
+                                       const MemoryKeyValues& memory);
   /// Whether the backend can add a logit bias (T5); validated at config time.
   virtual bool accepts_logit_bias() const = 0;
   /// Called after optimizer update `step` (1-based) in training.

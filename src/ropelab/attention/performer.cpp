@@ -83,16 +83,24 @@ torch::Tensor PerformerAttention::forward(const AttentionInputs& in) {
   return torch::matmul(phi_q, kv) / denominator.clamp_min(kTinyDenominator);
 }
 
-torch::Tensor PerformerAttention::forward_cached(AttentionInputs in, AttentionCache& cache) {
+void PerformerCache::reorder(const torch::Tensor& index) {
+  for (auto* t : {&kv_sum, &k_sum, &log_scale})
+    if (t->defined()) *t = t->index_select(0, index);
+}
+
+torch::Tensor PerformerAttention::forward_cached(AttentionInputs in, AttentionCachePtr& cache) {
   TORCH_CHECK(!in.logit_bias.defined(), "performer attention takes no logit bias (T5 relative bias)");
   // Incremental decoding feeds real tokens only (Stack rejects a padding mask there).
   TORCH_CHECK(!in.key_padding_mask.defined(), "performer: incremental decoding takes no key padding mask");
-  return causal_linear_attention(query_features(in.q), feature_logits(in.k), {}, in.v, chunk_size_, &cache);
+  if (!cache) cache = std::make_unique<PerformerCache>();
+  auto* sums = dynamic_cast<PerformerCache*>(cache.get());
+  TORCH_INTERNAL_ASSERT(sums, "attention cache of another backend");
+  return causal_linear_attention(query_features(in.q), feature_logits(in.k), {}, in.v, chunk_size_, sums);
 }
 
 torch::Tensor causal_linear_attention(const torch::Tensor& phi_q, const torch::Tensor& key_logits,
                                       const torch::Tensor& keep, const torch::Tensor& v, int64_t chunk_size,
-                                      AttentionCache* cache) {
+                                      PerformerCache* cache) {
   const int64_t B = v.size(0), H = v.size(1), T = v.size(2), Dh = v.size(3), m = phi_q.size(-1);
   const int64_t C = std::min(chunk_size, T), N = (T + C - 1) / C, padded = N * C;
   auto logits = key_logits;

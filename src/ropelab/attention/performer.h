@@ -15,7 +15,7 @@
 /// subtracted and no eps is added, so the stabilizer cancels exactly and causal outputs
 /// never depend on later keys. Causal evaluation runs in chunks of `chunk_size` keys, each
 /// with its own maximum, rescaled to the running maximum like online softmax; incremental
-/// decoding keeps the same running sums (AttentionCache::kv_sum, k_sum, log_scale).
+/// decoding keeps the same running sums (PerformerCache).
 ///
 /// Padded keys get phi(k) = 0: they count in neither numerator nor denominator.
 
@@ -23,11 +23,18 @@
 
 namespace ropelab {
 
+/// Causal self-attention's state between decoding steps: running sums of phi(k) v^T
+/// (B, H, m, Dh) and phi(k) (B, H, m) over every key so far, at log-scale (B, H). No keys.
+struct PerformerCache : AttentionCache {
+  torch::Tensor kv_sum, k_sum, log_scale;
+  void reorder(const torch::Tensor& index) override;
+};
+
 class PerformerAttention : public AttentionBackendImpl {
  public:
   PerformerAttention(const AttentionOptions& options, int64_t head_dim);
   torch::Tensor forward(const AttentionInputs& inputs) override;
-  torch::Tensor forward_cached(AttentionInputs inputs, AttentionCache& cache) override;
+  torch::Tensor forward_cached(AttentionInputs inputs, AttentionCachePtr& cache) override;
   bool accepts_logit_bias() const override { return false; }
   void on_update(int64_t step) override;
 
@@ -54,7 +61,7 @@ torch::Tensor orthogonal_random_features(int64_t m, int64_t d, const torch::Tens
 /// holds the running sums of earlier keys and receives the sums including these.
 torch::Tensor causal_linear_attention(const torch::Tensor& phi_q, const torch::Tensor& key_logits,
                                       const torch::Tensor& keep, const torch::Tensor& v, int64_t chunk_size,
-                                      AttentionCache* cache = nullptr);
+                                      PerformerCache* cache = nullptr);
 
 /// The same quantity by direct quadratic evaluation, (T x T) per head: the reference
 /// for tests. phi_k (B, H, T, m) are the key features themselves.

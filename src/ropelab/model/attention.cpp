@@ -31,33 +31,31 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   const int64_t d = options.d_model();
   const bool self = !memory.defined();
   torch::Tensor q, k, v;
-  AttentionCache* cache = call.cache;
+  auto heads_out = [&](const torch::Tensor& out) { return out_proj(out.transpose(1, 2).flatten(-2)); };  // (B, Tq, D)
   if (self) {
     auto qkv = split_heads(torch::nn::functional::linear(x, in_proj_weight, in_proj_bias), 3);
     q = qkv[0], k = qkv[1], v = qkv[2];
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
-    if (cache) {  // the backend keeps what later steps need (keys and values, or sums)
-      AttentionInputs inputs{q, k, v, call.key_padding_mask, call.logit_bias, call.causal};
-      return out_proj(backend_->forward_cached(inputs, *cache).transpose(1, 2).flatten(-2));
-    }
+    if (call.cache)  // the backend keeps what later steps need (keys and values, or sums)
+      return heads_out(backend_->forward_cached({q, k, v, call.key_padding_mask, call.logit_bias, call.causal},
+                                                *call.cache));
   } else {
     q = split_heads(torch::nn::functional::linear(x, in_proj_weight.narrow(0, 0, d), in_proj_bias.narrow(0, 0, d)),
                     1)[0];
     if (rotation_) q = rotation_->rotate(q, call.positions);
-    if (cache && cache->k.defined()) {  // memory keys are computed once per sentence
-      k = cache->k, v = cache->v;
-    } else {
+    auto memory_kv = [&] {  // (B, H, Tk, Dh) each
       auto kv = split_heads(
           torch::nn::functional::linear(memory, in_proj_weight.narrow(0, d, 2 * d), in_proj_bias.narrow(0, d, 2 * d)),
           2);
-      k = kv[0], v = kv[1];
-      if (rotation_) k = rotation_->rotate(k, call.key_positions);
-      if (cache) cache->k = k, cache->v = v;
-    }
+      if (rotation_) kv[0] = rotation_->rotate(kv[0], call.key_positions);
+      return std::make_pair(kv[0], kv[1]);
+    };
+    if (call.cache)  // memory keys and values are the backend's to keep, once per sentence
+      return heads_out(
+          backend_->forward_memory({q, {}, {}, call.key_padding_mask, call.logit_bias, call.causal}, *call.cache, memory_kv));
+    std::tie(k, v) = memory_kv();
   }
-  AttentionInputs inputs{q, k, v, call.key_padding_mask, call.logit_bias, call.causal};
-  auto out = backend_->forward(inputs);  // (B, H, Tq, Dh)
-  return out_proj(out.transpose(1, 2).flatten(-2));  // (B, Tq, D)
+  return heads_out(backend_->forward({q, k, v, call.key_padding_mask, call.logit_bias, call.causal}));
 }
 
 }  // namespace ropelab

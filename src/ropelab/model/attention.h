@@ -19,11 +19,11 @@ struct MultiHeadAttentionOptions {
 /// Per-call inputs beyond the activations.
 struct AttentionCall {
   torch::Tensor key_padding_mask;  // (B, Tk) true at padded keys, over cached + new keys
-  torch::Tensor positions;         // query positions (and those of new keys in self-attention)
-  torch::Tensor key_positions;     // cross-attention: memory positions (rotated only if enabled)
+  Positions positions;             // query positions (and those of new keys in self-attention)
+  Positions key_positions;         // cross-attention: memory positions (rotated only if enabled)
   torch::Tensor logit_bias;        // (1|B, H, Tq, Tk), from the stack's position encoder
   bool causal = false;
-  AttentionCache* cache = nullptr;
+  AttentionCachePtr* cache = nullptr;  // incremental decoding: this attention's backend state
 };
 
 class MultiHeadAttentionImpl : public torch::nn::Module {

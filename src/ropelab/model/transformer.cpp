@@ -46,7 +46,7 @@ torch::Tensor TransformerLayerImpl::residual(const torch::Tensor& x, torch::nn::
 }
 
 torch::Tensor TransformerLayerImpl::forward(const torch::Tensor& x, const StackInputs& in,
-                                            AttentionCache* self_cache, AttentionCache* cross_cache) {
+                                            AttentionCachePtr* self_cache, AttentionCachePtr* cross_cache) {
   AttentionCall self_call;
   self_call.key_padding_mask = in.padding_mask;
   self_call.positions = in.positions;
@@ -68,9 +68,10 @@ torch::Tensor TransformerLayerImpl::forward(const torch::Tensor& x, const StackI
 // --- stack ----------------------------------------------------------------------------
 
 void DecoderCache::reorder(const torch::Tensor& index) {
-  for (auto& c : self) c.reorder(index);
-  for (auto& c : cross) c.reorder(index);
-  if (key_positions.defined() && key_positions.dim() >= 2) key_positions = key_positions.index_select(0, index);
+  for (auto* caches : {&self, &cross})
+    for (auto& c : *caches)
+      if (c) c->reorder(index);
+  if (key_positions.defined()) key_positions = key_positions.index_select(index);
   if (memory_padding_mask.defined()) memory_padding_mask = memory_padding_mask.index_select(0, index);
 }
 
@@ -91,18 +92,11 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   TORCH_CHECK(!state || options_.causal(), "Stack: incremental decoding needs a causal stack");
   TORCH_CHECK(!state || !in.padding_mask.defined(), "Stack: incremental decoding takes no target padding mask");
   const int64_t offset = state ? state->offset : 0;
-  if (!in.positions.defined()) {
-    in.positions = position_range(offset, x.size(1), x.device());
-    if (position_->axes() > 1) in.positions = in.positions.unsqueeze(-1).expand({-1, position_->axes()});
-  }
+  if (!in.positions.defined()) in.positions = Positions::range(offset, x.size(1), position_->axes(), x.device());
   auto h = dropout_(position_->embed(x, in.positions));
   if (position_->has_logit_bias()) {
     auto key_positions = in.positions;
-    if (state) {
-      const int64_t time_dim = in.positions.dim() - 1;
-      if (state->key_positions.defined()) key_positions = torch::cat({state->key_positions, in.positions}, time_dim);
-      state->key_positions = key_positions;
-    }
+    if (state) key_positions = state->key_positions = state->key_positions.cat(in.positions);
     in.logit_bias = position_->logit_bias(in.positions, key_positions).to(x.dtype());
   }
   if (state && state->self.empty()) {
@@ -146,9 +140,7 @@ LayerOptions TransformerOptions::layer() const {
 }
 
 Memory Memory::index_select(const torch::Tensor& index) const {
-  const bool batched = positions.dim() == (axes == 1 ? 2 : 3);  // (B, S[, N]) vs shared (S[, N])
-  return {out.index_select(0, index), padding_mask.index_select(0, index),
-          batched ? positions.index_select(0, index) : positions, axes};
+  return {out.index_select(0, index), padding_mask.index_select(0, index), positions.index_select(index)};
 }
 
 Seq2SeqImpl::Seq2SeqImpl(const TransformerOptions& options_) : options(options_) {
@@ -165,21 +157,17 @@ Seq2SeqImpl::Seq2SeqImpl(const TransformerOptions& options_) : options(options_)
                                                  .cross_attention(true)));
 }
 
-Memory Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_positions) {
+Memory Seq2SeqImpl::encode(const torch::Tensor& src, const Positions& src_positions) {
   StackInputs in;
   in.padding_mask = src.eq(options.pad_id());
-  in.positions = src_positions;
-  if (!in.positions.defined()) {
-    in.positions = position_range(0, src.size(1), src.device());
-    const int64_t axes = encoder->position()->axes();
-    if (axes > 1) in.positions = in.positions.unsqueeze(-1).expand({-1, axes});
-  }
+  in.positions = src_positions.defined() ? src_positions
+                                         : Positions::range(0, src.size(1), encoder->position()->axes(), src.device());
   auto out = encoder(embedding(src), in);
-  return {out, in.padding_mask, in.positions, encoder->position()->axes()};
+  return {out, in.padding_mask, in.positions};
 }
 
 torch::Tensor Seq2SeqImpl::decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state,
-                                  const torch::Tensor& tgt_positions) {
+                                  const Positions& tgt_positions) {
   StackInputs in;
   if (!state) in.padding_mask = tgt_in.eq(options.pad_id());
   in.positions = tgt_positions;
@@ -203,7 +191,7 @@ LanguageModelImpl::LanguageModelImpl(const TransformerOptions& options_) : optio
 }
 
 torch::Tensor LanguageModelImpl::forward(const torch::Tensor& tokens, DecoderCache* state,
-                                         const torch::Tensor& positions) {
+                                         const Positions& positions) {
   StackInputs in;
   if (!state) in.padding_mask = tokens.eq(options.pad_id());
   in.positions = positions;

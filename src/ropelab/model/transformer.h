@@ -42,11 +42,11 @@ TORCH_MODULE(FeedForward);
 /// missing (positions, logit bias) and hands the same struct to each layer.
 struct StackInputs {
   torch::Tensor padding_mask;         // (B, T) true at padded tokens; optional
-  torch::Tensor positions;            // this call's token positions; default offset..offset+T-1
+  Positions positions;                // this call's token positions; default offset..offset+T-1
   torch::Tensor logit_bias;           // set by the stack from its position encoder
   torch::Tensor memory;               // decoder: encoder output (B, S, D)
   torch::Tensor memory_padding_mask;  // decoder: (B, S)
-  torch::Tensor memory_positions;     // decoder: source positions (cross-attention rotation)
+  Positions memory_positions;         // decoder: source positions (cross-attention rotation)
 };
 
 /// Self-attention and FFN sub-layers (encoder layer; also the LM's layer without memory).
@@ -57,8 +57,8 @@ class TransformerLayerImpl : public torch::nn::Module {
   TransformerLayerImpl(const LayerOptions& options, bool causal, bool cross_attention,
                        const PositionEncoder& position, bool rotate_cross);
   /// x (B, T, D) -> (B, T, D). `self_cache`/`cross_cache` for incremental decoding.
-  torch::Tensor forward(const torch::Tensor& x, const StackInputs& in, AttentionCache* self_cache = nullptr,
-                        AttentionCache* cross_cache = nullptr);
+  torch::Tensor forward(const torch::Tensor& x, const StackInputs& in, AttentionCachePtr* self_cache = nullptr,
+                        AttentionCachePtr* cross_cache = nullptr);
 
   MultiHeadAttention self_attn{nullptr}, cross_attn{nullptr};
   FeedForward ffn{nullptr};
@@ -85,9 +85,9 @@ struct StackOptions {
 
 /// Caches for incremental decoding, one entry per layer.
 struct DecoderCache {
-  std::vector<AttentionCache> self, cross;
+  std::vector<AttentionCachePtr> self, cross;  // one per layer, filled by its attention backend
   int64_t offset = 0;              // tokens decoded so far: the next token's position
-  torch::Tensor key_positions;     // positions of every cached key (logit-bias encoders)
+  Positions key_positions;         // positions of every cached key (logit-bias encoders)
   torch::Tensor memory_padding_mask;
   /// Keeps rows `index` of every cache (beam search).
   void reorder(const torch::Tensor& index);
@@ -154,8 +154,7 @@ TORCH_MODULE(TiedEmbedding);
 struct Memory {
   torch::Tensor out;           // (B, S, D)
   torch::Tensor padding_mask;  // (B, S)
-  torch::Tensor positions;     // source positions used: (S[, N]) shared or (B, S[, N])
-  int64_t axes = 1;            // coordinates per source token
+  Positions positions;         // source positions used
   /// Keeps rows `index` (beam expansion).
   Memory index_select(const torch::Tensor& index) const;
 };
@@ -165,10 +164,10 @@ class Seq2SeqImpl : public torch::nn::Module {
  public:
   explicit Seq2SeqImpl(const TransformerOptions& options);
   /// src (B, S) -> Memory
-  Memory encode(const torch::Tensor& src, const torch::Tensor& src_positions = {});
+  Memory encode(const torch::Tensor& src, const Positions& src_positions = {});
   /// tgt_in (B, T), the target shifted right -> logits (B, T, V).
   torch::Tensor decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state = nullptr,
-                       const torch::Tensor& tgt_positions = {});
+                       const Positions& tgt_positions = {});
   /// Teacher-forced logits (B, T, V).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
@@ -186,7 +185,7 @@ class LanguageModelImpl : public torch::nn::Module {
   explicit LanguageModelImpl(const TransformerOptions& options);
   /// tokens (B, T) -> logits (B, T, V)
   torch::Tensor forward(const torch::Tensor& tokens, DecoderCache* state = nullptr,
-                        const torch::Tensor& positions = {});
+                        const Positions& positions = {});
 
   TransformerOptions options;
   TiedEmbedding embedding{nullptr};

@@ -11,7 +11,7 @@ namespace ropelab {
 class SinusoidalEncoder : public PositionEncoderImpl {
  public:
   SinusoidalEncoder(const PositionOptions& options, const PositionGeometry& geometry);
-  torch::Tensor embed(const torch::Tensor& x, const torch::Tensor& positions) override;
+  torch::Tensor embed(const torch::Tensor& x, const Positions& positions) override;
   /// positions (...) -> encodings (..., D).
   torch::Tensor table(const torch::Tensor& positions) const;
 
@@ -24,7 +24,7 @@ class SinusoidalEncoder : public PositionEncoderImpl {
 class LearnedEncoder : public PositionEncoderImpl {
  public:
   LearnedEncoder(const PositionOptions& options, const PositionGeometry& geometry);
-  torch::Tensor embed(const torch::Tensor& x, const torch::Tensor& positions) override;
+  torch::Tensor embed(const torch::Tensor& x, const Positions& positions) override;
 
  private:
   torch::nn::Embedding table_{nullptr};  // (max_len, D)
@@ -39,13 +39,13 @@ class RotaryEncoder : public PositionEncoderImpl {
  public:
   RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes);
   bool rotates() const override { return true; }
-  torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& positions) override;
+  torch::Tensor rotate(const torch::Tensor& x, const Positions& positions) override;
   std::pair<torch::Tensor, torch::Tensor> rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
-                                                      const torch::Tensor& positions) override;
+                                                      const Positions& positions) override;
   int64_t axes() const override { return axes_; }
 
   /// positions (T[, N]) or (B, T[, N]) -> angles (T, r/2) or (B, T, r/2).
-  torch::Tensor angles(const torch::Tensor& positions) const;
+  torch::Tensor angles(const Positions& positions) const;
   int64_t rotary_dim() const { return rotary_dim_; }
   RotaryLayout layout() const { return layout_; }
 
@@ -54,13 +54,11 @@ class RotaryEncoder : public PositionEncoderImpl {
   int64_t rotary_dim_;
   int64_t axes_;
   RotaryLayout layout_;
-  /// cos/sin of `positions`: (T, r/2) when shared by the batch, else (B, 1, T, r/2).
-  /// Cached for the last positions seen: a stack's layers share one positions tensor.
-  void tables(const torch::Tensor& positions, const torch::Tensor& like);
-  bool shared(const torch::Tensor& positions) const { return positions.dim() == (axes_ == 1 ? 1 : 2); }
+  /// {cos, sin} of `positions` in `dtype`: (T, r/2) when shared by the batch, else
+  /// (B, 1, T, r/2). Made once per Positions value: a stack's layers share it.
+  const std::vector<torch::Tensor>& tables(const Positions& positions, const torch::Tensor& like) const;
   torch::Tensor inv_freq_;  // (r/2/N) buffer, shared by every axis
   RotaryImpl impl_;
-  torch::Tensor cached_positions_, cached_cos_, cached_sin_;
 };
 
 /// T5 relative position bias (Raffel et al. 2020): a learned (num_buckets, H) table
@@ -69,7 +67,7 @@ class T5BiasEncoder : public PositionEncoderImpl {
  public:
   T5BiasEncoder(const PositionOptions& options, const PositionGeometry& geometry);
   bool has_logit_bias() const override { return true; }
-  torch::Tensor logit_bias(const torch::Tensor& q_positions, const torch::Tensor& k_positions) override;
+  torch::Tensor logit_bias(const Positions& q_positions, const Positions& k_positions) override;
 
  private:
   int64_t num_buckets_;

@@ -15,19 +15,7 @@ torch::Tensor inverse_frequencies(int64_t dim, double base) {
   return torch::pow(base, -2.0 * i / static_cast<double>(dim)).to(torch::kFloat);
 }
 
-/// Promotes 1-D positions (T) or (B, T) to coordinates (T, 1) or (B, T, 1).
-torch::Tensor as_coordinates(const torch::Tensor& positions, int64_t axes) {
-  if (axes == 1 && (positions.dim() == 1 || positions.dim() == 2)) return positions.unsqueeze(-1);
-  TORCH_CHECK(positions.dim() >= 2 && positions.size(-1) == axes, "RotaryEncoder: expected positions with ",
-              axes, " coordinates in the last dimension, got shape ", positions.sizes());
-  return positions;
-}
-
 }  // namespace
-
-torch::Tensor position_range(int64_t offset, int64_t length, const torch::Device& device) {
-  return torch::arange(offset, offset + length, torch::TensorOptions().dtype(torch::kLong).device(device));
-}
 
 // --- sinusoidal ----------------------------------------------------------------
 
@@ -44,8 +32,8 @@ torch::Tensor SinusoidalEncoder::table(const torch::Tensor& positions) const {
   return torch::stack({angles.sin(), angles.cos()}, -1).flatten(-2);
 }
 
-torch::Tensor SinusoidalEncoder::embed(const torch::Tensor& x, const torch::Tensor& positions) {
-  auto pe = table(positions).to(x.dtype());  // (T, D) or (B, T, D)
+torch::Tensor SinusoidalEncoder::embed(const torch::Tensor& x, const Positions& positions) {
+  auto pe = table(positions.values()).to(x.dtype());  // (T, D) or (B, T, D)
   return x + pe;
 }
 
@@ -60,7 +48,8 @@ LearnedEncoder::LearnedEncoder(const PositionOptions& options, const PositionGeo
   table_->weight.normal_(0.0, 0.02);
 }
 
-torch::Tensor LearnedEncoder::embed(const torch::Tensor& x, const torch::Tensor& positions) {
+torch::Tensor LearnedEncoder::embed(const torch::Tensor& x, const Positions& p) {
+  const auto& positions = p.values();
   // A clear message on the CPU; elsewhere the embedding's own bounds check applies,
   // without a host synchronisation on every forward pass.
   if (positions.device().is_cpu() && positions.numel() > 0) {
@@ -85,8 +74,10 @@ RotaryEncoder::RotaryEncoder(const PositionOptions& options, const PositionGeome
   inv_freq_ = register_buffer("inv_freq", inverse_frequencies(rotary_dim_ / axes_, options.base()));
 }
 
-torch::Tensor RotaryEncoder::angles(const torch::Tensor& positions) const {
-  auto coords = as_coordinates(positions, axes_).to(inv_freq_.dtype());  // (..., T, N)
+torch::Tensor RotaryEncoder::angles(const Positions& positions) const {
+  TORCH_CHECK(positions.axes() == axes_, "RotaryEncoder: expected positions with ", axes_,
+              " coordinates per token, got ", positions.axes());
+  auto coords = positions.coordinates().to(inv_freq_.dtype());  // (..., T, N)
   // (..., T, N, r/2/N) -> (..., T, r/2): block a holds axis a's angles
   return (coords.unsqueeze(-1) * inv_freq_).flatten(-2);
 }
@@ -100,33 +91,30 @@ bool fused_runs_on(const torch::Tensor& x) {
 }
 }  // namespace
 
-void RotaryEncoder::tables(const torch::Tensor& positions, const torch::Tensor& like) {
-  if (cached_positions_.defined() && cached_positions_.is_same(positions) && cached_cos_.device() == like.device() &&
-      cached_cos_.scalar_type() == like.scalar_type())
-    return;
-  auto a = angles(positions);                     // (T, r/2) or (B, T, r/2)
-  if (!shared(positions)) a = a.unsqueeze(1);     // (B, 1, T, r/2): broadcast over heads
-  cached_cos_ = a.cos().to(like.scalar_type());
-  cached_sin_ = a.sin().to(like.scalar_type());
-  cached_positions_ = positions;
+const std::vector<torch::Tensor>& RotaryEncoder::tables(const Positions& positions, const torch::Tensor& like) const {
+  return positions.derived(this, like.scalar_type(), [&] {
+    auto a = angles(positions);                   // (T, r/2) or (B, T, r/2)
+    if (positions.batched()) a = a.unsqueeze(1);  // (B, 1, T, r/2): broadcast over heads
+    return std::vector<torch::Tensor>{a.cos().to(like.scalar_type()), a.sin().to(like.scalar_type())};
+  });
 }
 
-torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const torch::Tensor& positions) {
+torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const Positions& positions) {
   TORCH_CHECK(x.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", x.size(-1));
-  tables(positions, x);
+  const auto& t = tables(positions, x);
   const bool interleaved = layout_ == RotaryLayout::interleaved;
-  if (shared(positions) && impl_ == RotaryImpl::fused && fused_runs_on(x))
-    return rotary_fused(x, cached_cos_, cached_sin_, -2, interleaved);
-  if (shared(positions) && impl_ == RotaryImpl::script) return rotary_script(x, cached_cos_, cached_sin_, -2, interleaved);
-  return rotary_eager_broadcast(x, cached_cos_, cached_sin_, interleaved);
+  if (!positions.batched() && impl_ == RotaryImpl::fused && fused_runs_on(x))
+    return rotary_fused(x, t[0], t[1], -2, interleaved);
+  if (!positions.batched() && impl_ == RotaryImpl::script) return rotary_script(x, t[0], t[1], -2, interleaved);
+  return rotary_eager_broadcast(x, t[0], t[1], interleaved);
 }
 
 std::pair<torch::Tensor, torch::Tensor> RotaryEncoder::rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
-                                                                   const torch::Tensor& positions) {
-  if (shared(positions) && impl_ == RotaryImpl::fused && fused_runs_on(q) && q.size(-2) == k.size(-2)) {
+                                                                   const Positions& positions) {
+  if (!positions.batched() && impl_ == RotaryImpl::fused && fused_runs_on(q) && q.size(-2) == k.size(-2)) {
     TORCH_CHECK(q.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", q.size(-1));
-    tables(positions, q);
-    return rotary_fused_qk(q, k, cached_cos_, cached_sin_, -2, layout_ == RotaryLayout::interleaved);
+    const auto& t = tables(positions, q);
+    return rotary_fused_qk(q, k, t[0], t[1], -2, layout_ == RotaryLayout::interleaved);
   }
   return {rotate(q, positions), rotate(k, positions)};
 }
@@ -165,10 +153,12 @@ torch::Tensor t5_relative_bucket(const torch::Tensor& relative, bool bidirection
   return bucket + torch::where(is_small, n, large);
 }
 
-torch::Tensor T5BiasEncoder::logit_bias(const torch::Tensor& q_positions, const torch::Tensor& k_positions) {
-  TORCH_CHECK(q_positions.dim() == k_positions.dim() && q_positions.dim() <= 2,
-              "T5BiasEncoder: expected 1-D positions (T) or (B, T), got ", q_positions.sizes(), " and ",
-              k_positions.sizes());
+torch::Tensor T5BiasEncoder::logit_bias(const Positions& q, const Positions& k) {
+  TORCH_CHECK(q.axes() == 1 && k.axes() == 1, "T5BiasEncoder: expected 1-D positions, got ", q.axes(), " and ",
+              k.axes(), " axes");
+  const auto &q_positions = q.values(), &k_positions = k.values();
+  TORCH_CHECK(q_positions.dim() == k_positions.dim(), "T5BiasEncoder: query and key positions must both be shared ",
+              "or both batched, got ", q_positions.sizes(), " and ", k_positions.sizes());
   auto relative = k_positions.unsqueeze(-2) - q_positions.unsqueeze(-1);  // (..., Tq, Tk)
   auto buckets = t5_relative_bucket(relative, bidirectional_, num_buckets_, max_distance_);
   auto bias = table_(buckets);                   // (..., Tq, Tk, H)

@@ -6,11 +6,12 @@
 ///   embed(x, positions)            additive encodings (sinusoidal, learned)
 ///   rotate(x, positions)           rotation of queries and keys (rotary, axial rotary)
 ///   logit_bias(q_pos, k_pos)       additive attention-logit bias (T5 relative bias)
-/// Positions are int64 tensors of absolute coordinates: (T) shared by the batch or
-/// (B, T) per sequence; multi-dimensional encoders take (T, N) or (B, T, N). Every hook
-/// takes positions, so incremental decoding passes the step offset in them.
+/// Positions (position/positions.h) are absolute int64 coordinates, shared by the batch
+/// or per sequence, with N coordinates per token for multi-dimensional encoders. Every
+/// hook takes positions, so incremental decoding passes the step offset in them.
 
 #include "ropelab/ops/rotary.h"
+#include "ropelab/position/positions.h"
 
 #include <torch/torch.h>
 
@@ -64,16 +65,16 @@ class PositionEncoderImpl : public torch::nn::Module {
   ~PositionEncoderImpl() override = default;
 
   /// x (B, T, D) -> x plus the encoding of `positions`. Default: x unchanged.
-  virtual torch::Tensor embed(const torch::Tensor& x, const torch::Tensor& positions) { return x; }
+  virtual torch::Tensor embed(const torch::Tensor& x, const Positions& positions) { return x; }
 
   /// Whether rotate() changes its input (lets attention skip the call).
   virtual bool rotates() const { return false; }
   /// x (B, H, T, Dh) -> x rotated by `positions`. Default: x unchanged.
-  virtual torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& positions) { return x; }
+  virtual torch::Tensor rotate(const torch::Tensor& x, const Positions& positions) { return x; }
   /// Queries and keys of the same positions together (self-attention); an encoder may
   /// fuse the two. Default: rotate() on each.
   virtual std::pair<torch::Tensor, torch::Tensor> rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
-                                                              const torch::Tensor& positions) {
+                                                              const Positions& positions) {
     return {rotate(q, positions), rotate(k, positions)};
   }
 
@@ -81,7 +82,7 @@ class PositionEncoderImpl : public torch::nn::Module {
   virtual bool has_logit_bias() const { return false; }
   /// Additive logit bias, broadcastable to (B, H, Tq, Tk); undefined when the
   /// encoder has none. Computed once per stack and shared by its layers.
-  virtual torch::Tensor logit_bias(const torch::Tensor& q_positions, const torch::Tensor& k_positions) {
+  virtual torch::Tensor logit_bias(const Positions& q_positions, const Positions& k_positions) {
     return {};
   }
 
@@ -93,9 +94,6 @@ using PositionEncoder = std::shared_ptr<PositionEncoderImpl>;
 
 /// Builds the encoder named by `options.type()` (a plain switch; see position_encoder.cpp).
 PositionEncoder make_position_encoder(const PositionOptions& options, const PositionGeometry& geometry);
-
-/// Positions offset, offset+1, ..., offset+length-1 as a (length) int64 tensor.
-torch::Tensor position_range(int64_t offset, int64_t length, const torch::Device& device);
 
 /// Converts between enum values and their YAML spellings; throws on an unknown name.
 std::string to_string(PositionType type);

@@ -10,12 +10,12 @@
 
 namespace ropelab {
 
-torch::Tensor encoder_positions(const Seq2Seq& model, const torch::Tensor& data_positions) {
+Positions encoder_positions(const Seq2Seq& model, const torch::Tensor& data_positions) {
   const int64_t axes = model->encoder->position()->axes();
   if (!data_positions.defined() || axes == 1) return {};
   TORCH_CHECK(data_positions.size(-1) == axes, "source positions have ", data_positions.size(-1),
               " coordinates; the encoder's position encoder takes ", axes);
-  return data_positions;
+  return {data_positions, axes};
 }
 
 // --- the model ----------------------------------------------------------------------

@@ -45,6 +45,6 @@ class TranslationTask : public Task {
 
 /// Source coordinates for `model`'s encoder: the data's N-d positions when its position
 /// encoder has N axes (N > 1), else undefined (token order).
-torch::Tensor encoder_positions(const Seq2Seq& model, const torch::Tensor& data_positions);
+Positions encoder_positions(const Seq2Seq& model, const torch::Tensor& data_positions);
 
 }  // namespace ropelab
