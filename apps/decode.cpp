@@ -2,7 +2,7 @@
 // through its task (src/ropelab/task/).
 #include "commands.h"
 
-#include "ropelab/data/corpus.h"
+#include "ropelab/data/text.h"
 #include "ropelab/run/run.h"
 #include "ropelab/util/runtime.h"
 

@@ -1,7 +1,7 @@
 // ropelab score, ropelab average
 #include "commands.h"
 
-#include "ropelab/data/corpus.h"
+#include "ropelab/data/text.h"
 #include "ropelab/eval/metrics.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/run.h"

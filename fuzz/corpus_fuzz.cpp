@@ -3,7 +3,7 @@
 // succeeds or throws std::runtime_error naming the file in one line; accepted lines are
 // valid UTF-8 with no CR, BOM or tab where none may be, and byte tokenization round-trips.
 #include "fuzz_util.h"
-#include "ropelab/data/corpus.h"
+#include "ropelab/data/batching.h"
 #include "ropelab/data/tokenizer.h"
 
 #include <stdexcept>

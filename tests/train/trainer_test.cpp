@@ -1,7 +1,7 @@
 // Training pieces and an end-to-end overfitting run through ropelab::train.
 #include "ropelab/train/trainer.h"
 
-#include "ropelab/data/corpus.h"
+#include "ropelab/data/batching.h"
 #include "ropelab/decode/search.h"
 #include "ropelab/train/ablation.h"
 #include "ropelab/run/checkpoint.h"

@@ -1,6 +1,6 @@
 #include "ropelab/bench/benchmarks.h"
 
-#include "ropelab/data/corpus.h"
+#include "ropelab/data/batching.h"
 #include "ropelab/ops/rotary.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/run/run.h"

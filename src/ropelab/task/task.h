@@ -8,7 +8,7 @@
 /// The trainer, evaluator, searches and apps call these and never ask which task runs.
 
 #include "ropelab/config/config.h"
-#include "ropelab/data/corpus.h"
+#include "ropelab/data/batching.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/decode/search.h"
 

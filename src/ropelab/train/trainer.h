@@ -3,7 +3,7 @@
 /// (Vaswani et al. 2017, section 5), validation and checkpoints into a run directory (run/).
 
 #include "ropelab/config/config.h"
-#include "ropelab/data/corpus.h"
+#include "ropelab/data/batching.h"
 #include "ropelab/eval/loss.h"
 #include "ropelab/task/task.h"
 #include "ropelab/train/distributed.h"

@@ -1,0 +1,66 @@
+// The memory-mapped token store against in-memory examples.
+#include "ropelab/data/batching.h"
+
+#include "../test_util.h"
+
+#include <filesystem>
+#include <fstream>
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+
+namespace {
+
+class Store : public ropelab::testing::TempDir {};
+
+}  // namespace
+
+// The training split is streamed into a memory-mapped token store: it must hold exactly
+// the examples the in-memory path builds, for pairs (with grid coordinates) and LM chunks.
+TEST_F(Store, TokenStoreMatchesInMemoryExamples) {
+  auto pairs = write("p.tsv", "a b / c d /\tx y\n\nb a /\ty\nlong long long long long long long long long\tz\n");
+  auto options = DataOptions().max_len(8).source_layout(SourceLayout::grid);
+  auto tokenizer = train_tokenizer(TokenizerOptions().type(TokenizerType::word),
+                                   std::vector<std::string>{"a b / c d", "x y", "long"}, dir_.string());
+  const auto separator = row_separator_id(options, *tokenizer);
+  ASSERT_GE(separator, 0);
+  int64_t dropped = 0, empty = 0;
+  auto expected = tokenize_pairs(read_parallel(options, pairs), *tokenizer, 8, false, &dropped, separator);
+  const auto store_path = (dir_ / "train").string();
+  EXPECT_EQ(write_pair_store(options, pairs, *tokenizer, store_path, &empty), dropped);
+  EXPECT_EQ(dropped, 1);
+  EXPECT_EQ(empty, 1);
+  TokenStore store(store_path, separator);
+  ASSERT_EQ(store.size(), expected.size());
+  for (size_t i = 0; i < store.size(); ++i) {
+    auto got = store.get(i);
+    EXPECT_EQ(got.source, expected[i].source);
+    EXPECT_EQ(got.target, expected[i].target);
+    EXPECT_EQ(got.source_positions, expected[i].source_positions);
+    EXPECT_EQ(store.padded_length(i), ExampleView(expected).padded_length(i));
+  }
+  EXPECT_EQ(store.get(0).source_positions, (std::vector<int64_t>{0, 0, 0, 1, 0, 2, 1, 0, 1, 1, 1, 2, 2, 0}));
+  EXPECT_TRUE(torch::equal(collate(store, {0, 1}, torch::kCPU).source_positions,
+                           collate(expected, {0, 1}, torch::kCPU).source_positions));
+
+  auto text = write("t.txt", "one two\n\nthree four five\n");
+  auto lines = read_text_lines(text);
+  auto chunks = lm_chunks(lines, *tokenizer, 2);
+  EXPECT_EQ(write_lm_store(text, *tokenizer, 2, store_path), 1);
+  TokenStore lm(store_path);
+  ASSERT_EQ(lm.size(), chunks.size());
+  for (size_t i = 0; i < lm.size(); ++i) EXPECT_EQ(lm.get(i).target, chunks[i].target);
+  // 7 tokens (two lines + EOS each): 6 predicted, 3 chunks of 2 (+1 overlapping input)
+  EXPECT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks.back().target.size(), 3u);
+  EXPECT_EQ(lm_chunks(lines, *tokenizer, 4).back().target.size(), 3u);  // a shorter last chunk
+  // data.eval_tokens: the first 3 predicted tokens only, the same prefix of the stream
+  auto first3 = lm_chunks(lines, *tokenizer, 2, nullptr, 3);
+  ASSERT_EQ(first3.size(), 2u);
+  EXPECT_EQ(first3[0].target, chunks[0].target);
+  EXPECT_EQ(first3[1].target, std::vector<int64_t>(chunks[1].target.begin(), chunks[1].target.begin() + 2));
+  EXPECT_EQ(lm_chunks(lines, *tokenizer, 2, nullptr, 100).size(), chunks.size());
+
+  std::filesystem::resize_file(store_path + ".index", 10);
+  EXPECT_EQ(error_of([&] { TokenStore broken(store_path); }), store_path + ".index: truncated token store");
+}

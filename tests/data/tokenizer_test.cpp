@@ -1,0 +1,61 @@
+// Word and SentencePiece tokenizers.
+#include "ropelab/data/tokenizer.h"
+
+#include "../test_util.h"
+
+#include <filesystem>
+#include <fstream>
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+
+namespace {
+
+class Tokenizers : public ropelab::testing::TempDir {};
+
+}  // namespace
+
+TEST_F(Tokenizers, WordTokenizerSplitsPunctuationAndRoundTrips) {
+  EXPECT_EQ(split_words("¿Dónde está la estación?"),
+            (std::vector<std::string>{"¿", "Dónde", "está", "la", "estación", "?"}));
+  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::word), {"¿Dónde está la estación?", "Hola, amigo."},
+                             dir_.string());
+  EXPECT_EQ(tok->decode(tok->encode("¿Dónde está la estación?")), "¿Dónde está la estación?");
+  EXPECT_EQ(tok->decode(tok->encode("Hola, amigo.")), "Hola, amigo.");
+  EXPECT_EQ(tok->encode("desconocido")[0], kUnkId);
+  tok->save(dir_.string());
+  auto loaded = load_tokenizer(TokenizerOptions().type(TokenizerType::word), dir_.string());
+  EXPECT_EQ(loaded->encode("Hola, amigo."), tok->encode("Hola, amigo."));
+}
+
+TEST_F(Tokenizers, SentencePieceTrainsEncodesAndDecodes) {
+  std::vector<std::string> texts;
+  for (int i = 0; i < 300; ++i)
+    texts.push_back("the quick brown fox " + std::to_string(i) + " jumps over el perro marrón número " +
+                    std::to_string(i * 7));
+  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(100), texts,
+                             dir_.string());
+  EXPECT_LE(tok->vocab_size(), 100);
+  auto ids = tok->encode("the brown perro jumps 42");
+  for (auto id : ids) EXPECT_GT(id, kEosId);  // specials never come out of encode
+  EXPECT_EQ(tok->decode(ids), "the brown perro jumps 42");
+  auto loaded = load_tokenizer(TokenizerOptions(), dir_.string());
+  EXPECT_EQ(loaded->encode("el perro marrón"), tok->encode("el perro marrón"));
+  auto message = error_of([&] { load_tokenizer(TokenizerOptions(), (dir_ / "nowhere").string()); });
+  EXPECT_EQ(message, (dir_ / "nowhere" / "spm.model").string() + ": missing SentencePiece model");
+}
+
+// Language-model corpora keep a document per line (a whole speech, ~50 kB): SentencePiece
+// skips training lines over 4192 bytes, so they are cut at spaces before training.
+TEST_F(Tokenizers, SentencePieceTrainsOnDocumentsLongerThanItsSentenceLimit) {
+  std::vector<std::string> documents(3);
+  for (int i = 0; i < 3000; ++i)
+    documents[static_cast<size_t>(i % 3)] += "the union is strong number " + std::to_string(i % 97) + " ";
+  ASSERT_GT(documents[0].size(), 20000u);
+  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(120), documents,
+                             dir_.string());
+  EXPECT_GT(tok->vocab_size(), 20);
+  const auto ids = tok->encode(documents[1]);
+  EXPECT_LT(ids.size(), documents[1].size() / 3);  // whole words became pieces
+  EXPECT_EQ(tok->decode(ids), documents[1].substr(0, documents[1].size() - 1));  // decode drops the final space
+}
