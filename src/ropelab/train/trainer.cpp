@@ -140,184 +140,236 @@ TrainingData load_training_data(const Task& task, const RunPaths& paths, bool re
   return data;
 }
 
-/// Seconds left at the pace of the updates done in this process.
-double eta_seconds(double elapsed, int64_t done, int64_t left) {
-  return done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(left) : 0.0;
-}
+/// The training log: a line every train.log_every updates (also in the metrics file) and,
+/// on a terminal, an in-place progress line between them.
+class ProgressLog {
+ public:
+  ProgressLog(bool writer, int64_t first_step, int64_t steps)
+      : terminal_(writer && isatty(STDOUT_FILENO)), first_step_(first_step), steps_(steps),
+        start_(now_seconds()), window_start_(start_) {}
+  /// "\r\033[K" on a terminal, clearing the in-place line before a log line.
+  const char* clear() const { return terminal_ ? "\r\033[K" : ""; }
+  double started() const { return start_; }
 
-}  // namespace
+  /// After update `step` with learning rate `lr`; `log_line` writes the full line and
+  /// returns the window's statistics for the metrics file.
+  void update(const LossTotals& update, int64_t step, double lr, double total_seconds, bool log_line,
+              MetricsLog* metrics) {
+    window_.add(update.loss, update.nll, update.tokens);
+    const double now = now_seconds();
+    const double eta = step > first_step_
+                           ? (now - start_) / static_cast<double>(step - first_step_) * static_cast<double>(steps_ - step)
+                           : 0.0;
+    const double speed = window_.tokens / std::max(now - window_start_, 1e-9);
+    if (log_line) {
+      const double loss = window_.loss / window_.tokens, ppl = std::exp(window_.nll / window_.tokens);
+      std::printf("%sstep %ld/%ld | loss %.4f | ppl %.2f | lr %.3g | %.0f tok/s | %s elapsed | ETA %s\n", clear(),
+                  static_cast<long>(step), static_cast<long>(steps_), loss, ppl, lr, speed,
+                  format_duration(total_seconds).c_str(), format_duration(eta).c_str());
+      std::fflush(stdout);
+      metrics->write("train", step,
+                     {{"loss", loss}, {"ppl", ppl}, {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", total_seconds}});
+      window_ = LossTotals();
+      window_start_ = now_seconds();
+    } else if (terminal_ && now - last_inplace_ > 0.25) {
+      last_inplace_ = now;
+      std::printf("\r\033[K[%ld/%ld] loss %.4f | lr %.3g | %.0f tok/s | ETA %s", static_cast<long>(step),
+                  static_cast<long>(steps_), update.loss / update.tokens, lr, speed, format_duration(eta).c_str());
+      std::fflush(stdout);
+    }
+  }
 
-void train(const Config& config, const std::string& run_dir, bool resume) {
-  const auto& t = config.train;
-  const auto launch = LaunchEnv::from_environment();
-  auto device = parse_device(t.device());
-  if (launch.distributed() && device.is_cuda()) device = torch::Device(torch::kCUDA, launch.local_rank);
+ private:
+  bool terminal_;
+  int64_t first_step_, steps_;
+  double start_, window_start_, last_inplace_ = 0;
+  LossTotals window_;
+};
+
+/// One training run: set up from the config (data, model, optimizer, a resumed
+/// checkpoint), then updates with validation and checkpoints until the step budget,
+/// early stopping or a stop signal.
+class Trainer {
+ public:
+  Trainer(const Config& config, const std::string& run_dir, bool resume);
+  void run();
+
+ private:
+  /// One optimizer update from the next batches of `plan`; false when the run must stop
+  /// now (a signal), after saving.
+  bool step(const std::vector<std::vector<size_t>>& plan);
+  /// Validation loss and perplexity; best checkpoint; early stopping.
+  void validate();
+  /// checkpoint_last.pt and the numbered copies.
+  void checkpoint();
+  /// An epoch ends when fewer batches than one update needs remain in its plan.
+  void next_epoch_if_done(const std::vector<std::vector<size_t>>& plan);
+
+  const Config& config_;
+  const TrainOptions& t_;
+  RunPaths paths_;
+  LaunchEnv launch_;
+  torch::Device device_{torch::kCPU};
+  int64_t threads_ = 0;
+  std::unique_ptr<DataParallel> group_;
+  bool writer_ = true;  // rank 0 alone writes files and logs
+  std::ostream* log_ = &std::cout;
+  std::unique_ptr<Task> task_;
+  TrainingData data_;
+  std::shared_ptr<TaskModel> model_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  Progress progress_;
+  std::unique_ptr<MetricsLog> metrics_;
+  int64_t nonfinite_ = 0;  // updates skipped for a non-finite loss or gradient
+  bool stop_ = false;
+};
+
+Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
+    : config_(config), t_(config.train), paths_(run_dir), launch_(LaunchEnv::from_environment()) {
+  device_ = parse_device(t_.device());
+  if (launch_.distributed() && device_.is_cuda()) device_ = torch::Device(torch::kCUDA, launch_.local_rank);
   // Ranks on one machine share its cores unless train.threads says otherwise.
-  const auto threads = set_threads(
-      t.threads() > 0 || !launch.distributed()
-          ? t.threads()
-          : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / launch.local_world_size));
-  RunPaths paths(run_dir);
+  threads_ = set_threads(
+      t_.threads() > 0 || !launch_.distributed()
+          ? t_.threads()
+          : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / launch_.local_world_size));
   fs::create_directories(run_dir);
   if (config.data.train().empty()) throw ConfigError("config: data.train is required for training");
+  if (launch_.distributed())
+    group_ = std::make_unique<DataParallel>(
+        launch_, device_, std::chrono::milliseconds(static_cast<int64_t>(1000 * t_.dist_timeout())));
+  writer_ = !group_ || group_->is_main();
+  log_ = writer_ ? &std::cout : &null_stream();
+  torch::manual_seed(static_cast<uint64_t>(t_.seed()));
 
-  std::unique_ptr<DataParallel> group;
-  if (launch.distributed())
-    group = std::make_unique<DataParallel>(
-        launch, device, std::chrono::milliseconds(static_cast<int64_t>(1000 * t.dist_timeout())));
-  const bool writer = !group || group->is_main();  // rank 0 alone writes files and logs
-  std::ostream& log = writer ? std::cout : null_stream();
-  torch::manual_seed(static_cast<uint64_t>(t.seed()));
+  task_ = make_task(config);
+  data_ = load_training_data(*task_, paths_, resume, group_.get());
+  if (!resume && writer_) std::ofstream(paths_.config) << dump_config(config);
 
-  const auto task = make_task(config);
-  auto data = load_training_data(*task, paths, resume, group.get());
-  const ExampleSet& train_examples = *data.train;
-  const ExampleView valid_examples(data.valid);
-  if (!resume && writer) std::ofstream(paths.config) << dump_config(config);
-
-  const auto model = task->build_model(data.tokenizer->vocab_size());
-  auto& module = model->module();
-  module.to(device);
-  if (group) {  // every rank starts from rank 0's parameters and buffers
+  model_ = task_->build_model(data_.tokenizer->vocab_size());
+  auto& module = model_->module();
+  module.to(device_);
+  if (group_) {  // every rank starts from rank 0's parameters and buffers
     std::vector<torch::Tensor> state;
     for (const auto& p : module.parameters()) state.push_back(p.detach());
     for (const auto& b : module.buffers()) state.push_back(b);
     torch::NoGradGuard no_grad;
-    group->broadcast(state);
+    group_->broadcast(state);
+  }
+  optimizer_ = std::make_unique<torch::optim::Adam>(
+      module.parameters(),
+      torch::optim::AdamOptions(t_.lr()).betas({t_.adam_beta1(), t_.adam_beta2()}).eps(t_.adam_eps()).weight_decay(
+          t_.weight_decay()));
+  if (resume) {
+    load_checkpoint(paths_.last, module, optimizer_.get(), &progress_);
+    *log_ << "resume: " << paths_.last << " at step " << progress_.step << std::endl;
   }
   int64_t parameters = 0;
   for (const auto& p : module.parameters()) parameters += p.numel();
-  torch::optim::Adam optimizer(module.parameters(), torch::optim::AdamOptions(t.lr())
-                                                        .betas({t.adam_beta1(), t.adam_beta2()})
-                                                        .eps(t.adam_eps())
-                                                        .weight_decay(t.weight_decay()));
-  Progress progress;
-  if (resume) {
-    load_checkpoint(paths.last, module, &optimizer, &progress);
-    log << "resume: " << paths.last << " at step " << progress.step << std::endl;
+  *log_ << "model: " << parameters << " parameters on " << device_ << ", " << threads_ << " threads";
+  if (group_) *log_ << " per rank; " << group_->world_size() << " ranks (" << group_->backend() << ")";
+  *log_ << std::endl;
+  if (writer_) metrics_ = std::make_unique<MetricsLog>(paths_.metrics);
+}
+
+void Trainer::validate() {
+  if (data_.valid.empty()) return;
+  auto v = evaluate_loss(*task_, *model_, ExampleView(data_.valid), t_.max_tokens(), t_.label_smoothing(), device_);
+  const double loss = v.mean_loss(), ppl = v.perplexity();
+  const bool improved = loss < progress_.best_valid;
+  if (improved) progress_.best_valid = loss, progress_.bad_validations = 0;
+  else ++progress_.bad_validations;
+  if (writer_) {
+    std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", isatty(STDOUT_FILENO) ? "\r\033[K" : "",
+                static_cast<long>(progress_.step), loss, ppl, improved ? " | best" : "");
+    std::fflush(stdout);
+    metrics_->write("valid", progress_.step, {{"loss", loss}, {"ppl", ppl}});
+    if (improved) save_checkpoint(paths_.best, model_->module(), optimizer_.get(), progress_);
   }
-  log << "model: " << parameters << " parameters on " << device << ", " << threads << " threads";
-  if (group) log << " per rank; " << group->world_size() << " ranks (" << group->backend() << ")";
-  log << std::endl;
+  if (t_.patience() > 0 && progress_.bad_validations >= t_.patience()) {
+    *log_ << "early stop: no improvement in " << t_.patience() << " validations" << std::endl;
+    stop_ = true;
+  }
+}
 
-  std::unique_ptr<MetricsLog> metrics;
-  if (writer) metrics = std::make_unique<MetricsLog>(paths.metrics);
-  LossTotals window;
-  double window_start = now_seconds();
-  const double start = window_start;
-  const int64_t first_step = progress.step;
-  const double seconds_before = progress.seconds;  // a resumed run's time continues
-  bool stop = false;
+void Trainer::checkpoint() {
+  if (!writer_) return;
+  save_checkpoint(paths_.last, model_->module(), optimizer_.get(), progress_);
+  paths_.keep_numbered(progress_.step, t_.keep_checkpoints());
+}
 
-  const bool terminal = writer && isatty(STDOUT_FILENO);  // in-place progress; plain log lines otherwise
-  const char* clear_line = terminal ? "\r\033[K" : "";
-  auto save = [&] {
-    save_checkpoint(paths.last, module, &optimizer, progress);
-    paths.keep_numbered(progress.step, t.keep_checkpoints());
-  };
-  auto validate = [&] {
-    if (data.valid.empty()) return;
-    auto v = evaluate_loss(*task, *model, valid_examples, t.max_tokens(), t.label_smoothing(), device);
-    const double loss = v.mean_loss(), ppl = v.perplexity();
-    const bool improved = loss < progress.best_valid;
-    if (improved) progress.best_valid = loss, progress.bad_validations = 0;
-    else ++progress.bad_validations;
-    if (writer) {
-      std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", clear_line, static_cast<long>(progress.step), loss,
-                  ppl, improved ? " | best" : "");
-      std::fflush(stdout);
-      metrics->write("valid", progress.step, {{"loss", loss}, {"ppl", ppl}});
-      if (improved) save_checkpoint(paths.best, module, &optimizer, progress);
-    }
-    if (t.patience() > 0 && progress.bad_validations >= t.patience()) {
-      log << "early stop: no improvement in " << t.patience() << " validations" << std::endl;
-      stop = true;
-    }
-  };
+void Trainer::next_epoch_if_done(const std::vector<std::vector<size_t>>& plan) {
+  if (progress_.batch + t_.accumulate() > static_cast<int64_t>(plan.size())) ++progress_.epoch, progress_.batch = 0;
+}
 
+void Trainer::run() {
+  auto& module = model_->module();
   module.train();
-  StopSignals signals;
-  int64_t nonfinite = 0;  // updates skipped for a non-finite loss or gradient
-  // An epoch ends when fewer batches than one update needs remain in its plan.
-  auto next_epoch_if_done = [&](const std::vector<std::vector<size_t>>& plan) {
-    if (progress.batch + t.accumulate() > static_cast<int64_t>(plan.size())) ++progress.epoch, progress.batch = 0;
-  };
-  double last_progress = 0;
-  while (!stop && progress.step < t.steps()) {
-    auto plan = plan_batches(train_examples, t.max_tokens(), config.data.bucketing(),
-                             static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.epoch));
-    while (!stop && progress.step < t.steps() && progress.batch + t.accumulate() <= static_cast<int64_t>(plan.size())) {
+  StopSignals signals;  // SIGINT/SIGTERM: finish the update, save, return
+  ProgressLog progress_log(writer_, progress_.step, t_.steps());
+  const double seconds_before = progress_.seconds;  // a resumed run's time continues
+  while (!stop_ && progress_.step < t_.steps()) {
+    auto plan = plan_batches(*data_.train, t_.max_tokens(), config_.data.bucketing(),
+                             static_cast<uint64_t>(t_.seed()) * 1000003ULL + static_cast<uint64_t>(progress_.epoch));
+    while (!stop_ && progress_.step < t_.steps() &&
+           progress_.batch + t_.accumulate() <= static_cast<int64_t>(plan.size())) {
       // Dropout draws depend only on (seed, step), so a resumed run replays them exactly.
       // Each rank draws its own stream; rank 0's is the single-process one.
-      const uint64_t step_seed = static_cast<uint64_t>(t.seed()) * 1000003ULL + static_cast<uint64_t>(progress.step);
-      torch::manual_seed(step_seed + 1 + static_cast<uint64_t>(launch.rank) * 0x9E3779B97F4A7C15ULL);
+      const uint64_t step_seed = static_cast<uint64_t>(t_.seed()) * 1000003ULL + static_cast<uint64_t>(progress_.step);
+      torch::manual_seed(step_seed + 1 + static_cast<uint64_t>(launch_.rank) * 0x9E3779B97F4A7C15ULL);
       std::vector<Batch> batches;
-      for (int64_t a = 0; a < t.accumulate(); ++a) {
-        const auto& indices = plan[static_cast<size_t>(progress.batch++)];
-        batches.push_back(task->collate(train_examples,
-                                        group ? shard_of(indices, group->rank(), group->world_size()) : indices, device));
+      for (int64_t a = 0; a < t_.accumulate(); ++a) {
+        const auto& indices = plan[static_cast<size_t>(progress_.batch++)];
+        batches.push_back(task_->collate(
+            *data_.train, group_ ? shard_of(indices, group_->rank(), group_->world_size()) : indices, device_));
       }
-      ++progress.step;
-      const double lr = learning_rate(t, config.model.d_model(), progress.step);
+      ++progress_.step;
+      const double lr = learning_rate(t_, config_.model.d_model(), progress_.step);
       bool stopping = signals.received() != 0;  // data-parallel: any rank's signal stops all, after this update
-      auto update = update_step(*model, optimizer, batches, t, lr, group.get(), &stopping);
+      auto update = update_step(*model_, *optimizer_, batches, t_, lr, group_.get(), &stopping);
       if (update.skipped) {
-        ++nonfinite;
-        log << "step " << progress.step << ": non-finite loss or gradient; update skipped (" << nonfinite << " of "
-            << t.max_nonfinite() << " allowed)" << std::endl;
-        if (nonfinite > t.max_nonfinite())
-          throw std::runtime_error("training diverged: " + std::to_string(nonfinite) +
+        ++nonfinite_;
+        *log_ << "step " << progress_.step << ": non-finite loss or gradient; update skipped (" << nonfinite_
+              << " of " << t_.max_nonfinite() << " allowed)" << std::endl;
+        if (nonfinite_ > t_.max_nonfinite())
+          throw std::runtime_error("training diverged: " + std::to_string(nonfinite_) +
                                    " updates with a non-finite loss or gradient (train.max_nonfinite=" +
-                                   std::to_string(t.max_nonfinite()) + "); the last good checkpoint is " +
-                                   paths.last);
+                                   std::to_string(t_.max_nonfinite()) + "); the last good checkpoint is " +
+                                   paths_.last);
       }
       torch::manual_seed(step_seed);  // the same on every rank: Performer feature redraws
-      attention_updated(module, progress.step);
-      window.add(update.loss, update.nll, update.tokens);
-      progress.seconds = seconds_before + (now_seconds() - start);
-
-      const double now = now_seconds();
-      const double eta = eta_seconds(now - start, progress.step - first_step, t.steps() - progress.step);
-      const double speed = window.tokens / std::max(now - window_start, 1e-9);
-      if (writer && (progress.step % t.log_every() == 0 || progress.step == t.steps())) {
-        std::printf("%sstep %ld/%ld | loss %.4f | ppl %.2f | lr %.3g | %.0f tok/s | %s elapsed | ETA %s\n", clear_line,
-                    static_cast<long>(progress.step), static_cast<long>(t.steps()), window.loss / window.tokens,
-                    std::exp(window.nll / window.tokens), lr, speed, format_duration(progress.seconds).c_str(),
-                    format_duration(eta).c_str());
-        std::fflush(stdout);
-        metrics->write("train", progress.step,
-                       {{"loss", window.loss / window.tokens}, {"ppl", std::exp(window.nll / window.tokens)},
-                        {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", progress.seconds}});
-        window = LossTotals();
-        window_start = now_seconds();
-      } else if (terminal && now - last_progress > 0.25) {  // an in-place progress line
-        last_progress = now;
-        std::printf("\r\033[K[%ld/%ld] loss %.4f | lr %.3g | %.0f tok/s | ETA %s", static_cast<long>(progress.step),
-                    static_cast<long>(t.steps()), update.loss / update.tokens, lr, speed,
-                    format_duration(eta).c_str());
-        std::fflush(stdout);
-      }
+      attention_updated(module, progress_.step);
+      progress_.seconds = seconds_before + (now_seconds() - progress_log.started());
+      if (writer_)
+        progress_log.update(update, progress_.step, lr, progress_.seconds,
+                            progress_.step % t_.log_every() == 0 || progress_.step == t_.steps(), metrics_.get());
       if (stopping) {
         const int signal = signals.received();
-        log << "stopping on " << (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "another rank's signal")
-            << " after step " << progress.step << ": saving " << paths.last << " (resume with --resume)" << std::endl;
+        *log_ << "stopping on "
+              << (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "another rank's signal")
+              << " after step " << progress_.step << ": saving " << paths_.last << " (resume with --resume)"
+              << std::endl;
         next_epoch_if_done(plan);
-        if (writer) save_checkpoint(paths.last, module, &optimizer, progress);
+        if (writer_) save_checkpoint(paths_.last, module, optimizer_.get(), progress_);
         return;
       }
-      if (t.valid_every() > 0 && progress.step % t.valid_every() == 0) {
+      if (t_.valid_every() > 0 && progress_.step % t_.valid_every() == 0) {
         validate();
-        if (writer) save();
+        checkpoint();
       }
     }
     next_epoch_if_done(plan);
   }
-  if (t.valid_every() == 0 || progress.step % t.valid_every() != 0) validate();
-  if (!writer) return;
-  save();
-  write_loss_curve(paths.metrics, paths.dir + "/loss.svg");
-  std::cout << "done: step " << progress.step << " in " << format_duration(now_seconds() - start) << ", run "
-            << run_dir << std::endl;
+  if (t_.valid_every() == 0 || progress_.step % t_.valid_every() != 0) validate();
+  if (!writer_) return;
+  checkpoint();
+  write_loss_curve(paths_.metrics, paths_.dir + "/loss.svg");
+  std::cout << "done: step " << progress_.step << " in " << format_duration(now_seconds() - progress_log.started())
+            << ", run " << paths_.dir << std::endl;
 }
+
+}  // namespace
+
+void train(const Config& config, const std::string& run_dir, bool resume) { Trainer(config, run_dir, resume).run(); }
 
 }  // namespace ropelab
