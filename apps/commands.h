@@ -36,6 +36,8 @@ void add_generate(CLI::App& cli);
 void add_score(CLI::App& cli);
 void add_average(CLI::App& cli);
 void add_bench(CLI::App& cli);
+void add_bench_attention(CLI::App& bench);
+void add_bench_rotary(CLI::App& bench);
 void add_ablate(CLI::App& cli);
 
 }  // namespace ropelab::apps

@@ -1,0 +1,52 @@
+// ropelab eval: a split scored by the run's task; the report goes to stdout and RUN/.
+#include "run_args.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace ropelab::apps {
+
+void add_eval(CLI::App& cli) {
+  auto* cmd = cli.add_subcommand("eval", "evaluate a split: BLEU, chrF and perplexity, or LM perplexity");
+  struct Args : RunArgs {
+    std::string split = "test";
+    int64_t context = 0;
+  };
+  auto a = std::make_shared<Args>();
+  a->add_to(*cmd);
+  cmd->add_option("--split", a->split, "test | valid | a file in the run's data format")->capture_default_str();
+  cmd->add_option("--context", a->context,
+                  "language models: evaluate in chunks of N tokens (default: the run's data.context)")
+      ->check(positive());
+  cmd->callback([a] {
+    torch::Device device(torch::kCPU);
+    auto run = a->open(&device);
+    std::string path = a->split;
+    if (a->split == "test") path = run.config.data.test();
+    if (a->split == "valid") path = run.config.data.valid();
+    if (path.empty()) throw std::runtime_error(a->run_dir + "/config.yaml: data." + a->split + " is not set");
+    const auto name = std::filesystem::path(a->split).filename().string();
+    const auto report = run.task->evaluate(*run.model, *run.tokenizer, name, path,
+                                           a->search.request(run.config.decode, false), a->context, device);
+    const std::filesystem::path dir(a->run_dir);
+    std::string wrote;
+    if (!report.hypotheses.empty()) {
+      const auto hyp_path = (dir / ("hyp." + name + ".txt")).string();
+      std::ofstream hyp(hyp_path);
+      for (const auto& h : report.hypotheses) hyp << h << '\n';
+      wrote = hyp_path + " and ";
+    }
+    nlohmann::ordered_json json = {{"split", a->split}, {"checkpoint", a->checkpoint}};
+    json.update(report.fields);
+    const auto json_path = (dir / ("eval." + report.file_tag + ".json")).string();
+    std::ofstream(json_path) << json.dump() << '\n';
+    std::cout << report.summary << "\nwrote " << wrote << json_path << std::endl;
+    for (const auto& w : report.warnings) std::cerr << "ropelab eval: warning: " << w << std::endl;
+  });
+}
+
+}  // namespace ropelab::apps
