@@ -272,7 +272,7 @@ TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
   std::filesystem::remove_all(root);
 }
 
-// Issues #5 and #7: every position encoder, and Performer attention, trains a few steps and
+// Every position encoder, and Performer attention, trains a few steps and
 // decodes through the apps, in the translator and in the language model.
 TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
   const auto root = fresh_dir("kinds");
@@ -331,7 +331,7 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
   std::filesystem::remove_all(root);
 }
 
-// Issue #9: data-parallel training on c10d/Gloo over loopback.
+// Data-parallel training on c10d/Gloo over loopback.
 namespace {
 
 /// demo_tiny for 12 steps without dropout, data named absolutely (ctest runs in build/).
@@ -421,7 +421,7 @@ TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
   std::filesystem::remove_all(root);
 }
 
-// Issue #8: ablate runs grid x seeds, writes results, skips finished runs, rejects bad files.
+// ablate runs grid x seeds, writes results, skips finished runs, rejects bad files.
 TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   const auto root = fresh_dir("ablate");
   const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";

@@ -108,7 +108,7 @@ TEST_F(ConfigTest, SyntaxErrorsNameTheLine) {
   EXPECT_NE(message.find("YAML syntax error"), std::string::npos) << message;
   EXPECT_EQ(load_error({(dir_ / "missing.yaml").string()}), (dir_ / "missing.yaml").string() + ": cannot open config file");
   EXPECT_EQ(load_error({}, {"model.d_model"}), "--set model.d_model: expected key=value, e.g. --set model.d_model=256");
-  // found by fuzz/config_fuzz.cpp: echoed input kept its newlines; errors are one line
+  // control characters echoed from the input are escaped: an error stays one line
   EXPECT_EQ(load_error({}, {"model:\n  d_model"}), "--set model:\\n  d_model: expected key=value, e.g. --set model.d_model=256");
 }
 

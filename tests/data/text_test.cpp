@@ -23,7 +23,7 @@ TEST_F(Text, TsvStripsBomAndCrAndCountsEmptyPairs) {
   EXPECT_EQ(text.target[0], "hola");
   EXPECT_EQ(text.line[1], 4);
   EXPECT_EQ(text.skipped_empty, 2);
-  // found by fuzz/corpus_fuzz.cpp: a CR before the CRLF used to stay in the line
+  // every trailing CR goes, also stray ones before the CRLF
   EXPECT_EQ(read_text_lines(write("cr.txt", "a\r\r\nb\r")), (std::vector<std::string>{"a", "b"}));
 }
 

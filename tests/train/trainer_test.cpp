@@ -268,7 +268,7 @@ TEST_F(Training, ResumeContinuesBitForBit) {
   EXPECT_TRUE(std::is_sorted(elapsed.begin(), elapsed.end()));
 }
 
-// Issue #10: a non-finite loss skips the update (no Adam step, gradients cleared).
+// A non-finite loss skips the update (no Adam step, gradients cleared).
 TEST_F(Training, NonFiniteLossSkipsTheUpdate) {
   Seq2Seq model(tiny_options());
   const TranslationTask::Model task(model);

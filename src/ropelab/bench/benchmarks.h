@@ -86,7 +86,7 @@ struct RotaryBenchRow {
   double max_diff = 0;  // largest difference from the eager implementation (0 for additive)
 };
 
-/// Seed 000's runtime table: q and k of `shape` in the seed's [T, B, H, Dh] layout, an
+/// The runtime table of Biderman et al. 2021: q and k of `shape` in their [T, B, H, Dh] layout, an
 /// additive position embedding (q + pe, k + pe) against rotary by each implementation
 /// (eager, script, fused), all forward on the same tensors, median of `repeats`.
 std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, const torch::Device& device,

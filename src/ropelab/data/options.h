@@ -42,7 +42,7 @@ struct DataOptions {
 
 /// `word`: whitespace words with punctuation split off, vocabulary from the training split;
 /// `sentencepiece`: a unigram SentencePiece model trained on the training split;
-/// `byte`: UTF-8 bytes (character-level models, as seed 000's enwik8), 256 + 4 special ids.
+/// `byte`: UTF-8 bytes (character-level models, as the enwik8 runs of Biderman et al. 2021), 256 + 4 special ids.
 enum class TokenizerType { word, sentencepiece, byte };
 
 struct TokenizerOptions {
