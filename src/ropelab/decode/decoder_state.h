@@ -46,7 +46,7 @@ class TransformerDecoderState : public DecoderState {
 
  private:
   bool use_cache_;
-  torch::Tensor prefix_;  // (R, T) every token fed so far (recomputation)
+  torch::Tensor prefix_;  // (R, T) every token fed so far, kept only to recompute it
   DecoderCache cache_;
 };
 

@@ -9,9 +9,9 @@ namespace ropelab {
 // --- decoder state over a Transformer -------------------------------------------------
 
 torch::Tensor TransformerDecoderState::step(const torch::Tensor& tokens) {
+  if (use_cache_) return run(tokens, &cache_).select(1, -1);  // (R, T, V) -> (R, V)
   prefix_ = prefix_.defined() ? torch::cat({prefix_, tokens}, 1) : tokens;
-  auto logits = use_cache_ ? run(tokens, &cache_) : run(prefix_, nullptr);  // (R, T, V)
-  return logits.select(1, -1);
+  return run(prefix_, nullptr).select(1, -1);
 }
 
 void TransformerDecoderState::select(const torch::Tensor& index) {
@@ -59,12 +59,12 @@ std::vector<Hypothesis> token_by_token(Decoding d, Pick&& pick) {
   size_t remaining = rows;
   auto input = d.start;
   for (int64_t t = 0; t < longest(d.limits) && remaining > 0; ++t) {
-    auto logp = torch::log_softmax(d.state->step(input).to(torch::kDouble), -1);  // (R, V)
+    auto logp = torch::log_softmax(d.state->step(input).to(torch::kFloat), -1);  // (R, V)
     const torch::Tensor next = pick(logp);  // (R)
     const torch::Tensor chosen = logp.gather(1, next.unsqueeze(1)).squeeze(1).cpu();
     const torch::Tensor next_cpu = next.cpu();
     auto token_of = next_cpu.accessor<int64_t, 1>();
-    auto score_of = chosen.accessor<double, 1>();
+    auto score_of = chosen.accessor<float, 1>();
     for (size_t r = 0; r < rows; ++r) {
       if (done[r]) continue;
       const auto i = static_cast<int64_t>(r);
