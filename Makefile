@@ -36,7 +36,7 @@ sanitize: deps
 	cd build-asan && ctest --output-on-failure -j $(JOBS)
 
 # libFuzzer (clang, with ASan and UBSan) on the config loader, the corpus readers and the
-# BLEU/chrF scorer, FUZZ_SECONDS each, from the seeds in fuzz/seeds; findings fail the target.
+# BLEU/chrF scorer, FUZZ_SECONDS each, from the seed inputs in fuzz/seeds; findings fail the target.
 FUZZ_SECONDS ?= 60
 fuzz:
 	@bash scripts/install_deps.sh fuzz

@@ -1,4 +1,5 @@
-// ropelab bench ...: timing tables for the README's figures. Never part of the tests.
+// ropelab bench train | decode, and the registration of every bench subcommand: timings for
+// bench/README.md. Never part of the tests.
 #include "commands.h"
 
 #include "ropelab/bench/benchmarks.h"
@@ -18,7 +19,7 @@ namespace ropelab::apps {
 
 namespace {
 
-/// The translator-sized model of the speed target: d_model 256, 3+3 layers, 4 heads, d_ff 1024.
+/// The toy translator's shape (experiments/toy_en_es.yaml): d_model 256, 3+3 layers, 4 heads, d_ff 1024.
 const std::vector<std::string> kTrainBenchDefaults = {"model.d_model=256", "model.heads=4", "model.d_ff=1024",
                                                       "model.encoder_layers=3", "model.decoder_layers=3"};
 

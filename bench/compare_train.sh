@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # ropelab's training step against the same model in PyTorch Python (torch.nn.Transformer,
 # Debian's python3-torch on the same LibTorch), measured in one run, alternating, N rounds:
-#   bash bench/compare_train.sh [ROUNDS] [STEPS]
+#   bash bench/compare_train.sh [ROUNDS] [STEPS]      (ROPELAB=PATH: another ropelab build)
 # PyTorch runs twice per round: with its default environment, and with the environment
-# ropelab sets for itself at start-up (apps/runtime_env.cpp), so the comparison isolates
-# the code, not the OpenBLAS/OpenMP/malloc settings.
+# ropelab sets for itself at start-up (bench/README.md, "Runtime environment"), so the
+# comparison isolates the code, not the OpenBLAS/OpenMP/malloc settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -14,7 +14,7 @@ env_fixed=(OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE
 grep -q avx512bw /proc/cpuinfo || env_fixed[0]=OPENBLAS_CORETYPE=Haswell
 tps() { sed 's/.*target_tokens_per_s": *\([0-9.]*\).*/\1/'; }
 for r in $(seq "$rounds"); do
-  a=$(build/ropelab bench train --threads 2 --steps "$steps" --json | tps)
+  a=$("${ROPELAB:-build/ropelab}" bench train --threads 2 --steps "$steps" --json | tps)
   b=$(env "${env_fixed[@]}" /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" --json | tps)
   c=$(/usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" --json | tps)
   printf 'round %d: ropelab %.0f tok/s | pytorch same env %.0f (ropelab %.2fx) | pytorch default env %.0f (ropelab %.2fx)\n' \

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The same training step as `ropelab bench train`, in PyTorch Python with torch.nn.Transformer,
-for the speed comparison of the translator issue. Run with Debian's python3-torch (PyTorch 1.13
+for bench/compare_train.sh's speed comparison. Run with Debian's python3-torch (PyTorch 1.13
 on the same LibTorch build as ropelab):
 
     /usr/bin/python3 bench/pytorch_train.py --threads 2

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The grid2d comparison of issue #5: 2-D rotary vs 1-D rotary vs absolute encodings in
+# The grid2d comparison: 2-D rotary vs 1-D rotary vs absolute encodings in
 # the encoder, on grid transposition (experiments/grid2d.yaml). Trains every encoder
 # type for each seed, evaluates greedy decoding on the 500 test grids, and writes
-# experiments/results/grid2d.md. Finished runs are skipped, so a stopped run resumes.
+# experiments/results/grid2d.table.md. Finished runs are skipped, so a stopped run resumes.
 #   bash experiments/grid2d.sh [SEEDS...]        (default seeds: 1 2 3)
 # Environment: ROPELAB (default build/ropelab), RUNS (default runs/grid2d), THREADS (1).
 set -euo pipefail
