@@ -68,7 +68,7 @@ TEST_F(Attention, DropoutOnlyInTraining) {
   EXPECT_GT(max_diff(attention.forward(in), reference(in)), 1e-3);
 }
 
-#include "ropelab/attention/fused_cpu.h"
+#include "ropelab/ops/attention/fused_attention.h"
 
 // The fused CPU kernel against the ATen path: outputs and all three gradients, in double,
 // with padding, causal masks (Tk > Tq as in cached decoding) and strided inputs.

@@ -1,9 +1,12 @@
-// The fused rotary operator against the eager formula: layouts, dtypes, gradients, TorchScript.
-#include "ropelab/ops/rotary.h"
+// The fused rotary operator against the eager formula: layouts, dtypes, gradients, TorchScript;
+// its CPU loop in both builds (baseline and AVX2) for float, double and bfloat16.
+#include "ropelab/ops/rotary/rotary.h"
 
+#include "ropelab/build_config.h"
 #include "ropelab/position/encoders.h"
 
 #include "../test_util.h"
+#include "kernel_builds.h"
 
 #include <torch/script.h>
 
@@ -26,7 +29,7 @@ struct Layout {
   int64_t time_dim;
 };
 
-// [T, B, H, Dh] as in the seed, [B, H, T, Dh] and [B, T, H, Dh]
+// [T, B, H, Dh] as in Biderman et al. 2021, [B, H, T, Dh] and [B, T, H, Dh]
 const std::vector<Layout> kLayouts = {{{6, 2, 3, 16}, 0}, {{2, 3, 6, 16}, -2}, {{2, 6, 3, 16}, 1}};
 
 }  // namespace
@@ -145,3 +148,111 @@ TEST_F(Rotary, CudaKernelMatchesEager) {
     EXPECT_LT(max_diff(rotary_fused(x, c, s, 0, interleaved).cpu(), eager.cpu()), 1e-5);
   }
 }
+
+TEST_F(Rotary, SupportsNamesWhereTheFusedKernelRuns) {
+  EXPECT_TRUE(rotary_fused_supports(torch::randn({2, 3, 4, 8})));
+  EXPECT_TRUE(rotary_fused_supports(torch::randn({2, 3, 4, 8}, torch::kDouble)));
+  EXPECT_TRUE(rotary_fused_supports(torch::randn({2, 3, 4, 8}, torch::kBFloat16)));
+  EXPECT_FALSE(rotary_fused_supports(torch::randn({2, 3, 4, 8}, torch::kHalf)));
+  EXPECT_FALSE(rotary_fused_supports(torch::ones({2, 3, 4, 8}, torch::kInt)));
+  EXPECT_FALSE(rotary_fused_supports(torch::randn({2, 8}).to_sparse()));
+  EXPECT_FALSE(rotary_fused_supports(torch::empty({2, 3, 4, 8}, torch::TensorOptions().device(torch::kMeta))));
+  // where it says no, the kernel refuses too
+  auto [c, s] = tables(4, 4, 0, torch::kFloat);
+  EXPECT_NE(ropelab::testing::error_of([&] { rotary_fused(torch::randn({2, 3, 4, 8}, torch::kHalf), c, s); }), "");
+  if (!torch::cuda::is_available()) return;
+  EXPECT_EQ(rotary_fused_supports(torch::randn({2, 3, 4, 8}, torch::kCUDA)), bool(ROPELAB_WITH_CUDA));
+  EXPECT_FALSE(rotary_fused_supports(
+      torch::randn({2, 3, 4, 8}, torch::TensorOptions(torch::kCUDA).dtype(torch::kBFloat16))));
+}
+
+// --- the CPU loop in each build --------------------------------------------------------
+
+namespace {
+
+class RotaryKernel : public ropelab::testing::KernelTest {
+ protected:
+  /// fused (in dtype()) against the reference computed in double (float for bfloat16, the
+  /// loop's arithmetic, then rounded to bfloat16 as c10 rounds).
+  void expect_matches(const torch::Tensor& fused, const torch::Tensor& reference) {
+    ASSERT_EQ(fused.scalar_type(), dtype());
+    if (dtype() != torch::kBFloat16) {
+      EXPECT_LT(max_diff(fused, reference), dtype() == torch::kDouble ? 1e-12 : 1e-5);
+      return;
+    }
+    auto expected = reference.to(torch::kFloat).to(torch::kBFloat16).to(torch::kFloat);
+    auto error = (fused.to(torch::kFloat) - expected).abs();
+    if (build() == ropelab::CpuKernels::baseline) {
+      // no FMA in the baseline build: the same float operations as ATen's, the same rounding
+      EXPECT_EQ(error.max().item<float>(), 0.0f);
+    } else {
+      // FMA contractions may move a float result across a rounding boundary: 1 bfloat16 ulp,
+      // and rarely (a rounding other than to nearest even would move half the elements)
+      EXPECT_TRUE(error.le(expected.abs() * std::ldexp(1.0, -7)).all().item<bool>()) << error.max();
+      EXPECT_LT(error.ne(0).to(torch::kDouble).mean().item<double>(), 0.01);
+    }
+  }
+  /// The reference's working precision: double, or float for bfloat16.
+  torch::Dtype reference_dtype() const { return dtype() == torch::kBFloat16 ? torch::kFloat : torch::kDouble; }
+  torch::Tensor reference_of(const torch::Tensor& x) const { return x.detach().to(reference_dtype()); }
+};
+
+}  // namespace
+
+TEST_P(RotaryKernel, MatchesTheEagerFormulaOnEveryLayout) {
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t time_dim;
+    std::vector<int64_t> permutation;  // of a contiguous tensor: a strided input
+  };
+  const std::vector<Case> cases = {
+      {{6, 2, 3, 16}, 0, {}},              // (T, B, H, Dh)
+      {{2, 3, 6, 16}, -2, {}},             // (B, H, T, Dh)
+      {{2, 6, 3, 16}, 1, {}},              // (B, T, H, Dh)
+      {{2, 6, 3, 16}, -2, {0, 2, 1, 3}},   // (B, H, T, Dh) view of (B, T, H, Dh): the odometer path
+      {{2, 3, 16, 6}, -2, {0, 1, 3, 2}},   // last stride not 1: a contiguous copy
+      {{3, 6, 1, 2, 10}, 1, {}},           // 5 dims, odd Dh
+  };
+  for (const auto& c : cases) {
+    for (bool interleaved : {false, true}) {
+      for (int64_t half : {4, 3}) {  // partial rotary: 8 or 6 of the last dims rotate
+        SCOPED_TRACE("shape " + c10::str(c10::IntArrayRef(c.shape)) + " time_dim " + std::to_string(c.time_dim) +
+                     (interleaved ? " interleaved" : " half") + " r/2=" + std::to_string(half));
+        auto x = torch::randn(c.shape, options());
+        if (!c.permutation.empty()) x = x.permute(c.permutation);
+        const int64_t T = x.size(c.time_dim);
+        auto [cd, sd] = tables(T, half, 2, reference_dtype());
+        auto expected = rotary_eager(reference_of(x), cd, sd, c.time_dim, interleaved);
+        expect_matches(rotary_fused(x, cd, sd, c.time_dim, interleaved), expected);
+        auto k = torch::randn(x.sizes(), options());
+        auto [rq, rk] = rotary_fused_qk(x, k, cd, sd, c.time_dim, interleaved);
+        expect_matches(rq, expected);
+        expect_matches(rk, rotary_eager(reference_of(k), cd, sd, c.time_dim, interleaved));
+      }
+    }
+  }
+}
+
+// Backward is the inverse rotation: compare with autograd through the eager formula.
+TEST_P(RotaryKernel, GradientsMatchAutogradOfTheEagerFormula) {
+  for (bool interleaved : {false, true}) {
+    SCOPED_TRACE(interleaved ? "interleaved" : "half");
+    auto q = torch::randn({2, 3, 5, 16}, options()).requires_grad_();
+    auto k = torch::randn({2, 5, 3, 16}, options()).permute({0, 2, 1, 3}).detach().requires_grad_();
+    auto [c, s] = tables(5, 6, 2, reference_dtype());  // partial: 12 of 16 dims
+    auto wq = torch::randn({2, 3, 5, 16}, options()), wk = torch::randn({2, 3, 5, 16}, options());
+    auto [rq, rk] = rotary_fused_qk(q, k, c, s, -2, interleaved);
+    auto fused = torch::autograd::grad({(rq * wq).sum() + (rk * wk).sum()}, {q, k});
+    auto q_ref = reference_of(q).requires_grad_(), k_ref = reference_of(k).requires_grad_();
+    auto loss = (rotary_eager(q_ref, c, s, -2, interleaved) * reference_of(wq)).sum() +
+                (rotary_eager(k_ref, c, s, -2, interleaved) * reference_of(wk)).sum();
+    auto expected = torch::autograd::grad({loss}, {q_ref, k_ref});
+    expect_matches(fused[0], expected[0]);
+    expect_matches(fused[1], expected[1]);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, RotaryKernel,
+                         ::testing::ValuesIn(ropelab::testing::kernel_cases({torch::kFloat, torch::kDouble,
+                                                                             torch::kBFloat16})),
+                         ropelab::testing::kernel_case_name);

@@ -35,9 +35,9 @@ for interleaved in (False, True):
     rq, rk = torch.ops.ropelab.rotary_qk(q, k, cos, sin, -2, interleaved)
     ok = torch.allclose(rq, eager(q, cos, sin, interleaved)) and torch.allclose(rk, eager(k, cos, sin, interleaved))
     ok &= torch.autograd.gradcheck(lambda a: torch.ops.ropelab.rotary(a, cos, sin, -2, interleaved), (q,))
-    seed = torch.randn(T, B, H, D)  # the seed's [T, B, H, Dh] layout, float
-    ok &= torch.allclose(torch.ops.ropelab.rotary(seed, cos.float(), sin.float(), 0, interleaved),
-                         eager(seed, cos.float()[:, None, None], sin.float()[:, None, None], interleaved), atol=1e-6)
+    tbhd = torch.randn(T, B, H, D)  # [T, B, H, Dh], the layout of Biderman et al. 2021, float
+    ok &= torch.allclose(torch.ops.ropelab.rotary(tbhd, cos.float(), sin.float(), 0, interleaved),
+                         eager(tbhd, cos.float()[:, None, None], sin.float()[:, None, None], interleaved), atol=1e-6)
     ok &= torch.allclose(scripted(q, cos, sin), eager(q, cos, sin, False))
     print(f'interleaved={interleaved}: {"ok" if ok else "MISMATCH"}')
     failures += not ok

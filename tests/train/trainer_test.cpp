@@ -5,7 +5,7 @@
 #include "ropelab/decode/search.h"
 #include "ropelab/train/ablation.h"
 #include "ropelab/run/checkpoint.h"
-#include "ropelab/ops/cross_entropy.h"
+#include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/run/run.h"
 #include "ropelab/task/translation_task.h"
 

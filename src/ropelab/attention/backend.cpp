@@ -1,6 +1,6 @@
 #include "ropelab/attention/backend.h"
 
-#include "ropelab/attention/fused_cpu.h"
+#include "ropelab/ops/attention/fused_attention.h"
 #include "ropelab/attention/performer.h"
 #include "ropelab/util/enum_names.h"
 
@@ -73,8 +73,9 @@ torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
     auto pad = in.key_padding_mask.view({in.key_padding_mask.size(0), 1, 1, tk});
     mask = mask.defined() ? (mask | pad) : pad;
   }
-  // The dtype's lowest finite value, not -inf: a row with every key hidden then gives
-  // uniform weights instead of NaN, and its output is ignored by the caller anyway.
+  // float's lowest finite value (also for double scores), not -inf: a row with every key
+  // hidden then gives uniform weights instead of NaN, and its output is ignored by the caller
+  // anyway. Half and bfloat16 cannot hold it: masked_fill throws an overflow error for them.
   if (mask.defined()) scores = scores.masked_fill(mask, std::numeric_limits<float>::lowest());
   auto probs = torch::softmax(scores, -1);
   if (dropout_ > 0.0 && is_training()) probs = torch::dropout(probs, dropout_, true);

@@ -84,7 +84,7 @@ using AttentionBackend = std::shared_ptr<AttentionBackendImpl>;
 /// Scaled dot-product attention (Vaswani et al. 2017, 3.2.1):
 /// softmax(Q K^T / sqrt(Dh) + bias, masked) V, with dropout on the probabilities.
 /// On the CPU without a logit bias or active attention dropout it runs the fused kernel
-/// (attention/fused_cpu.h); otherwise reference_forward's ATen ops.
+/// (ops/attention/fused_attention.h); otherwise reference_forward's ATen ops.
 class SoftmaxAttention : public AttentionBackendImpl {
  public:
   explicit SoftmaxAttention(const AttentionOptions& options);

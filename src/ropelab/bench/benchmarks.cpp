@@ -1,7 +1,7 @@
 #include "ropelab/bench/benchmarks.h"
 
 #include "ropelab/data/batching.h"
-#include "ropelab/ops/rotary.h"
+#include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/run/run.h"
 #include "ropelab/train/trainer.h"

@@ -1,6 +1,6 @@
 #include "ropelab/eval/loss.h"
 
-#include "ropelab/ops/cross_entropy.h"
+#include "ropelab/ops/cross_entropy/cross_entropy.h"
 
 namespace ropelab {
 

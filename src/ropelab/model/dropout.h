@@ -1,10 +1,6 @@
 #pragma once
-/// Dropout (Srivastava et al. 2014) with a counter-based mask on the CPU: element i of a
-/// call is kept when a 32-bit hash of (i, seed) is at least p * 2^32. The seed is drawn
-/// from LibTorch's generator, so torch::manual_seed reproduces the masks, and the backward
-/// pass recomputes the mask instead of storing it. (Under the profiler, LibTorch 1.13's
-/// bernoulli_ masks took ~7.5% of a translator training step here.) Other devices and
-/// dtypes use torch::dropout.
+/// The Dropout module: the counter-based CPU op (ops/dropout/dropout.h) where it runs,
+/// torch::dropout on other devices and dtypes.
 
 #include <torch/torch.h>
 

@@ -1,7 +1,7 @@
 // TorchScript registration of the fused rotary operators: the namespace `ropelab` in
 // torch.ops, loadable from PyTorch Python with torch.ops.load_library("build/libropelab_ops.so")
 // and callable from TorchScript compiled at run time.
-#include "ropelab/ops/rotary.h"
+#include "ropelab/ops/rotary/rotary.h"
 
 #include <torch/library.h>
 

@@ -2,7 +2,6 @@
 
 #include "ropelab/position/encoders.h"
 
-#include "ropelab/build_config.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
@@ -82,15 +81,6 @@ torch::Tensor RotaryEncoder::angles(const Positions& positions) const {
   return (coords.unsqueeze(-1) * inv_freq_).flatten(-2);
 }
 
-namespace {
-/// The fused kernel covers CPU tensors, and CUDA float/double in a CUDA build; the rest
-/// take the eager formula.
-bool fused_runs_on(const torch::Tensor& x) {
-  if (x.device().is_cpu()) return true;
-  return ROPELAB_WITH_CUDA && x.is_cuda() && (x.scalar_type() == torch::kFloat || x.scalar_type() == torch::kDouble);
-}
-}  // namespace
-
 const std::vector<torch::Tensor>& RotaryEncoder::tables(const Positions& positions, const torch::Tensor& like) const {
   return positions.derived(this, like.scalar_type(), [&] {
     auto a = angles(positions);                   // (T, r/2) or (B, T, r/2)
@@ -103,7 +93,7 @@ torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const Positions& pos
   TORCH_CHECK(x.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", x.size(-1));
   const auto& t = tables(positions, x);
   const bool interleaved = layout_ == RotaryLayout::interleaved;
-  if (!positions.batched() && impl_ == RotaryImpl::fused && fused_runs_on(x))
+  if (!positions.batched() && impl_ == RotaryImpl::fused && rotary_fused_supports(x))
     return rotary_fused(x, t[0], t[1], -2, interleaved);
   if (!positions.batched() && impl_ == RotaryImpl::script) return rotary_script(x, t[0], t[1], -2, interleaved);
   return rotary_eager_broadcast(x, t[0], t[1], interleaved);
@@ -111,7 +101,7 @@ torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const Positions& pos
 
 std::pair<torch::Tensor, torch::Tensor> RotaryEncoder::rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
                                                                    const Positions& positions) {
-  if (!positions.batched() && impl_ == RotaryImpl::fused && fused_runs_on(q) && q.size(-2) == k.size(-2)) {
+  if (!positions.batched() && impl_ == RotaryImpl::fused && rotary_fused_supports(q) && q.size(-2) == k.size(-2)) {
     TORCH_CHECK(q.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", q.size(-1));
     const auto& t = tables(positions, q);
     return rotary_fused_qk(q, k, t[0], t[1], -2, layout_ == RotaryLayout::interleaved);

@@ -10,7 +10,7 @@
 /// or per sequence, with N coordinates per token for multi-dimensional encoders. Every
 /// hook takes positions, so incremental decoding passes the step offset in them.
 
-#include "ropelab/ops/rotary.h"
+#include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/position/positions.h"
 
 #include <torch/torch.h>

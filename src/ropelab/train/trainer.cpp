@@ -1,6 +1,6 @@
 #include "ropelab/train/trainer.h"
 
-#include "ropelab/ops/cross_entropy.h"
+#include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"

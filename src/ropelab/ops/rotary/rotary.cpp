@@ -1,9 +1,13 @@
-#include "ropelab/ops/rotary.h"
+// The rotary op: its dispatch table (the CPU loop's two builds and the CUDA kernel),
+// autograd, the eager and TorchScript formulas, and TorchScript compilation with the
+// `ropelab` operators in scope.
+#include "ropelab/ops/rotary/rotary.h"
 
 #include "ropelab/build_config.h"
-#include "ropelab/kernels/cpu_kernels.h"
+#include "ropelab/ops/dispatch.h"
+#include "ropelab/ops/rotary/rotary_cpu.h"
 #if ROPELAB_WITH_CUDA
-#include "ropelab/ops/rotary_cuda.h"
+#include "ropelab/ops/rotary/rotary_cuda.h"
 
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -44,41 +48,67 @@ RotaryRows rows_of(const torch::Tensor& x, int64_t time_dim, const torch::Tensor
   return r;
 }
 
-/// bfloat16 rows: computed in float, one element at a time.
-void rotate_rows_bf16(const RotaryRows& r, const at::BFloat16* x, at::BFloat16* out, const float* cos,
-                      const float* sin, bool interleaved, float sign, int64_t begin, int64_t end) {
-  for (int64_t row = begin; row < end; ++row) {
-    int64_t offset = 0, rest = row, t = 0;
-    for (int64_t a = r.axes - 1; a >= 0; --a) {
-      const int64_t i = rest % r.sizes[a];
-      rest /= r.sizes[a];
-      offset += i * r.strides[a];
-      if (a == r.time_axis) t = i;
-    }
-    const at::BFloat16* xr = x + offset;
-    at::BFloat16* o = out + row * r.Dh;
-    for (int64_t i = 0; i < r.half; ++i) {
-      const int64_t i1 = interleaved ? 2 * i : i, i2 = interleaved ? 2 * i + 1 : i + r.half;
-      const float x1 = xr[i1], x2 = xr[i2], c = cos[t * r.half + i], s = sign * sin[t * r.half + i];
-      o[i1] = x1 * c - x2 * s;
-      o[i2] = x2 * c + x1 * s;
-    }
-    for (int64_t i = 2 * r.half; i < r.Dh; ++i) o[i] = xr[i];
+/// Every entry of the rotary dispatch table: rotates each tensor of `xs` (same T) into a new
+/// output, by the angles (sign +1) or by their inverse (sign -1, the backward pass).
+using RotateAllFn = std::vector<torch::Tensor> (*)(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
+                                                   const torch::Tensor& sin, int64_t time_dim, bool interleaved,
+                                                   float sign);
+
+/// A CPU build's instance of the loop for scalar_t. The loop sees c10::BFloat16 as its bits.
+template <typename scalar_t>
+using CpuElement = std::conditional_t<std::is_same_v<scalar_t, at::BFloat16>, BFloat16Bits, scalar_t>;
+static_assert(sizeof(at::BFloat16) == sizeof(BFloat16Bits) && alignof(at::BFloat16) == alignof(BFloat16Bits));
+
+template <typename scalar_t>
+RotaryRowsFn<CpuElement<scalar_t>, at::opmath_type<scalar_t>> cpu_loop(const RotaryCpuKernels& kernels) {
+  if constexpr (std::is_same_v<scalar_t, float>) return kernels.rows_float;
+  else if constexpr (std::is_same_v<scalar_t, double>) return kernels.rows_double;
+  else return kernels.rows_bfloat16;
+}
+
+/// The CPU entry for one build (rotary_cpu.inc): the rows of all tensors in one parallel
+/// region, so q and k share the pass and the threads; float, double and bfloat16 (computed
+/// in float), any layout with a unit last stride (else a contiguous copy).
+template <const RotaryCpuKernels& kernels>
+std::vector<torch::Tensor> rotate_all_cpu(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
+                                          const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
+  std::vector<torch::Tensor> ins, outs;
+  std::vector<RotaryRows> shapes;
+  for (const auto& x : xs) {
+    TORCH_CHECK(x.scalar_type() == xs[0].scalar_type(), "rotary: q and k must share a dtype");
+    ins.push_back(x.stride(-1) == 1 ? x : x.contiguous());
+    shapes.push_back(rows_of(ins.back(), time_dim, cos));
+    outs.push_back(torch::empty(x.sizes(), x.options()));
   }
+  int64_t total = 0;
+  for (const auto& r : shapes) total += r.count;
+  AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, xs[0].scalar_type(), "rotary_fused", [&] {
+    using acc_t = at::opmath_type<scalar_t>;  // float for float and bfloat16, double for double
+    using element_t = CpuElement<scalar_t>;
+    const auto rows = cpu_loop<scalar_t>(kernels);
+    const auto acc = c10::CppTypeToScalarType<acc_t>::value;
+    auto c = cos.to(acc).contiguous(), s = sin.to(acc).contiguous();
+    // One range over the rows of all tensors.
+    at::parallel_for(0, total, 1024, [&](int64_t begin, int64_t end) {
+      int64_t offset = 0;
+      for (size_t n = 0; n < ins.size(); ++n) {
+        const int64_t lo = std::max(begin - offset, int64_t{0}), hi = std::min(end - offset, shapes[n].count);
+        if (lo < hi)
+          rows(shapes[n], reinterpret_cast<const element_t*>(ins[n].data_ptr<scalar_t>()),
+               reinterpret_cast<element_t*>(outs[n].data_ptr<scalar_t>()), c.data_ptr<acc_t>(), s.data_ptr<acc_t>(),
+               interleaved, static_cast<acc_t>(sign), lo, hi);
+        offset += shapes[n].count;
+      }
+    });
+  });
+  return outs;
 }
 
-template <typename T>
-void rotate_rows(const RotaryRows& r, const T* x, T* out, const T* cos, const T* sin, bool interleaved, T sign,
-                 int64_t begin, int64_t end) {
-  if (cpu_has_avx2_fma()) avx2::rotary_rows(r, x, out, cos, sin, interleaved, sign, begin, end);
-  else baseline::rotary_rows(r, x, out, cos, sin, interleaved, sign, begin, end);
-}
-
-/// The CUDA kernel (ops/rotary_cuda.cu) on contiguous copies, one launch per tensor on the
-/// current stream; float and double.
+#if ROPELAB_WITH_CUDA
+/// The CUDA entry: the kernel (rotary_cuda.cu) on contiguous copies, one launch per tensor
+/// on the current stream; float and double.
 std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
                                            const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
-#if ROPELAB_WITH_CUDA
   std::vector<torch::Tensor> outs;
   for (const auto& x0 : xs) {
     auto x = x0.contiguous();
@@ -95,53 +125,27 @@ std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs,
     outs.push_back(out);
   }
   return outs;
-#else
-  TORCH_CHECK(false, "rotary: this ropelab was built without CUDA (the Torch it found has none); use rotary_impl "
-              "eager or script on ", xs[0].device());
+}
 #endif
-}
 
-template <typename scalar_t, typename acc_t = at::opmath_type<scalar_t>>
-void rotate_chunk(const RotaryRows& r, const scalar_t* x, scalar_t* out, const acc_t* cos, const acc_t* sin,
-                  bool interleaved, acc_t sign, int64_t begin, int64_t end) {
-  if constexpr (std::is_same_v<scalar_t, at::BFloat16>)
-    rotate_rows_bf16(r, x, out, cos, sin, interleaved, sign, begin, end);
-  else
-    rotate_rows<scalar_t>(r, x, out, cos, sin, interleaved, sign, begin, end);
-}
+constexpr DispatchTable<RotateAllFn> kRotary{"rotary", &rotate_all_cpu<cpu_baseline::rotary>,
+                                             &rotate_all_cpu<cpu_avx2::rotary>,
+#if ROPELAB_WITH_CUDA
+                                             &rotate_all_cuda
+#else
+                                             std::nullopt
+#endif
+};
 
-/// Rotates every tensor of `xs` (same T) into new contiguous outputs, in one parallel region.
+/// Rotates every tensor of `xs` with the implementation for their device.
 std::vector<torch::Tensor> rotate_all(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
                                       const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
-  if (xs[0].is_cuda()) return rotate_all_cuda(xs, cos, sin, time_dim, interleaved, sign);
-  TORCH_CHECK(xs[0].device().is_cpu(), "rotary: the fused kernel runs on CPU or CUDA tensors; got ", xs[0].device());
-  std::vector<torch::Tensor> ins, outs;
-  std::vector<RotaryRows> shapes;
-  for (const auto& x : xs) {
-    TORCH_CHECK(x.scalar_type() == xs[0].scalar_type(), "rotary: q and k must share a dtype");
-    ins.push_back(x.stride(-1) == 1 ? x : x.contiguous());
-    shapes.push_back(rows_of(ins.back(), time_dim, cos));
-    outs.push_back(torch::empty(x.sizes(), x.options()));
-  }
-  int64_t total = 0;
-  for (const auto& r : shapes) total += r.count;
-  AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, xs[0].scalar_type(), "rotary_fused", [&] {
-    using acc_t = at::opmath_type<scalar_t>;  // float for float and bfloat16, double for double
-    const auto acc = c10::CppTypeToScalarType<acc_t>::value;
-    auto c = cos.to(acc).contiguous(), s = sin.to(acc).contiguous();
-    // One range over the rows of all tensors: q and k share the pass and the threads.
-    at::parallel_for(0, total, 1024, [&](int64_t begin, int64_t end) {
-      int64_t offset = 0;
-      for (size_t n = 0; n < ins.size(); ++n) {
-        const int64_t lo = std::max(begin - offset, int64_t{0}), hi = std::min(end - offset, shapes[n].count);
-        if (lo < hi)
-          rotate_chunk<scalar_t>(shapes[n], ins[n].data_ptr<scalar_t>(), outs[n].data_ptr<scalar_t>(),
-                                 c.data_ptr<acc_t>(), s.data_ptr<acc_t>(), interleaved, static_cast<acc_t>(sign), lo, hi);
-        offset += shapes[n].count;
-      }
-    });
-  });
-  return outs;
+  const auto device = xs[0].device();
+  TORCH_CHECK(kRotary.runs_on(device.type()), "rotary: the fused kernel runs on CPU",
+              ROPELAB_WITH_CUDA ? " or CUDA tensors" : " tensors (this ropelab was built without CUDA: the Torch it "
+                                                        "found has none)",
+              "; use rotary_impl eager or script on ", device);
+  return kRotary(device)(xs, cos, sin, time_dim, interleaved, sign);
 }
 
 class RotaryFunction : public torch::autograd::Function<RotaryFunction> {
@@ -188,6 +192,12 @@ torch::Tensor broadcast_table(const torch::Tensor& table, const torch::Tensor& x
 
 std::string to_string(RotaryImpl impl) { return enum_name(impl, kImplNames); }
 RotaryImpl parse_rotary_impl(const std::string& name) { return parse_enum(name, kImplNames, "rotary impl"); }
+
+bool rotary_fused_supports(const torch::Tensor& x) {
+  if (x.layout() != torch::kStrided || !kRotary.runs_on(x.device().type())) return false;
+  const auto type = x.scalar_type();
+  return type == torch::kFloat || type == torch::kDouble || (x.device().is_cpu() && type == torch::kBFloat16);
+}
 
 torch::Tensor rotary_fused(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                            int64_t time_dim, bool interleaved) {

@@ -1,8 +1,9 @@
 // CUDA rotary kernel: one thread per rotated pair (and per passed-through element),
-// reading x and the cos/sin tables once and writing the output once, for q and k in
-// one launch. Built only when the Torch found has CUDA (CMakeLists.txt); no Torch
-// headers here. x is contiguous (..., T, ..., Dh); time step of row r = (r / inner) % T.
-#include "ropelab/ops/rotary_cuda.h"
+// reading x and the cos/sin tables once and writing the output once. One launch per
+// tensor: rotary_qk launches once for q and once for k, on the same stream (rotary.cpp).
+// Built only when the Torch found has CUDA (CMakeLists.txt); no Torch headers here.
+// x is contiguous (..., T, ..., Dh); time step of row r = (r / inner) % T.
+#include "ropelab/ops/rotary/rotary_cuda.h"
 
 #include <cuda_runtime.h>
 

@@ -31,6 +31,11 @@ enum class RotaryImpl { eager, script, fused };
 std::string to_string(RotaryImpl impl);
 RotaryImpl parse_rotary_impl(const std::string& name);
 
+/// Whether rotary_fused and rotary_fused_qk run for x: a strided tensor on the CPU (float,
+/// double, bfloat16; the CPU loop, ops/rotary/rotary_cpu.h) or, in a CUDA build, on a CUDA
+/// device (float, double; rotary_cuda.cu). Otherwise rotate with rotary_eager_broadcast.
+bool rotary_fused_supports(const torch::Tensor& x);
+
 /// Fused rotation of one tensor, differentiable.
 torch::Tensor rotary_fused(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
                            int64_t time_dim = -2, bool interleaved = false);

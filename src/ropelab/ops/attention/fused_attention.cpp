@@ -1,4 +1,4 @@
-#include "ropelab/attention/fused_cpu.h"
+#include "ropelab/ops/attention/fused_attention.h"
 
 #include <ATen/Parallel.h>
 #include <dlfcn.h>

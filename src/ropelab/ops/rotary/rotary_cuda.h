@@ -1,5 +1,6 @@
 #pragma once
-// Launcher of the CUDA rotary kernel (rotary_cuda.cu). Torch-free so nvcc builds it alone.
+// Launcher of the CUDA rotary kernel (rotary_cuda.cu), called by the CUDA entry of the
+// rotary op's dispatch table (rotary.cpp). Torch-free so nvcc builds it alone.
 
 #include <cstdint>
 

@@ -4,7 +4,9 @@
 /// out of the fused QKV projection, no (B*H)-long loop of tiny dispatched matmuls as in
 /// LibTorch 1.13's CPU bmm), masks applied inside the softmax, output written straight
 /// into the (B, Tq, H, Dh) layout the output projection reads. Backward is fused the
-/// same way. Float and double; no logit bias, no attention dropout (callers fall back).
+/// same way. Float and double; no logit bias, no attention dropout (callers fall back:
+/// attention/backend.cpp). One CPU build and no dispatch table (ops/dispatch.h): its
+/// matrix products are BLAS calls, and BLAS picks its own instruction set.
 
 #include <torch/torch.h>
 
