@@ -1,12 +1,12 @@
 # ropelab: two commands do everything on a fresh Debian machine.
-#   make test   install dependencies, build, run the test suite
+#   make test   install dependencies, check the C++ format, build, run the test suite
 #   make demo   install dependencies, build, prepare the Bible corpus, train the toy
 #               English->Spanish translator (~10 min), print BLEU/chrF and translations
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo demo-tiny clean sanitize fuzz format
+.PHONY: all deps configure build test lint demo demo-tiny clean sanitize fuzz format
 
 all: build
 
@@ -21,8 +21,16 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build
+test: lint build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Every C++ file git tracks follows .clang-format: `make format` rewrites them, `make lint`
+# (part of `make test`) fails on the first that does not.
+CXX_FILES = $(shell git ls-files '*.cpp' '*.h' '*.cu' '*.inc')
+lint: deps
+	@clang-format --dry-run --Werror $(CXX_FILES)
+	@echo "lint: $(words $(CXX_FILES)) C++ files follow .clang-format"
+
 
 demo: build
 	bash scripts/demo.sh
@@ -45,7 +53,7 @@ fuzz:
 	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 format:
-	clang-format -i $$(git ls-files '*.cpp' '*.h')
+	clang-format -i $(CXX_FILES)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

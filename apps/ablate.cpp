@@ -1,11 +1,10 @@
 // ropelab ablate EXPERIMENT.yaml
-#include "commands.h"
-
-#include "ropelab/train/ablation.h"
-
 #include <filesystem>
 #include <iostream>
 #include <memory>
+
+#include "commands.h"
+#include "ropelab/train/ablation.h"
 
 namespace ropelab::apps {
 
@@ -28,9 +27,8 @@ void add_ablate(CLI::App& cli) {
   cmd->callback([a] {
     const auto spec = load_experiment(a->experiment);
     auto options = a->options;
-    options.out_dir = a->out_dir.empty()
-                          ? "runs/ablate/" + std::filesystem::path(a->experiment).stem().string()
-                          : a->out_dir;
+    options.out_dir =
+        a->out_dir.empty() ? "runs/ablate/" + std::filesystem::path(a->experiment).stem().string() : a->out_dir;
     options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto failed = run_ablation(spec, options);
     std::cout << "wrote " << options.out_dir << "/results.md, results.csv and valid_curves.svg" << std::endl;

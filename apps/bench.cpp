@@ -1,19 +1,17 @@
 // ropelab bench train | decode, and the registration of every bench subcommand: timings for
 // bench/README.md. Never part of the tests.
-#include "commands.h"
-
-#include "ropelab/bench/benchmarks.h"
-#include "ropelab/run/run.h"
-#include "ropelab/util/runtime.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "commands.h"
+#include "ropelab/bench/benchmarks.h"
+#include "ropelab/run/run.h"
+#include "ropelab/util/runtime.h"
 
 namespace ropelab::apps {
 
@@ -32,8 +30,9 @@ void add_bench_train(CLI::App& bench) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("config", a->sources.files, "YAML config(s) for the model (default: d_model 256, 3+3 layers, "
-                                              "4 heads, d_ff 1024)")
+  cmd->add_option("config", a->sources.files,
+                  "YAML config(s) for the model (default: d_model 256, 3+3 layers, "
+                  "4 heads, d_ff 1024)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sources.overrides, "override a config key (repeatable)");
   cmd->add_option("--vocab", a->options.vocab_size, "vocabulary size")->capture_default_str();
@@ -96,26 +95,33 @@ void add_bench_decode(CLI::App& bench) {
     const auto device = parse_device(a->flags.device_or("cpu"));
     const auto threads = set_threads(a->flags.threads < 0 ? 0 : a->flags.threads);
     auto run = open_run(a->run_dir, a->checkpoint, device);
-    const auto path = a->split == "test" ? run.config.data.test() : a->split == "valid" ? run.config.data.valid() : a->split;
+    const auto path = a->split == "test"    ? run.config.data.test()
+                      : a->split == "valid" ? run.config.data.valid()
+                                            : a->split;
     DecodeRequest request;
     request.search.decode = run.config.decode;
     request.search.decode.beam(a->beam);
     const auto r = bench_decode(run, path, request, device);
     const double speedup = r.uncached_seconds / r.cached_seconds;
     if (a->json) {
-      std::cout << nlohmann::ordered_json{{"bench", "decode"},     {"sentences", r.sentences},
-                                          {"beam", a->beam},         {"threads", threads},
-                                          {"cached_s", r.cached_seconds}, {"uncached_s", r.uncached_seconds},
-                                          {"speedup", speedup},      {"identical", r.identical}}
+      std::cout << nlohmann::ordered_json{{"bench", "decode"},
+                                          {"sentences", r.sentences},
+                                          {"beam", a->beam},
+                                          {"threads", threads},
+                                          {"cached_s", r.cached_seconds},
+                                          {"uncached_s", r.uncached_seconds},
+                                          {"speedup", speedup},
+                                          {"identical", r.identical}}
                        .dump()
                 << std::endl;
     } else {
       std::printf("beam %ld decoding of %ld sentences (%s), %ld threads\n", static_cast<long>(a->beam),
                   static_cast<long>(r.sentences), path.c_str(), static_cast<long>(threads));
-      std::printf("  cached keys/values:  %8.2f s\n  recomputed prefix:   %8.2f s\n  speedup %.2fx, identical "
-                  "outputs %ld/%ld\n",
-                  r.cached_seconds, r.uncached_seconds, speedup, static_cast<long>(r.identical),
-                  static_cast<long>(r.sentences));
+      std::printf(
+          "  cached keys/values:  %8.2f s\n  recomputed prefix:   %8.2f s\n  speedup %.2fx, identical "
+          "outputs %ld/%ld\n",
+          r.cached_seconds, r.uncached_seconds, speedup, static_cast<long>(r.identical),
+          static_cast<long>(r.sentences));
     }
   });
 }

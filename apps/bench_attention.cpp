@@ -1,15 +1,13 @@
 // ropelab bench attention: softmax vs Performer by sequence length (src/ropelab/bench/attention_sweep.h).
-#include "commands.h"
-
-#include "ropelab/bench/attention_sweep.h"
-#include "ropelab/util/runtime.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "ropelab/bench/attention_sweep.h"
+#include "ropelab/util/runtime.h"
 
 namespace ropelab::apps {
 
@@ -28,8 +26,12 @@ void add_bench_attention(CLI::App& bench) {
   cmd->add_option("--batch", a->options.batch, "B")->check(positive())->capture_default_str();
   cmd->add_option("--heads", a->options.heads, "H")->check(positive())->capture_default_str();
   cmd->add_option("--head-dim", a->options.head_dim, "Dh")->check(positive())->capture_default_str();
-  cmd->add_option("--features", a->options.features, "Performer random features m")->check(positive())->capture_default_str();
-  cmd->add_option("--repeats", a->options.repeats, "timed repeats (median reported)")->check(positive())->capture_default_str();
+  cmd->add_option("--features", a->options.features, "Performer random features m")
+      ->check(positive())
+      ->capture_default_str();
+  cmd->add_option("--repeats", a->options.repeats, "timed repeats (median reported)")
+      ->check(positive())
+      ->capture_default_str();
   cmd->add_option("--mode", a->modes, "bidirectional | causal | both")
       ->check(CLI::IsMember({"bidirectional", "causal", "both"}))
       ->capture_default_str();
@@ -49,12 +51,12 @@ void add_bench_attention(CLI::App& bench) {
     if (a->modes != "bidirectional") modes.push_back(true);
     const auto& o = a->options;
     if (!a->json)
-      std::printf("attention forward+backward: B=%ld H=%ld Dh=%ld, Performer m=%ld, %s, %ld threads, median of %ld\n"
-                  "%-14s %7s %12s %12s %14s %14s %9s\n",
-                  static_cast<long>(o.batch), static_cast<long>(o.heads), static_cast<long>(o.head_dim),
-                  static_cast<long>(o.features), device.str().c_str(), static_cast<long>(threads),
-                  static_cast<long>(o.repeats), "mode", "T", "softmax ms", "performer ms", "softmax MiB",
-                  "performer MiB", "speedup");
+      std::printf(
+          "attention forward+backward: B=%ld H=%ld Dh=%ld, Performer m=%ld, %s, %ld threads, median of %ld\n"
+          "%-14s %7s %12s %12s %14s %14s %9s\n",
+          static_cast<long>(o.batch), static_cast<long>(o.heads), static_cast<long>(o.head_dim),
+          static_cast<long>(o.features), device.str().c_str(), static_cast<long>(threads), static_cast<long>(o.repeats),
+          "mode", "T", "softmax ms", "performer ms", "softmax MiB", "performer MiB", "speedup");
     auto cell = [](double x, const char* format) {
       char buffer[32];
       std::snprintf(buffer, sizeof buffer, format, x);
@@ -67,10 +69,14 @@ void add_bench_attention(CLI::App& bench) {
                       if (r.speedup() > 1 && first < 0) first = r.length;
                       const char* mode = r.causal ? "causal" : "bidirectional";
                       if (a->json)
-                        std::cout << nlohmann::ordered_json{{"bench", "attention"},      {"mode", mode},
-                                                            {"T", r.length},              {"softmax_ms", r.ms[0]},
-                                                            {"performer_ms", r.ms[1]},    {"softmax_peak_mib", r.mib[0]},
-                                                            {"performer_peak_mib", r.mib[1]}, {"threads", threads}}
+                        std::cout << nlohmann::ordered_json{{"bench", "attention"},
+                                                            {"mode", mode},
+                                                            {"T", r.length},
+                                                            {"softmax_ms", r.ms[0]},
+                                                            {"performer_ms", r.ms[1]},
+                                                            {"softmax_peak_mib", r.mib[0]},
+                                                            {"performer_peak_mib", r.mib[1]},
+                                                            {"threads", threads}}
                                          .dump()
                                   << std::endl;
                       else
@@ -84,7 +90,8 @@ void add_bench_attention(CLI::App& bench) {
     for (bool causal : modes) {
       const auto first = crossover[causal ? 1 : 0];
       if (first > 0)
-        std::printf("  %s: Performer faster from T=%ld on\n", causal ? "causal" : "bidirectional", static_cast<long>(first));
+        std::printf("  %s: Performer faster from T=%ld on\n", causal ? "causal" : "bidirectional",
+                    static_cast<long>(first));
       else
         std::printf("  %s: Performer not faster at the lengths measured\n", causal ? "causal" : "bidirectional");
     }

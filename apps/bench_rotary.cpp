@@ -1,20 +1,19 @@
 // ropelab bench rotary: the runtime table of Biderman et al. 2021 (additive embedding vs rotary
 // implementations), src/ropelab/bench/benchmarks.h.
-#include "commands.h"
-
-#include "ropelab/bench/benchmarks.h"
-#include "ropelab/util/runtime.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "ropelab/bench/benchmarks.h"
+#include "ropelab/util/runtime.h"
 
 namespace ropelab::apps {
 
 void add_bench_rotary(CLI::App& bench) {
-  auto* cmd = bench.add_subcommand("rotary", "Biderman et al. 2021's runtime table: additive embedding vs rotary implementations");
+  auto* cmd = bench.add_subcommand(
+      "rotary", "Biderman et al. 2021's runtime table: additive embedding vs rotary implementations");
   struct Args {
     RuntimeFlags flags;
     std::vector<int64_t> shape = {2048, 16, 12, 64};
@@ -23,7 +22,9 @@ void add_bench_rotary(CLI::App& bench) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("--shape", a->shape, "T,B,H,Dh of q and k (the layout of Biderman et al. 2021)")->delimiter(',')->expected(4);
+  cmd->add_option("--shape", a->shape, "T,B,H,Dh of q and k (the layout of Biderman et al. 2021)")
+      ->delimiter(',')
+      ->expected(4);
   cmd->add_option("--repeats", a->repeats, "timed repeats (median reported)")->check(positive())->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "float | double | bfloat16")
       ->check(CLI::IsMember({"float", "double", "bfloat16"}))
@@ -33,7 +34,9 @@ void add_bench_rotary(CLI::App& bench) {
   cmd->callback([a] {
     const auto device = parse_device(a->flags.device_or("cpu"));
     const auto threads = set_threads(a->flags.threads < 0 ? 0 : a->flags.threads);
-    const auto dtype = a->dtype == "double" ? torch::kDouble : a->dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat;
+    const auto dtype = a->dtype == "double"     ? torch::kDouble
+                       : a->dtype == "bfloat16" ? torch::kBFloat16
+                                                : torch::kFloat;
     const auto rows = bench_rotary(a->shape, device, dtype, a->repeats);
     if (!a->json)
       std::printf("q, k [%ld, %ld, %ld, %ld] %s on %s, %ld threads, median of %ld\n%-10s %10s %8s %12s\n",
@@ -42,9 +45,12 @@ void add_bench_rotary(CLI::App& bench) {
                   static_cast<long>(a->repeats), "method", "ms", "ratio", "max |diff|");
     for (const auto& r : rows) {
       if (a->json)
-        std::cout << nlohmann::ordered_json{{"bench", "rotary"},       {"method", r.name},
-                                            {"median_ms", 1e3 * r.timing.median}, {"min_ms", 1e3 * r.timing.min},
-                                            {"ratio", r.ratio},          {"max_diff", r.max_diff},
+        std::cout << nlohmann::ordered_json{{"bench", "rotary"},
+                                            {"method", r.name},
+                                            {"median_ms", 1e3 * r.timing.median},
+                                            {"min_ms", 1e3 * r.timing.min},
+                                            {"ratio", r.ratio},
+                                            {"max_diff", r.max_diff},
                                             {"threads", threads}}
                          .dump()
                   << std::endl;

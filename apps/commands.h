@@ -3,7 +3,6 @@
 // a callback that calls the library; errors propagate to main() as exceptions.
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <string>
 #include <vector>

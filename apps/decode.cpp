@@ -1,11 +1,10 @@
 // ropelab translate, ropelab generate: decoding lines with a trained run through its task
 // (src/ropelab/task/).
-#include "run_args.h"
-
-#include "ropelab/data/text.h"
-
 #include <iostream>
 #include <memory>
+
+#include "ropelab/data/text.h"
+#include "run_args.h"
 
 namespace ropelab::apps {
 

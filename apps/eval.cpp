@@ -1,12 +1,11 @@
 // ropelab eval: a split scored by the run's task; the report goes to stdout and RUN/.
-#include "run_args.h"
-
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+
+#include "run_args.h"
 
 namespace ropelab::apps {
 

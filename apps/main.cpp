@@ -1,15 +1,14 @@
 // ropelab: one executable with git-style subcommands. Every user mistake ends here as
 // one line on stderr and a non-zero exit; no stack traces.
-#include "commands.h"
-#include "runtime_env.h"
-
-#include "ropelab/build_config.h"
-#include "ropelab/config/config.h"
-
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
 #include <iostream>
+
+#include "commands.h"
+#include "ropelab/build_config.h"
+#include "ropelab/config/config.h"
+#include "runtime_env.h"
 
 std::vector<std::string>& ropelab::apps::command_line() {
   static std::vector<std::string> args;

@@ -1,12 +1,11 @@
 #pragma once
 // Flags of the commands that load a trained run: --run, --checkpoint, --device, --threads
 // and the search flags, which override the run's `decode` section.
-#include "commands.h"
+#include <string>
 
+#include "commands.h"
 #include "ropelab/run/run.h"
 #include "ropelab/util/runtime.h"
-
-#include <string>
 
 namespace ropelab::apps {
 
@@ -29,10 +28,12 @@ struct SearchFlags {
     app.add_option("--top-p", top_p, "sample from the smallest set of tokens with probability >= p (1 = all)")
         ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"));
     app.add_option("--seed", seed, "random seed for sampling")->capture_default_str();
-    if (generating)
-      app.add_option("--max-new", max_new, "tokens to generate at most (default 100)")->check(positive());
-    app.add_option("--max-tokens", max_tokens, "input tokens per decoding batch")->check(positive())->capture_default_str();
-    app.add_flag("--no-cache", no_cache, "recompute the decoder over the whole prefix each step (slow; for comparison)");
+    if (generating) app.add_option("--max-new", max_new, "tokens to generate at most (default 100)")->check(positive());
+    app.add_option("--max-tokens", max_tokens, "input tokens per decoding batch")
+        ->check(positive())
+        ->capture_default_str();
+    app.add_flag("--no-cache", no_cache,
+                 "recompute the decoder over the whole prefix each step (slow; for comparison)");
   }
   /// The request for a run whose decode section is `decode`; `generating`: greedy unless
   /// told otherwise, at most --max-new tokens after the prompt.

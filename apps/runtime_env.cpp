@@ -27,8 +27,8 @@ std::string openblas_correction() {
   auto corename = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
   if (!corename) return "";  // not OpenBLAS
   const std::string chosen = corename();
-  static const char* kPreAvx2[] = {"prescott", "core2",  "penryn",  "dunnington", "nehalem",     "atom",
-                                   "katmai",   "coppermine", "northwood", "banias", "sandybridge", "unknown"};
+  static const char* kPreAvx2[] = {"prescott", "core2",      "penryn",    "dunnington", "nehalem",     "atom",
+                                   "katmai",   "coppermine", "northwood", "banias",     "sandybridge", "unknown"};
   bool outdated = false;
   for (const char* name : kPreAvx2) outdated |= strcasecmp(chosen.c_str(), name) == 0;
   if (!outdated) return "";
@@ -53,7 +53,8 @@ void ensure_runtime_env(char** argv) {
   bool changed = false;
   changed |= set_if_unset("OPENBLAS_CORETYPE", openblas_correction());
   changed |= set_if_unset("OMP_WAIT_POLICY", "PASSIVE");
-  changed |= set_if_unset("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295");
+  changed |=
+      set_if_unset("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295");
   if (!changed) return;
   setenv("ROPELAB_REEXECED", "1", 1);
   execv("/proc/self/exe", argv);  // returns only on failure: carry on as we are

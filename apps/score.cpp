@@ -1,15 +1,13 @@
 // ropelab score, ropelab average
-#include "commands.h"
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
 
+#include "commands.h"
 #include "ropelab/data/text.h"
 #include "ropelab/eval/metrics.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/run.h"
-
-#include <nlohmann/json.hpp>
-
-#include <iostream>
-#include <memory>
 
 namespace ropelab::apps {
 
@@ -47,13 +45,15 @@ void add_score(CLI::App& cli) {
     const auto bleu = corpus_bleu(hyps, refs, bleu_options);
     const auto chrf = corpus_chrf(hyps, refs, chrf_options);
     if (a->json) {
-      const nlohmann::ordered_json json = {{"bleu", bleu.score},          {"bleu_signature", bleu.signature},
-                                           {"bleu_line", bleu.format()}, {"chrf", chrf.score},
+      const nlohmann::ordered_json json = {{"bleu", bleu.score},
+                                           {"bleu_signature", bleu.signature},
+                                           {"bleu_line", bleu.format()},
+                                           {"chrf", chrf.score},
                                            {"chrf_signature", chrf.signature}};
       std::cout << json.dump() << std::endl;
     } else {
-      std::cout << bleu.format() << "\n  " << bleu.signature << '\n' << chrf.format() << "\n  " << chrf.signature
-                << std::endl;
+      std::cout << bleu.format() << "\n  " << bleu.signature << '\n'
+                << chrf.format() << "\n  " << chrf.signature << std::endl;
     }
   });
 }

@@ -1,14 +1,13 @@
 // ropelab train
-#include "commands.h"
+#include <cstdlib>
+#include <iostream>
+#include <memory>
 
+#include "commands.h"
 #include "ropelab/config/config.h"
 #include "ropelab/run/run.h"
 #include "ropelab/train/launcher.h"
 #include "ropelab/train/trainer.h"
-
-#include <cstdlib>
-#include <iostream>
-#include <memory>
 
 namespace ropelab::apps {
 
@@ -39,8 +38,10 @@ void add_train(CLI::App& cli) {
       std::vector<std::string> argv{"/proc/self/exe"};  // this command line again, without --nproc
       const auto& line = command_line();
       for (size_t i = 1; i < line.size(); ++i) {
-        if (line[i] == "--nproc") ++i;
-        else if (line[i].rfind("--nproc=", 0) != 0) argv.push_back(line[i]);
+        if (line[i] == "--nproc")
+          ++i;
+        else if (line[i].rfind("--nproc=", 0) != 0)
+          argv.push_back(line[i]);
       }
       if (const int code = launch_workers(argv, a->nproc)) {
         throw std::runtime_error("train --nproc " + std::to_string(a->nproc) + ": a worker exited with status " +

@@ -2,13 +2,13 @@
 // is a hypothesis and a reference per line pair. Scores are finite and within [0, 100],
 // hypotheses equal to their references score BLEU 100 once a line has 4 tokens, and
 // lowercasing is idempotent.
-#include "fuzz_util.h"
-#include "ropelab/eval/metrics.h"
-
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <vector>
+
+#include "fuzz_util.h"
+#include "ropelab/eval/metrics.h"
 
 using namespace ropelab;
 

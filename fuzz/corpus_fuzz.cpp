@@ -2,11 +2,11 @@
 // and, split at its first NUL byte, the two sides of a parallel split. Every read either
 // succeeds or throws std::runtime_error naming the file in one line; accepted lines are
 // valid UTF-8 with no CR, BOM or tab where none may be, and byte tokenization round-trips.
+#include <stdexcept>
+
 #include "fuzz_util.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/data/tokenizer.h"
-
-#include <stdexcept>
 
 using namespace ropelab;
 
@@ -52,9 +52,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     read_parallel(parallel, stem);
   } catch (const std::runtime_error& e) {
     const std::string message = e.what();
-    fuzz::check(message.rfind(stem + ".en", 0) == 0 || message.rfind(stem + ".es", 0) == 0 ||
-                    message.rfind(stem + ":", 0) == 0,
-                "parallel errors name a file");
+    fuzz::check(
+        message.rfind(stem + ".en", 0) == 0 || message.rfind(stem + ".es", 0) == 0 || message.rfind(stem + ":", 0) == 0,
+        "parallel errors name a file");
     fuzz::check(message.find('\n') == std::string::npos, "one-line parallel error");
   }
   return 0;

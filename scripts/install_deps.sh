@@ -17,6 +17,7 @@ packages=(
   ccache
   pkg-config
   g++
+  clang-format          # make lint (part of make test) and make format
   python3-torch         # PyTorch Python on the same LibTorch: op-loading test, speed comparisons
 )
 

@@ -1,16 +1,15 @@
 #pragma once
 // Shared helpers for ropelab's tests.
 
-#include "ropelab/model/transformer.h"
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "ropelab/model/transformer.h"
 
 namespace ropelab::testing {
 

@@ -1,8 +1,6 @@
 // The ropelab executable: subcommands listed, user mistakes give one line and a non-zero exit.
-#include "ropelab/build_config.h"
-#include "ropelab/run/run.h"
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -11,8 +9,10 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
-#include <unistd.h>
 #include <string>
+
+#include "ropelab/build_config.h"
+#include "ropelab/run/run.h"
 
 namespace {
 
@@ -92,7 +92,8 @@ TEST(Cli, BadFlagsAndDevicesFail) {
   // flag mistakes: one line naming the flag, exit 2
   const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
   const std::pair<std::string, std::string> flag_cases[] = {
-      {"train " + demo + " --no-such-flag", "ropelab: usage error: The following argument was not expected: --no-such-flag"},
+      {"train " + demo + " --no-such-flag",
+       "ropelab: usage error: The following argument was not expected: --no-such-flag"},
       {"frobnicate", "ropelab: usage error: unknown command 'frobnicate' (expected train | translate | eval"},
       {"train /nonexistent/config.yaml", "ropelab: usage error: config: File does not exist: /nonexistent/config.yaml"},
       {"train " + demo + " --threads -1", "ropelab: usage error: --threads: must be >= 0, got -1"},
@@ -121,7 +122,8 @@ const std::string& micro_run() {
   static const std::string dir = [] {
     const auto root = fresh_dir("run");
     const auto data = (root / "pairs.tsv").string();
-    std::ofstream(data) << "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\ngood night\tbuenas noches\n";
+    std::ofstream(data)
+        << "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\ngood night\tbuenas noches\n";
     const auto run_dir = (root / "run").string();
     auto r = run("train " + std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml --set data.train=" + data +
                  " --set data.valid=" + data + " --set data.test=" + data +
@@ -186,7 +188,8 @@ TEST(Cli, BrokenRunFilesGiveOneLineNamingTheFile) {
       {"missing vocabulary", "vocab.txt", "", "/vocab.txt: missing word vocabulary"},
       {"foreign vocabulary", "vocab.txt", "a\nb\n", "/vocab.txt: not a ropelab vocabulary"},
       {"missing SentencePiece model", "config.yaml", "", "/spm.model: missing SentencePiece model"},
-      {"corrupt SentencePiece model", "spm.model", "not a model", "/spm.model: cannot load SentencePiece model: not a SentencePiece model (corrupt or foreign)"},
+      {"corrupt SentencePiece model", "spm.model", "not a model",
+       "/spm.model: cannot load SentencePiece model: not a SentencePiece model (corrupt or foreign)"},
       {"foreign checkpoint", "checkpoint_last.pt", "PK\x03\x04 not a zip", "/checkpoint_last.pt: not a readable"},
       {"truncated checkpoint", "checkpoint_last.pt", "", "/checkpoint_last.pt: not a readable"},
       {"unknown config key", "config.yaml", "", "/config.yaml: unknown key model.d_modle (did you mean model.d_model?)",
@@ -231,8 +234,8 @@ TEST(Cli, ScorePrintsSacrebleuLinesAndRejectsBadFiles) {
   const auto hyp = write_temp("ropelab_hyp.txt", "The cat sat on the mat.\n");
   auto r = run("score --ref " + ref + " --hyp " + hyp);
   EXPECT_EQ(r.code, 0);
-  EXPECT_EQ(r.output.rfind("BLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 hyp_len = 7 ref_len = 7)", 0),
-            0u)
+  EXPECT_EQ(
+      r.output.rfind("BLEU = 100.00 100.0/100.0/100.0/100.0 (BP = 1.000 ratio = 1.000 hyp_len = 7 ref_len = 7)", 0), 0u)
       << r.output;
   EXPECT_NE(r.output.find("chrF2 = 100.00"), std::string::npos);
   const auto two = write_temp("ropelab_two.txt", "a\nb\n");
@@ -256,10 +259,11 @@ TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
   const auto run_dir = (root / "run").string();
   const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
   // train "forever", then SIGTERM once the first steps are logged
-  const std::string script = cli + " train " + ROPELAB_SOURCE_DIR + "/experiments/demo_tiny.yaml --set data.train=" +
-                             data + " --set data.valid= --set train.steps=1000000 --set train.log_every=1 --threads 1 -o " +
-                             run_dir + " > " + run_dir + ".log 2>&1 & pid=$!; for i in $(seq 100); do grep -q 'step 2/' " +
-                             run_dir + ".log 2>/dev/null && break; sleep 0.1; done; kill -TERM $pid; wait $pid";
+  const std::string script =
+      cli + " train " + ROPELAB_SOURCE_DIR + "/experiments/demo_tiny.yaml --set data.train=" + data +
+      " --set data.valid= --set train.steps=1000000 --set train.log_every=1 --threads 1 -o " + run_dir + " > " +
+      run_dir + ".log 2>&1 & pid=$!; for i in $(seq 100); do grep -q 'step 2/' " + run_dir +
+      ".log 2>/dev/null && break; sleep 0.1; done; kill -TERM $pid; wait $pid";
   const auto script_path = (root / "kill.sh").string();
   std::ofstream(script_path) << script << "\n";
   const int status = std::system(("bash " + script_path).c_str());
@@ -282,14 +286,18 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
   std::ofstream(pairs_src) << "the cat\nthe dog\n";
   const auto text = (root / "text.txt").string();
   std::ofstream(text) << "the cat sat on the mat.\n\nthe dog sat on the log.\na red house.\n";
-  const std::string tiny = " --set model.d_model=16 --set model.heads=2 --set model.d_ff=16"
-                           " --set model.encoder_layers=1 --set model.decoder_layers=1 --set train.steps=3"
-                           " --set train.valid_every=0 --threads 1";
-  const std::vector<std::string> variants = {
-      "model.position.type=sinusoidal", "model.position.type=learned",   "model.position.type=t5_bias",
-      "model.position.type=rotary",     "model.position.type=rotary_nd", "model.position.type=none",
-      "model.attention.type=performer --set model.position.type=rotary",
-      "model.attention.type=performer --set model.position.type=learned"};
+  const std::string tiny =
+      " --set model.d_model=16 --set model.heads=2 --set model.d_ff=16"
+      " --set model.encoder_layers=1 --set model.decoder_layers=1 --set train.steps=3"
+      " --set train.valid_every=0 --threads 1";
+  const std::vector<std::string> variants = {"model.position.type=sinusoidal",
+                                             "model.position.type=learned",
+                                             "model.position.type=t5_bias",
+                                             "model.position.type=rotary",
+                                             "model.position.type=rotary_nd",
+                                             "model.position.type=none",
+                                             "model.attention.type=performer --set model.position.type=rotary",
+                                             "model.attention.type=performer --set model.position.type=learned"};
   for (const auto& variant : variants) {
     SCOPED_TRACE(variant);
     const auto mt = (root / "mt").string(), lm = (root / "lm").string();
@@ -306,9 +314,10 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
     EXPECT_EQ(r.code, 0) << r.output;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 2) << r.output;
 
-    r = run("train " + std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml --set task=lm"
-            " --set data.format=text --set tokenizer.type=byte --set data.context=16 --set data.train=" + text +
-            " --set data.valid=" + text + " --set data.test=" + text + " --set " + variant + tiny + " -o " + lm);
+    r = run("train " + std::string(ROPELAB_SOURCE_DIR) +
+            "/experiments/demo_tiny.yaml --set task=lm"
+            " --set data.format=text --set tokenizer.type=byte --set data.context=16 --set data.train=" +
+            text + " --set data.valid=" + text + " --set data.test=" + text + " --set " + variant + tiny + " -o " + lm);
     ASSERT_EQ(r.code, 0) << r.output;
     EXPECT_NE(r.output.find("1 empty lines skipped"), std::string::npos) << r.output;
     r = run("generate --run " + lm + " --checkpoint last --prompt 'the c' --max-new 5");
@@ -318,8 +327,9 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
     r = run("generate --run " + lm + " --checkpoint last --prompt 'the c' --max-new 5 --beam 3");
     EXPECT_EQ(r.code, 0) << r.output;
     EXPECT_EQ(r.output.rfind("the c", 0), 0u) << r.output;
-    EXPECT_EQ(run("generate --run " + lm + " --checkpoint last --prompt 'the c' --max-new 5 --beam 3 --no-cache").output,
-              r.output);
+    EXPECT_EQ(
+        run("generate --run " + lm + " --checkpoint last --prompt 'the c' --max-new 5 --beam 3 --no-cache").output,
+        r.output);
     r = run("eval --run " + lm + " --checkpoint last --context 32");
     EXPECT_EQ(r.code, 0) << r.output;
     EXPECT_EQ(r.output.rfind("perplexity = ", 0), 0u) << r.output;
@@ -335,8 +345,9 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
 namespace {
 
 /// demo_tiny for 12 steps without dropout, data named absolutely (ctest runs in build/).
-const std::string kTinyDp = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml --set data.train=" +
-                            ROPELAB_SOURCE_DIR + "/data/demo/pairs.tsv --set data.valid=" + ROPELAB_SOURCE_DIR +
+const std::string kTinyDp = std::string(ROPELAB_SOURCE_DIR) +
+                            "/experiments/demo_tiny.yaml --set data.train=" + ROPELAB_SOURCE_DIR +
+                            "/data/demo/pairs.tsv --set data.valid=" + ROPELAB_SOURCE_DIR +
                             "/data/demo/pairs.tsv --set model.dropout=0 --set train.adam_eps=1e-6"
                             " --set train.steps=12 --set train.valid_every=6 --threads 1";
 
@@ -371,8 +382,8 @@ TEST(Cli, TwoWorkersTrainLikeOneProcessOnTheCombinedBatches) {
   // torchrun-style: the launcher's job done by hand, two processes with the variables set
   const std::string env = "MASTER_ADDR=127.0.0.1 MASTER_PORT=$((20000 + $$ % 20000)) WORLD_SIZE=2";
   const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
-  const std::string both = "(" + env + " RANK=1 " + cli + " train " + kTinyDp + " -o " + torchrun + " > " +
-                           torchrun + ".rank1.log 2>&1 &); " + env + " RANK=0";
+  const std::string both = "(" + env + " RANK=1 " + cli + " train " + kTinyDp + " -o " + torchrun + " > " + torchrun +
+                           ".rank1.log 2>&1 &); " + env + " RANK=0";
   train_tiny(torchrun, both, "");
   for (const auto& dir : {nproc, torchrun}) {
     SCOPED_TRACE(dir);
@@ -400,12 +411,18 @@ TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
   const std::string script =
       cli + " train " + ROPELAB_SOURCE_DIR + "/experiments/demo_tiny.yaml --set data.train=" + ROPELAB_SOURCE_DIR +
       "/data/demo/pairs.tsv --set data.valid= --set train.steps=1000000" +
-      " --set train.log_every=1 --set train.valid_every=0 --set train.dist_timeout=20 --nproc 2 -o " + run_dir +
-      " > " + log + " 2>&1 & launcher=$!\n"
-      "for i in $(seq 300); do grep -q 'step 3/' " + log + " 2>/dev/null && break; sleep 0.1; done\n"
-      "victim=$(sed -n 's/^launched 2 workers (MASTER_PORT [0-9]*): [0-9]* \\([0-9]*\\)$/\\1/p' " + log + ")\n"
+      " --set train.log_every=1 --set train.valid_every=0 --set train.dist_timeout=20 --nproc 2 -o " + run_dir + " > " +
+      log +
+      " 2>&1 & launcher=$!\n"
+      "for i in $(seq 300); do grep -q 'step 3/' " +
+      log +
+      " 2>/dev/null && break; sleep 0.1; done\n"
+      "victim=$(sed -n 's/^launched 2 workers (MASTER_PORT [0-9]*): [0-9]* \\([0-9]*\\)$/\\1/p' " +
+      log +
+      ")\n"
       "kill -KILL $victim; start=$(date +%s); wait $launcher; code=$?; end=$(date +%s)\n"
-      "echo \"exit $code after $((end - start)) s\" >> " + log + "\n";
+      "echo \"exit $code after $((end - start)) s\" >> " +
+      log + "\n";
   std::ofstream(root / "kill.sh") << script;
   std::system(("bash " + (root / "kill.sh").string()).c_str());
   const std::string text = read_text(log);
@@ -428,7 +445,8 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
   const auto exp = (root / "exp.yaml").string();
   std::ofstream(exp) << "base: " << demo << "\nset: [data.train=" << pairs << ", data.valid=" << pairs
-                     << ", data.test=" << pairs << ", train.steps=4, train.valid_every=2, model.d_model=16, model.heads=2, model.d_ff=16,"
+                     << ", data.test=" << pairs
+                     << ", train.steps=4, train.valid_every=2, model.d_model=16, model.heads=2, model.d_ff=16,"
                         " model.encoder_layers=1, model.decoder_layers=1]\n"
                         "grid:\n  model.position.type: [sinusoidal, rotary]\nseeds: [1, 2]\n";
   const auto out = (root / "out").string();

@@ -37,9 +37,10 @@ torch::Tensor reference(const AttentionInputs& in) {
 
 TEST_F(Attention, SoftmaxMatchesDefinitionWithMasksAndBias) {
   SoftmaxAttention attention(AttentionOptions{});
-  AttentionInputs in{torch::randn({2, 3, 5, 8}), torch::randn({2, 3, 7, 8}), torch::randn({2, 3, 7, 8}),
-                     torch::tensor({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool),
-                     torch::randn({1, 3, 5, 7}), false};
+  AttentionInputs in{
+      torch::randn({2, 3, 5, 8}), torch::randn({2, 3, 7, 8}),
+      torch::randn({2, 3, 7, 8}), torch::tensor({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool),
+      torch::randn({1, 3, 5, 7}), false};
   EXPECT_LT(max_diff(attention.forward(in), reference(in)), 1e-5);
   in.causal = true;  // Tk > Tq: query i sees keys up to i + 2
   in.key_padding_mask = torch::Tensor();
@@ -54,8 +55,12 @@ TEST_F(Attention, CausalMaskAlignsQueriesWithTheLastKeys) {
 
 TEST_F(Attention, FullyMaskedRowsStayFinite) {
   SoftmaxAttention attention(AttentionOptions{});
-  AttentionInputs in{torch::randn({1, 1, 2, 4}), torch::randn({1, 1, 2, 4}), torch::randn({1, 1, 2, 4}),
-                     torch::ones({1, 2}, torch::kBool), {}, false};
+  AttentionInputs in{torch::randn({1, 1, 2, 4}),
+                     torch::randn({1, 1, 2, 4}),
+                     torch::randn({1, 1, 2, 4}),
+                     torch::ones({1, 2}, torch::kBool),
+                     {},
+                     false};
   EXPECT_TRUE(torch::isfinite(attention.forward(in)).all().item<bool>());
 }
 
@@ -83,7 +88,8 @@ TEST_F(Attention, FusedKernelMatchesAtenPathWithGradients) {
       auto q = views[0].narrow(2, 2, 5);  // Tq = 5, Tk = 7
       auto k = views[1], v = views[2];
       ASSERT_TRUE(fused_attention_available(q, k, v));
-      auto pad = padded ? torch::tensor({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool) : torch::Tensor();
+      auto pad =
+          padded ? torch::tensor({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool) : torch::Tensor();
       AttentionInputs in{q, k, v, pad, {}, causal};
       auto weights = torch::randn({2, 3, 5, 8}, torch::kDouble);
       auto fused = fused_attention_cpu(q, k, v, pad, causal);
@@ -98,7 +104,7 @@ TEST_F(Attention, FusedKernelMatchesAtenPathWithGradients) {
 
 TEST_F(Attention, FusedKernelInFloatMatchesTheDefinition) {
   auto q = torch::randn({2, 4, 9, 16}), k = torch::randn({2, 4, 9, 16}), v = torch::randn({2, 4, 9, 16});
-  AttentionInputs in{q, k, v, torch::tensor({{0, 0, 0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool),
-                     {}, true};
+  AttentionInputs in{
+      q, k, v, torch::tensor({{0, 0, 0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool), {}, true};
   EXPECT_LT(max_diff(fused_attention_cpu(q, k, v, in.key_padding_mask, true), reference(in)), 1e-5);
 }

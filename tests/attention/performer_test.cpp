@@ -1,10 +1,10 @@
 // FAVOR+ attention: convergence to softmax, the chunked causal evaluation against a direct
 // quadratic one, no future leakage, padding, incremental decoding, gradients, redraws.
 #include "ropelab/attention/performer.h"
-#include "ropelab/config/config.h"
-#include "ropelab/run/checkpoint.h"
 
 #include "../test_util.h"
+#include "ropelab/config/config.h"
+#include "ropelab/run/checkpoint.h"
 
 using namespace ropelab;
 using ropelab::testing::max_diff;
@@ -21,8 +21,12 @@ AttentionOptions performer_options(int64_t m, int64_t chunk = 128) {
 
 /// Inputs with moderate logits (|q.k|/sqrt(d) around 1), where the estimator is useful.
 AttentionInputs inputs(int64_t B, int64_t H, int64_t T, int64_t D, bool causal, double scale = 0.6) {
-  return {torch::randn({B, H, T, D}, kDouble) * scale, torch::randn({B, H, T, D}, kDouble) * scale,
-          torch::randn({B, H, T, D}, kDouble), torch::Tensor(), torch::Tensor(), causal};
+  return {torch::randn({B, H, T, D}, kDouble) * scale,
+          torch::randn({B, H, T, D}, kDouble) * scale,
+          torch::randn({B, H, T, D}, kDouble),
+          torch::Tensor(),
+          torch::Tensor(),
+          causal};
 }
 
 /// Mean absolute error against exact softmax attention, averaged over feature draws.
@@ -105,8 +109,8 @@ TEST_F(Performer, IncrementalDecodingEqualsFullEvaluation) {
   std::vector<std::pair<int64_t, int64_t>> pieces{{0, 5}};
   for (int64_t t = 5; t < 11; ++t) pieces.emplace_back(t, 1);
   for (auto [start, length] : pieces) {
-    AttentionInputs step{in.q.narrow(2, start, length), in.k.narrow(2, start, length), in.v.narrow(2, start, length),
-                         {}, {}, true};
+    AttentionInputs step{
+        in.q.narrow(2, start, length), in.k.narrow(2, start, length), in.v.narrow(2, start, length), {}, {}, true};
     auto out = performer.forward_cached(step, cache);
     EXPECT_LT(max_diff(out, full.narrow(2, start, length)), 1e-12) << "from " << start;
   }
@@ -180,7 +184,9 @@ TEST_F(Performer, ModelsDecodeIncrementallyWithRotaryAndAbsolutePositions) {
   for (auto type : {PositionType::rotary, PositionType::sinusoidal, PositionType::learned}) {
     SCOPED_TRACE(to_string(type));
     auto position = PositionOptions().type(type);
-    auto options = ropelab::testing::tiny_options().attention(performer_options(32, 2)).encoder_position(position)
+    auto options = ropelab::testing::tiny_options()
+                       .attention(performer_options(32, 2))
+                       .encoder_position(position)
                        .decoder_position(position);
     ropelab::testing::expect_cached_decoding_matches_full(options, 1e-4);
   }
@@ -191,7 +197,8 @@ TEST_F(Performer, ConfigRejectsT5BiasAndAttentionDropout) {
   auto message = ropelab::testing::error_of([&] { load_config({{config}, {}}); });
   EXPECT_NE(message.find("model.decoder_position.type"), std::string::npos) << message;
   EXPECT_NE(message.find("performer"), std::string::npos) << message;
-  message = ropelab::testing::error_of(
-      [&] { load_config({{}, {"model.attention.type=performer", "model.attention.dropout=0.1"}}); });
+  message = ropelab::testing::error_of([&] {
+    load_config({{}, {"model.attention.type=performer", "model.attention.dropout=0.1"}});
+  });
   EXPECT_NE(message.find("model.attention.dropout"), std::string::npos) << message;
 }

@@ -1,10 +1,10 @@
 // The config loader: priority, shorthand, round trip, and one clear error per mistake.
 #include "ropelab/config/config.h"
 
-#include "../test_util.h"
-
 #include <filesystem>
 #include <fstream>
+
+#include "../test_util.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;
@@ -106,10 +106,12 @@ TEST_F(ConfigTest, SyntaxErrorsNameTheLine) {
   auto message = load_error({a});
   EXPECT_EQ(message.rfind(a + ":", 0), 0u) << message;
   EXPECT_NE(message.find("YAML syntax error"), std::string::npos) << message;
-  EXPECT_EQ(load_error({(dir_ / "missing.yaml").string()}), (dir_ / "missing.yaml").string() + ": cannot open config file");
+  EXPECT_EQ(load_error({(dir_ / "missing.yaml").string()}),
+            (dir_ / "missing.yaml").string() + ": cannot open config file");
   EXPECT_EQ(load_error({}, {"model.d_model"}), "--set model.d_model: expected key=value, e.g. --set model.d_model=256");
   // control characters echoed from the input are escaped: an error stays one line
-  EXPECT_EQ(load_error({}, {"model:\n  d_model"}), "--set model:\\n  d_model: expected key=value, e.g. --set model.d_model=256");
+  EXPECT_EQ(load_error({}, {"model:\n  d_model"}),
+            "--set model:\\n  d_model: expected key=value, e.g. --set model.d_model=256");
 }
 
 TEST(EditDistance, Levenshtein) {

@@ -1,10 +1,10 @@
 // Padding examples into batches and planning batches by token budget.
 #include "ropelab/data/batching.h"
 
-#include "../test_util.h"
-
 #include <filesystem>
 #include <fstream>
+
+#include "../test_util.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;
@@ -19,7 +19,8 @@ TEST_F(Batching, BatchesRespectTheTokenBudgetAndCoverEveryExample) {
   std::vector<Example> examples;
   for (int i = 0; i < 200; ++i)
     examples.push_back({std::vector<int64_t>(static_cast<size_t>(1 + i % 17), 5),
-                        std::vector<int64_t>(static_cast<size_t>(1 + i % 13), 6), {}});
+                        std::vector<int64_t>(static_cast<size_t>(1 + i % 13), 6),
+                        {}});
   for (bool bucketing : {true, false}) {
     auto plan = plan_batches(examples, 64, bucketing, 7);
     std::vector<int> seen(examples.size(), 0);

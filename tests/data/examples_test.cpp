@@ -1,10 +1,10 @@
 // Text to token ids: pairs and their length limits.
 #include "ropelab/data/examples.h"
 
-#include "../test_util.h"
-
 #include <filesystem>
 #include <fstream>
+
+#include "../test_util.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;

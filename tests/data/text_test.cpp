@@ -1,10 +1,10 @@
 // Reading lines and parallel text.
 #include "ropelab/data/text.h"
 
-#include "../test_util.h"
-
 #include <filesystem>
 #include <fstream>
+
+#include "../test_util.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;

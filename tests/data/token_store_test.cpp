@@ -1,10 +1,9 @@
 // The memory-mapped token store against in-memory examples.
-#include "ropelab/data/batching.h"
-
-#include "../test_util.h"
-
 #include <filesystem>
 #include <fstream>
+
+#include "../test_util.h"
+#include "ropelab/data/batching.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;

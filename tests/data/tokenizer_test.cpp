@@ -1,10 +1,10 @@
 // Word and SentencePiece tokenizers.
 #include "ropelab/data/tokenizer.h"
 
-#include "../test_util.h"
-
 #include <filesystem>
 #include <fstream>
+
+#include "../test_util.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;
@@ -33,8 +33,8 @@ TEST_F(Tokenizers, SentencePieceTrainsEncodesAndDecodes) {
   for (int i = 0; i < 300; ++i)
     texts.push_back("the quick brown fox " + std::to_string(i) + " jumps over el perro marrón número " +
                     std::to_string(i * 7));
-  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(100), texts,
-                             dir_.string());
+  auto tok =
+      train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(100), texts, dir_.string());
   EXPECT_LE(tok->vocab_size(), 100);
   auto ids = tok->encode("the brown perro jumps 42");
   for (auto id : ids) EXPECT_GT(id, kEosId);  // specials never come out of encode
@@ -52,10 +52,10 @@ TEST_F(Tokenizers, SentencePieceTrainsOnDocumentsLongerThanItsSentenceLimit) {
   for (int i = 0; i < 3000; ++i)
     documents[static_cast<size_t>(i % 3)] += "the union is strong number " + std::to_string(i % 97) + " ";
   ASSERT_GT(documents[0].size(), 20000u);
-  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(120), documents,
-                             dir_.string());
+  auto tok =
+      train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(120), documents, dir_.string());
   EXPECT_GT(tok->vocab_size(), 20);
   const auto ids = tok->encode(documents[1]);
-  EXPECT_LT(ids.size(), documents[1].size() / 3);  // whole words became pieces
+  EXPECT_LT(ids.size(), documents[1].size() / 3);                                // whole words became pieces
   EXPECT_EQ(tok->decode(ids), documents[1].substr(0, documents[1].size() - 1));  // decode drops the final space
 }

@@ -1,11 +1,10 @@
 // Decoding: cached and uncached decoding agree, limits hold.
 #include "ropelab/decode/search.h"
 
+#include "../test_util.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/task/language_model_task.h"
 #include "ropelab/task/translation_task.h"
-
-#include "../test_util.h"
 
 using namespace ropelab;
 using ropelab::testing::tiny_options;
@@ -14,7 +13,8 @@ namespace {
 class Decode : public ropelab::testing::Seeded {};
 
 /// Decoding sources `src` (B, S) with a translator's model.
-Decoding translate(const Seq2Seq& model, const torch::Tensor& src, const DecodeOptions& options, bool use_cache = true) {
+Decoding translate(const Seq2Seq& model, const torch::Tensor& src, const DecodeOptions& options,
+                   bool use_cache = true) {
   Batch inputs;
   inputs.source = src;
   return TranslationTask::Model(model).start_decoding(inputs, options, use_cache);
@@ -23,7 +23,8 @@ Decoding translate(const Seq2Seq& model, const torch::Tensor& src, const DecodeO
 
 TEST_F(Decode, GreedyWithCacheEqualsRecomputingThePrefix) {
   for (auto type : {PositionType::sinusoidal, PositionType::t5_bias, PositionType::rotary}) {
-    Seq2Seq model(tiny_options().encoder_position(PositionOptions().type(type)).decoder_position(PositionOptions().type(type)));
+    Seq2Seq model(
+        tiny_options().encoder_position(PositionOptions().type(type)).decoder_position(PositionOptions().type(type)));
     model->eval();
     auto src = torch::tensor({{5, 6, 7, 8, 3, 0}, {9, 10, 11, 12, 13, 3}});  // 3 = EOS, 0 = pad
     auto options = DecodeOptions().beam(1).max_len_a(0).max_len_b(12);
@@ -59,7 +60,8 @@ TEST_F(Decode, BeamOneEqualsGreedy) {
 
 TEST_F(Decode, BeamWithCacheEqualsRecomputingThePrefix) {
   for (auto type : {PositionType::learned, PositionType::t5_bias, PositionType::rotary}) {
-    Seq2Seq model(tiny_options().encoder_position(PositionOptions().type(type)).decoder_position(PositionOptions().type(type)));
+    Seq2Seq model(
+        tiny_options().encoder_position(PositionOptions().type(type)).decoder_position(PositionOptions().type(type)));
     model->eval();
     auto src = torch::randint(4, 23, {3, 6});
     auto options = DecodeOptions().beam(4).max_len_a(1.0).max_len_b(4);

@@ -8,16 +8,30 @@ using namespace ropelab;
 
 namespace {
 
-const std::vector<std::string> kHyps = {
-    "The cat sat on the mat.", "¿Dónde está la estación?", "It costs 1,000.50 dollars.", "He said &quot;yes&quot;.",
-    "",                        "x",                         "completely unrelated words here", "“Quoted” text, more."};
-const std::vector<std::string> kRef1 = {"The cat sat on a mat.",      "¿Dónde está la estación de tren?",
-                                        "It costs 1,000.50 dollars!", "He said \"yes\".",
-                                        "Nothing here.",              "x y",
-                                        "the reference says something else", "\"Quoted\" text, more."};
-const std::vector<std::string> kRef2 = {"A cat was sitting on the mat.", "¿Dónde queda la estación?",
-                                        "The price is 1,000.50 dollars.", "He answered yes.", "", "x",
-                                        "entirely different", "“Quoted” text, more!"};
+const std::vector<std::string> kHyps = {"The cat sat on the mat.",
+                                        "¿Dónde está la estación?",
+                                        "It costs 1,000.50 dollars.",
+                                        "He said &quot;yes&quot;.",
+                                        "",
+                                        "x",
+                                        "completely unrelated words here",
+                                        "“Quoted” text, more."};
+const std::vector<std::string> kRef1 = {"The cat sat on a mat.",
+                                        "¿Dónde está la estación de tren?",
+                                        "It costs 1,000.50 dollars!",
+                                        "He said \"yes\".",
+                                        "Nothing here.",
+                                        "x y",
+                                        "the reference says something else",
+                                        "\"Quoted\" text, more."};
+const std::vector<std::string> kRef2 = {"A cat was sitting on the mat.",
+                                        "¿Dónde queda la estación?",
+                                        "The price is 1,000.50 dollars.",
+                                        "He answered yes.",
+                                        "",
+                                        "x",
+                                        "entirely different",
+                                        "“Quoted” text, more!"};
 
 double bleu(const std::vector<std::string>& h, const std::vector<std::vector<std::string>>& r, BleuSmoothing s,
             bool lowercase = false) {

@@ -1,11 +1,10 @@
 // The fused CPU attention against scaled dot-product attention in ATen ops: outputs and
 // the gradients of q, k and v, float and double, with padding and causal masks. One CPU
 // build (its matrix products are BLAS calls), so no build parameter.
-#include "ropelab/ops/attention/fused_attention.h"
+#include <cmath>
 
 #include "../test_util.h"
-
-#include <cmath>
+#include "ropelab/ops/attention/fused_attention.h"
 
 using namespace ropelab;
 using ropelab::testing::max_diff;

@@ -2,12 +2,12 @@
 // how a table picks its entry.
 #include "ropelab/ops/dispatch.h"
 
-#include "../test_util.h"
-
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+
+#include "../test_util.h"
 
 using namespace ropelab;
 

@@ -3,14 +3,13 @@
 // dtype) and a fixture that runs the test body in that build. The AVX2 build is skipped
 // on a CPU without AVX2+FMA.
 
-#include "ropelab/ops/dispatch.h"
-
-#include "../test_util.h"
-
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "../test_util.h"
+#include "ropelab/ops/dispatch.h"
 
 namespace ropelab::testing {
 

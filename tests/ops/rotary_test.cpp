@@ -2,13 +2,12 @@
 // its CPU loop in both builds (baseline and AVX2) for float, double and bfloat16.
 #include "ropelab/ops/rotary/rotary.h"
 
-#include "ropelab/build_config.h"
-#include "ropelab/position/encoders.h"
+#include <torch/script.h>
 
 #include "../test_util.h"
 #include "kernel_builds.h"
-
-#include <torch/script.h>
+#include "ropelab/build_config.h"
+#include "ropelab/position/encoders.h"
 
 using namespace ropelab;
 using ropelab::testing::max_diff;
@@ -58,7 +57,7 @@ TEST_F(Rotary, EagerFormulaIsRotaryOfThePositionEncoder) {
 }
 
 TEST_F(Rotary, DtypesAndStridedInputs) {
-  auto base = torch::randn({2, 6, 3, 3, 16});  // (B, T, 3, H, Dh) like a fused QKV projection
+  auto base = torch::randn({2, 6, 3, 3, 16});        // (B, T, 3, H, Dh) like a fused QKV projection
   auto q = base.select(2, 0).permute({0, 2, 1, 3});  // (B, H, T, Dh), strided
   auto [c, s] = tables(6, 8, 0, torch::kFloat);
   auto eager = rotary_eager(q, c, s, -2, false);
@@ -95,7 +94,9 @@ TEST_F(Rotary, GradientsMatchAutogradOfTheEagerFormula) {
     EXPECT_LT(max_diff(fused[0], eager[0]), 1e-12);
     EXPECT_LT(max_diff(fused[1], eager[1]), 1e-12);
     // and a central finite difference on one element
-    auto f = [&](const torch::Tensor& qq) { return (rotary_fused(qq, c, s, -2, interleaved) * wq).sum().item<double>(); };
+    auto f = [&](const torch::Tensor& qq) {
+      return (rotary_fused(qq, c, s, -2, interleaved) * wq).sum().item<double>();
+    };
     auto plus = q.detach().clone(), minus = q.detach().clone();
     plus[1][2][3][4] += 1e-6;
     minus[1][2][3][4] -= 1e-6;
@@ -162,8 +163,8 @@ TEST_F(Rotary, SupportsNamesWhereTheFusedKernelRuns) {
   EXPECT_NE(ropelab::testing::error_of([&] { rotary_fused(torch::randn({2, 3, 4, 8}, torch::kHalf), c, s); }), "");
   if (!torch::cuda::is_available()) return;
   EXPECT_EQ(rotary_fused_supports(torch::randn({2, 3, 4, 8}, torch::kCUDA)), bool(ROPELAB_WITH_CUDA));
-  EXPECT_FALSE(rotary_fused_supports(
-      torch::randn({2, 3, 4, 8}, torch::TensorOptions(torch::kCUDA).dtype(torch::kBFloat16))));
+  EXPECT_FALSE(
+      rotary_fused_supports(torch::randn({2, 3, 4, 8}, torch::TensorOptions(torch::kCUDA).dtype(torch::kBFloat16))));
 }
 
 // --- the CPU loop in each build --------------------------------------------------------
@@ -206,12 +207,12 @@ TEST_P(RotaryKernel, MatchesTheEagerFormulaOnEveryLayout) {
     std::vector<int64_t> permutation;  // of a contiguous tensor: a strided input
   };
   const std::vector<Case> cases = {
-      {{6, 2, 3, 16}, 0, {}},              // (T, B, H, Dh)
-      {{2, 3, 6, 16}, -2, {}},             // (B, H, T, Dh)
-      {{2, 6, 3, 16}, 1, {}},              // (B, T, H, Dh)
-      {{2, 6, 3, 16}, -2, {0, 2, 1, 3}},   // (B, H, T, Dh) view of (B, T, H, Dh): the odometer path
-      {{2, 3, 16, 6}, -2, {0, 1, 3, 2}},   // last stride not 1: a contiguous copy
-      {{3, 6, 1, 2, 10}, 1, {}},           // 5 dims, odd Dh
+      {{6, 2, 3, 16}, 0, {}},             // (T, B, H, Dh)
+      {{2, 3, 6, 16}, -2, {}},            // (B, H, T, Dh)
+      {{2, 6, 3, 16}, 1, {}},             // (B, T, H, Dh)
+      {{2, 6, 3, 16}, -2, {0, 2, 1, 3}},  // (B, H, T, Dh) view of (B, T, H, Dh): the odometer path
+      {{2, 3, 16, 6}, -2, {0, 1, 3, 2}},  // last stride not 1: a contiguous copy
+      {{3, 6, 1, 2, 10}, 1, {}},          // 5 dims, odd Dh
   };
   for (const auto& c : cases) {
     for (bool interleaved : {false, true}) {

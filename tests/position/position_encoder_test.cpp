@@ -1,7 +1,6 @@
 // Position encoders: formulas, the properties the papers rely on, golden T5 buckets.
-#include "ropelab/position/encoders.h"
-
 #include "../test_util.h"
+#include "ropelab/position/encoders.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;
@@ -38,7 +37,7 @@ TEST_F(Position, SinusoidMatchesThePaperFormula) {
 TEST_F(Position, SinusoidShiftIsOneLinearMapForAllPositions) {
   SinusoidalEncoder enc(PositionOptions(), PositionGeometry{16, 2, false});
   const int64_t shift = 5;
-  auto base = enc.table(torch::arange(0, 40)).to(torch::kDouble);        // (40, D)
+  auto base = enc.table(torch::arange(0, 40)).to(torch::kDouble);  // (40, D)
   auto shifted = enc.table(torch::arange(shift, 40 + shift)).to(torch::kDouble);
   // M_k depends on k alone: per frequency w_i, (sin w(p+k), cos w(p+k)) is the 2x2
   // rotation [[cos wk, sin wk], [-sin wk, cos wk]] of (sin wp, cos wp).
@@ -118,7 +117,7 @@ TEST_F(Position, RotaryRejectsDimensionsThatDoNotSplit) {
 
 // Golden values: tests/golden/t5_buckets.py, an independent Python implementation.
 TEST_F(Position, T5BucketsMatchGoldenValues) {
-  const std::vector<int64_t> relative = {0,   1,   -1, 3,   -3,  7,   -7,   8,   -8,   15,   -15, 16,
+  const std::vector<int64_t> relative = {0,   1,  -1,  3,  -3,  7,   -7,   8,   -8,   15,   -15,  16,
                                          -16, 20, -20, 40, -40, 127, -127, 128, -128, 1000, -1000};
   const std::vector<int64_t> bidirectional = {0,  17, 1,  19, 3,  23, 7,  24, 8,  25, 9, 26,
                                               10, 26, 10, 28, 12, 31, 15, 31, 15, 31, 15};

@@ -19,9 +19,13 @@ TEST(Positions, LayoutsAndDefaults) {
   Positions rows(torch::zeros({3, 5, 2}, torch::kLong), 2);
   EXPECT_TRUE(rows.batched());
   EXPECT_EQ(rows.length(), 5);
-  EXPECT_NE(error_of([] { Positions(torch::zeros({3, 5, 4}, torch::kLong), 2); }).find("expected 2 coordinates"),
+  EXPECT_NE(error_of([] {
+              Positions(torch::zeros({3, 5, 4}, torch::kLong), 2);
+            }).find("expected 2 coordinates"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Positions(torch::zeros({2, 3, 4, 5}, torch::kLong), 2); }).find("(T, N) or (B, T, N)"),
+  EXPECT_NE(error_of([] {
+              Positions(torch::zeros({2, 3, 4, 5}, torch::kLong), 2);
+            }).find("(T, N) or (B, T, N)"),
             std::string::npos);
 }
 

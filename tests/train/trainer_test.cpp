@@ -1,16 +1,6 @@
 // Training pieces and an end-to-end overfitting run through ropelab::train.
 #include "ropelab/train/trainer.h"
 
-#include "ropelab/data/batching.h"
-#include "ropelab/decode/search.h"
-#include "ropelab/train/ablation.h"
-#include "ropelab/run/checkpoint.h"
-#include "ropelab/ops/cross_entropy/cross_entropy.h"
-#include "ropelab/run/run.h"
-#include "ropelab/task/translation_task.h"
-
-#include "../test_util.h"
-
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +10,15 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "../test_util.h"
+#include "ropelab/data/batching.h"
+#include "ropelab/decode/search.h"
+#include "ropelab/ops/cross_entropy/cross_entropy.h"
+#include "ropelab/run/checkpoint.h"
+#include "ropelab/run/run.h"
+#include "ropelab/task/translation_task.h"
+#include "ropelab/train/ablation.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;
@@ -53,8 +52,9 @@ TEST_F(Training, SmoothedLossIsTorchsLabelSmoothing) {
   target[1][3] = 0;
   auto [loss, nll] = smoothed_loss(logits, target, 0.1, 0);
   namespace F = torch::nn::functional;
-  auto expected = F::cross_entropy(logits.view({-1, 11}), target.view(-1),
-                                   F::CrossEntropyFuncOptions().ignore_index(0).label_smoothing(0.1).reduction(torch::kSum));
+  auto expected =
+      F::cross_entropy(logits.view({-1, 11}), target.view(-1),
+                       F::CrossEntropyFuncOptions().ignore_index(0).label_smoothing(0.1).reduction(torch::kSum));
   auto expected_nll = F::cross_entropy(logits.view({-1, 11}), target.view(-1),
                                        F::CrossEntropyFuncOptions().ignore_index(0).reduction(torch::kSum));
   EXPECT_NEAR(loss.item<double>(), expected.item<double>(), 1e-4);
@@ -172,12 +172,24 @@ TEST_F(Training, TinyModelOverfitsAFewPairs) {
                          "a big dog\tun perro grande\nI eat\tyo como\nyou read\ttú lees\n"
                          "the black cat\tel gato negro\ngood night\tbuenas noches\n";
   ConfigSources sources;
-  sources.overrides = {"data.train=" + data,  "data.valid=" + data,     "tokenizer.type=word",
-                       "model.d_model=32",    "model.heads=2",          "model.d_ff=64",
-                       "model.encoder_layers=1", "model.decoder_layers=1", "model.dropout=0",
-                       "train.steps=150",     "train.lr_schedule=inverse_sqrt", "train.lr=0.005",
-                       "train.warmup=20",     "train.label_smoothing=0", "train.log_every=50",
-                       "train.valid_every=150", "train.threads=1",      "decode.beam=1"};
+  sources.overrides = {"data.train=" + data,
+                       "data.valid=" + data,
+                       "tokenizer.type=word",
+                       "model.d_model=32",
+                       "model.heads=2",
+                       "model.d_ff=64",
+                       "model.encoder_layers=1",
+                       "model.decoder_layers=1",
+                       "model.dropout=0",
+                       "train.steps=150",
+                       "train.lr_schedule=inverse_sqrt",
+                       "train.lr=0.005",
+                       "train.warmup=20",
+                       "train.label_smoothing=0",
+                       "train.log_every=50",
+                       "train.valid_every=150",
+                       "train.threads=1",
+                       "decode.beam=1"};
   auto config = load_config(sources);
   const auto run = (dir_ / "run").string();
   train(config, run, false);
@@ -246,11 +258,11 @@ TEST_F(Training, ResumeContinuesBitForBit) {
                           "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\ngood night\tbuenas noches\n"
                           "a big dog\tun perro grande\nI eat\tyo como\n");
   auto config_for = [&](int64_t steps) {
-    return load_config({{}, {"data.train=" + data, "tokenizer.type=word", "model.d_model=16", "model.heads=2",
-                             "model.d_ff=16", "model.encoder_layers=1", "model.decoder_layers=1", "model.dropout=0.2",
-                             "train.max_tokens=12", "train.steps=" + std::to_string(steps), "train.log_every=1",
-                             "train.valid_every=0", "train.threads=1", "train.lr_schedule=constant",
-                             "train.lr=0.001"}});
+    return load_config({{},
+                        {"data.train=" + data, "tokenizer.type=word", "model.d_model=16", "model.heads=2",
+                         "model.d_ff=16", "model.encoder_layers=1", "model.decoder_layers=1", "model.dropout=0.2",
+                         "train.max_tokens=12", "train.steps=" + std::to_string(steps), "train.log_every=1",
+                         "train.valid_every=0", "train.threads=1", "train.lr_schedule=constant", "train.lr=0.001"}});
   };
   const auto straight = (dir_ / "straight").string(), resumed = (dir_ / "resumed").string();
   train(config_for(9), straight, false);
@@ -289,7 +301,8 @@ TEST_F(Training, NonFiniteLossSkipsTheUpdate) {
   auto bad = update_step(task, adam, batches, TrainOptions(), 1e-2);
   EXPECT_TRUE(bad.skipped);
   EXPECT_TRUE(torch::equal(model->embedding->weight, poisoned));  // no step taken
-  for (const auto& p : model->parameters()) EXPECT_TRUE(!p.grad().defined() || p.grad().abs().sum().item<double>() == 0);
+  for (const auto& p : model->parameters())
+    EXPECT_TRUE(!p.grad().defined() || p.grad().abs().sum().item<double>() == 0);
 }
 
 // The ablation table's train_s is the last elapsed_s, which a resumed run continues from

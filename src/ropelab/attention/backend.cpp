@@ -1,10 +1,10 @@
 #include "ropelab/attention/backend.h"
 
-#include "ropelab/ops/attention/fused_attention.h"
-#include "ropelab/attention/performer.h"
-#include "ropelab/util/enum_names.h"
-
 #include <limits>
+
+#include "ropelab/attention/performer.h"
+#include "ropelab/ops/attention/fused_attention.h"
+#include "ropelab/util/enum_names.h"
 
 namespace ropelab {
 

@@ -71,8 +71,7 @@ class AttentionBackendImpl : public torch::nn::Module {
   /// Attention of new queries (inputs.k and .v undefined) to a fixed memory whose keys
   /// and values `memory` gives, called on the first step only; the backend keeps what
   /// later steps need in `cache`. The default keeps keys and values.
-  virtual torch::Tensor forward_memory(AttentionInputs inputs, AttentionCachePtr& cache,
-                                       const MemoryKeyValues& memory);
+  virtual torch::Tensor forward_memory(AttentionInputs inputs, AttentionCachePtr& cache, const MemoryKeyValues& memory);
   /// Whether the backend can add a logit bias (T5); validated at config time.
   virtual bool accepts_logit_bias() const = 0;
   /// Called after optimizer update `step` (1-based) in training.

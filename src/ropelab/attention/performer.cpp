@@ -37,8 +37,7 @@ PerformerAttention::PerformerAttention(const AttentionOptions& options, int64_t 
   TORCH_CHECK(num_features_ > 0, "performer: num_features must be positive, got ", num_features_);
   TORCH_CHECK(chunk_size_ > 0, "performer: chunk_size must be positive, got ", chunk_size_);
   TORCH_CHECK(redraw_every_ >= 0, "performer: redraw_every must be >= 0, got ", redraw_every_);
-  TORCH_CHECK(options.dropout() == 0.0, "performer: attention dropout is not supported (got ", options.dropout(),
-              ")");
+  TORCH_CHECK(options.dropout() == 0.0, "performer: attention dropout is not supported (got ", options.dropout(), ")");
   features = register_buffer("features", orthogonal_random_features(num_features_, head_dim_));
 }
 
@@ -78,8 +77,8 @@ torch::Tensor PerformerAttention::forward(const AttentionInputs& in) {
   auto stabilizer = logits.amax({-2, -1}, true).detach();  // one per (batch, head): cancels exactly
   auto phi_k = torch::exp(logits - stabilizer);
   if (keep.defined()) phi_k = phi_k * keep.to(phi_k.dtype());
-  auto kv = torch::matmul(phi_k.transpose(-2, -1), in.v);                 // (B, H, m, Dh)
-  auto denominator = torch::matmul(phi_q, phi_k.sum(-2).unsqueeze(-1));    // (B, H, Tq, 1)
+  auto kv = torch::matmul(phi_k.transpose(-2, -1), in.v);                // (B, H, m, Dh)
+  auto denominator = torch::matmul(phi_q, phi_k.sum(-2).unsqueeze(-1));  // (B, H, Tq, 1)
   return torch::matmul(phi_q, kv) / denominator.clamp_min(kTinyDenominator);
 }
 
@@ -126,7 +125,7 @@ torch::Tensor causal_linear_attention(const torch::Tensor& phi_q, const torch::T
   auto vc = values.view({B, H, N, C, Dh});
   auto qc = q.view({B, H, N, C, m});
   auto kv = torch::matmul(e.transpose(-2, -1), vc);  // (B, H, N, m, Dh)
-  auto ks = e.sum(-2);                                // (B, H, N, m)
+  auto ks = e.sum(-2);                               // (B, H, N, m)
 
   // Earlier keys from the cache form a chunk of their own before the first.
   const bool from_cache = cache && cache->kv_sum.defined();
@@ -139,23 +138,23 @@ torch::Tensor causal_linear_attention(const torch::Tensor& phi_q, const torch::T
   }
   // Chunk i is computed at the running maximum M_i; chunk j < i enters with
   // exp(scale_j - M_i) <= 1, its own content at exp(scale_i - M_i).
-  auto running = std::get<0>(torch::cummax(scale, -1));                                  // (B, H, L)
+  auto running = std::get<0>(torch::cummax(scale, -1));  // (B, H, L)
   auto earlier = torch::ones({L, L}, scale.options().dtype(torch::kBool)).tril(-1);
   auto weight = torch::exp(scale.unsqueeze(-2) - running.unsqueeze(-1)).masked_fill(earlier.logical_not(), 0.0);
-  weight = weight.narrow(2, first, N);                                                   // (B, H, N, L)
+  weight = weight.narrow(2, first, N);  // (B, H, N, L)
   auto prefix_kv = torch::matmul(weight, kv_all.flatten(-2)).view({B, H, N, m, Dh});
-  auto prefix_k = torch::matmul(weight, ks_all);                                         // (B, H, N, m)
+  auto prefix_k = torch::matmul(weight, ks_all);  // (B, H, N, m)
 
-  auto within = torch::matmul(qc, e.transpose(-2, -1));                                  // (B, H, N, C, C)
+  auto within = torch::matmul(qc, e.transpose(-2, -1));  // (B, H, N, C, C)
   within = within.masked_fill(torch::ones({C, C}, within.options().dtype(torch::kBool)).triu(1), 0.0);
-  auto own = torch::exp(chunk_max - running.narrow(2, first, N)).unsqueeze(-1);         // (B, H, N, 1)
+  auto own = torch::exp(chunk_max - running.narrow(2, first, N)).unsqueeze(-1);  // (B, H, N, 1)
   auto numerator = torch::matmul(within, vc) * own.unsqueeze(-1) + torch::matmul(qc, prefix_kv);
   auto denominator = within.sum(-1) * own + torch::matmul(qc, prefix_k.unsqueeze(-1)).squeeze(-1);
   auto out = (numerator / denominator.clamp_min(kTinyDenominator).unsqueeze(-1)).view({B, H, padded, Dh});
 
-  if (cache) {  // sums over every key so far, at the final running maximum
-    auto last = running.select(-1, L - 1);                                                // (B, H)
-    auto w = torch::exp(scale - last.unsqueeze(-1)).detach();                              // (B, H, L)
+  if (cache) {                              // sums over every key so far, at the final running maximum
+    auto last = running.select(-1, L - 1);  // (B, H)
+    auto w = torch::exp(scale - last.unsqueeze(-1)).detach();  // (B, H, L)
     cache->kv_sum = (kv_all * w.unsqueeze(-1).unsqueeze(-1)).sum(2);
     cache->k_sum = (ks_all * w.unsqueeze(-1)).sum(2);
     cache->log_scale = last;

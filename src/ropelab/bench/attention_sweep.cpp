@@ -38,9 +38,9 @@ AttentionBenchOptions parse_attention_case(const std::string& text, AttentionBen
   return o;
 }
 
-void sweep_attention(const AttentionBenchOptions& o, const std::vector<int64_t>& lengths, const std::vector<bool>& modes,
-                     const torch::Device& device, int64_t threads, const std::string& executable,
-                     const std::function<void(const AttentionSweepRow&)>& on_row) {
+void sweep_attention(const AttentionBenchOptions& o, const std::vector<int64_t>& lengths,
+                     const std::vector<bool>& modes, const torch::Device& device, int64_t threads,
+                     const std::string& executable, const std::function<void(const AttentionSweepRow&)>& on_row) {
   for (bool causal : modes)
     for (int64_t T : lengths) {
       AttentionSweepRow row;

@@ -3,11 +3,11 @@
 /// each case measured by bench_attention in a process of its own, so the CPU's peak
 /// resident memory belongs to that case alone.
 
-#include "ropelab/bench/benchmarks.h"
-
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "ropelab/bench/benchmarks.h"
 
 namespace ropelab {
 

@@ -1,18 +1,17 @@
 #include "ropelab/bench/benchmarks.h"
 
+#include <torch/csrc/autograd/profiler_legacy.h>
+
 #include "ropelab/data/batching.h"
-#include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/data/tokenizer.h"
+#include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/run/run.h"
 #include "ropelab/train/trainer.h"
-
-#include <torch/csrc/autograd/profiler_legacy.h>
 #ifdef ROPELAB_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
 #include <fstream>
-
 
 namespace ropelab {
 
@@ -53,8 +52,9 @@ TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& opti
       update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step));
     profiler = std::make_unique<torch::autograd::profiler::RecordProfile>(options.profile);
   }
-  result.step = time_repeats([&] { update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step)); },
-                             options.warmup, options.steps, device);
+  result.step = time_repeats(
+      [&] { update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step)); },
+      options.warmup, options.steps, device);
   result.target_tokens_per_second = static_cast<double>(batch.target_tokens) / result.step.median;
   return result;
 }
@@ -102,8 +102,10 @@ std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, cons
     rows.push_back(row);
   };
   run("additive", [&] { return std::make_pair(q + pe, k + pe); });
-  run("eager", [&] { return std::make_pair(rotary_eager(q, cos, sin, 0, false), rotary_eager(k, cos, sin, 0, false)); });
-  run("script", [&] { return std::make_pair(rotary_script(q, cos, sin, 0, false), rotary_script(k, cos, sin, 0, false)); });
+  run("eager",
+      [&] { return std::make_pair(rotary_eager(q, cos, sin, 0, false), rotary_eager(k, cos, sin, 0, false)); });
+  run("script",
+      [&] { return std::make_pair(rotary_script(q, cos, sin, 0, false), rotary_script(k, cos, sin, 0, false)); });
   if (device.is_cpu()) run("fused", [&] { return rotary_fused_qk(q, k, cos, sin, 0, false); });
   for (auto& row : rows) row.ratio = row.timing.median / rows.front().timing.median;
   return rows;

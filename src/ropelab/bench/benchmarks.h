@@ -1,17 +1,15 @@
 #pragma once
 /// Benchmarks behind `ropelab bench ...`: measured, never asserted in tests.
 
-#include "ropelab/config/config.h"
-#include "ropelab/run/run.h"
-
-#include "ropelab/util/runtime.h"
-
 #include <torch/torch.h>
 
 #include <algorithm>
-
 #include <string>
 #include <vector>
+
+#include "ropelab/config/config.h"
+#include "ropelab/run/run.h"
+#include "ropelab/util/runtime.h"
 
 namespace ropelab {
 
@@ -24,7 +22,7 @@ struct Timing {
 namespace detail {
 /// Waits for the device's queued work (CUDA); a no-op on the CPU.
 void synchronize(const torch::Device& device);
-}
+}  // namespace detail
 
 /// Times `f` `repeats` times after `warmup` untimed calls (CUDA synchronised).
 template <typename F>
@@ -50,8 +48,8 @@ Timing time_repeats(F&& f, int64_t warmup, int64_t repeats, const torch::Device&
 
 struct TrainBenchOptions {
   int64_t vocab_size = 8000;
-  int64_t batch = 64;     // sentences
-  int64_t length = 32;    // tokens per source and target sentence
+  int64_t batch = 64;   // sentences
+  int64_t length = 32;  // tokens per source and target sentence
   int64_t warmup = 3;
   int64_t steps = 20;
   /// When set, the timed steps are recorded by LibTorch's profiler into this Chrome trace.
@@ -102,8 +100,8 @@ struct AttentionBenchOptions {
 };
 
 struct AttentionBenchResult {
-  Timing timing;          // forward + backward of the backend alone
-  double peak_mib = 0;    // peak memory above what the inputs hold
+  Timing timing;        // forward + backward of the backend alone
+  double peak_mib = 0;  // peak memory above what the inputs hold
 };
 
 /// Times forward+backward of one attention backend on random q, k, v (B, H, T, Dh) and

@@ -1,7 +1,5 @@
 #include "ropelab/config/config.h"
 
-#include "ropelab/util/enum_names.h"
-
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -9,6 +7,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "ropelab/util/enum_names.h"
 
 namespace ropelab {
 
@@ -345,7 +345,7 @@ void erase_origins_below(Origins& origins, const std::string& key) {
 
 /// Deep-merges `src` into `dst` (maps merge, everything else replaces), recording origins.
 void merge_into(YAML::Node dst, const YAML::Node& src, const std::string& prefix, const std::string& origin,
-           Origins& origins) {
+                Origins& origins) {
   for (const auto& entry : src) {
     const auto& name = entry.first.Scalar();
     const auto key = prefix + name;
@@ -409,7 +409,8 @@ void expand_position_shorthand(YAML::Node root, Origins& origins) {
   YAML::Node model = root["model"];
   if (!model || !model.IsMap() || !model["position"]) return;
   YAML::Node shorthand = model["position"];
-  if (!shorthand.IsMap()) throw ConfigError(origin_of(origins, "model.position") + ": model.position must be a mapping");
+  if (!shorthand.IsMap())
+    throw ConfigError(origin_of(origins, "model.position") + ": model.position must be a mapping");
   for (const char* stack : {"encoder_position", "decoder_position"}) {
     YAML::Node expanded(YAML::NodeType::Map);
     Origins scratch;
@@ -441,8 +442,7 @@ void validate(const Config& c, const Reader& r) {
   const auto& m = c.model;
   require(m.d_model() > 0, "model.d_model", m.d_model(), "must be positive");
   require(m.heads() > 0, "model.heads", m.heads(), "must be positive");
-  require(m.d_model() % m.heads() == 0, "model.heads", m.heads(),
-          "does not divide model.d_model=" + show(m.d_model()));
+  require(m.d_model() % m.heads() == 0, "model.heads", m.heads(), "does not divide model.d_model=" + show(m.d_model()));
   require(m.d_ff() > 0, "model.d_ff", m.d_ff(), "must be positive");
   require(m.encoder_layers() > 0, "model.encoder_layers", m.encoder_layers(), "must be positive");
   require(m.decoder_layers() > 0, "model.decoder_layers", m.decoder_layers(), "must be positive");
@@ -510,8 +510,8 @@ void validate(const Config& c, const Reader& r) {
     case TaskType::lm:
       require(c.data.format() == CorpusFormat::text, "data.format", to_string(c.data.format()),
               "cannot feed task lm (expected text)");
-      require(c.data.source_layout() == SourceLayout::sequence, "data.source_layout",
-              to_string(c.data.source_layout()), "applies to translation sources only");
+      require(c.data.source_layout() == SourceLayout::sequence, "data.source_layout", to_string(c.data.source_layout()),
+              "applies to translation sources only");
       break;
     case TaskType::translation:
       require(c.data.format() != CorpusFormat::text, "data.format", "text",

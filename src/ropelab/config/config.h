@@ -8,14 +8,14 @@
 /// `model.position` is a shorthand that sets both `model.encoder_position` and
 /// `model.decoder_position`; keys under those two override it.
 
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 #include "ropelab/data/options.h"
 #include "ropelab/decode/options.h"
 #include "ropelab/model/transformer.h"
 #include "ropelab/train/options.h"
-
-#include <stdexcept>
-#include <string>
-#include <vector>
 
 namespace ropelab {
 

@@ -1,11 +1,11 @@
 #include "ropelab/config/experiment.h"
 
-#include "ropelab/task/task.h"
-
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <set>
+
+#include "ropelab/task/task.h"
 
 namespace ropelab {
 
@@ -46,7 +46,8 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (!root["base"]) fail(path, "base (the config file(s) every variant starts from) is required");
   spec.base = scalars(root["base"], path, "base");
   for (const auto& file : spec.base)
-    if (!std::filesystem::exists(file)) fail(path, "base: " + file + " not found (paths are from the working directory)");
+    if (!std::filesystem::exists(file))
+      fail(path, "base: " + file + " not found (paths are from the working directory)");
   if (root["set"]) spec.set = scalars(root["set"], path, "set");
   if (root["grid"]) {
     if (!root["grid"].IsMap()) fail(path, "grid must map config keys to lists of values");

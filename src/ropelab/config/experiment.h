@@ -11,18 +11,18 @@
 /// Every variant's config is loaded and validated before anything runs; errors name the
 /// experiment file and the variant.
 
-#include "ropelab/config/config.h"
-
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ropelab/config/config.h"
+
 namespace ropelab {
 
 struct ExperimentSpec {
-  std::string path;                    // the experiment file
-  std::vector<std::string> base;       // config files
-  std::vector<std::string> set;        // overrides for every variant
+  std::string path;                                                    // the experiment file
+  std::vector<std::string> base;                                       // config files
+  std::vector<std::string> set;                                        // overrides for every variant
   std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // in file order
   std::vector<int64_t> seeds = {1};
   std::vector<int64_t> eval_contexts;  // LM test perplexity contexts; empty: data.context

@@ -21,7 +21,8 @@ Batch collate_lm(const ExampleSet& set, const std::vector<size_t>& indices, cons
   for (int64_t r = 0; r < rows; ++r) {
     const auto& chunk = examples[static_cast<size_t>(r)].target;
     const auto n = static_cast<int64_t>(chunk.size()) - 1;
-    for (int64_t j = 0; j < n; ++j) a[r][j] = chunk[static_cast<size_t>(j)], b[r][j] = chunk[static_cast<size_t>(j + 1)];
+    for (int64_t j = 0; j < n; ++j)
+      a[r][j] = chunk[static_cast<size_t>(j)], b[r][j] = chunk[static_cast<size_t>(j + 1)];
     batch.target_tokens += n;
   }
   batch.target_in = tin.to(device);
@@ -67,7 +68,8 @@ Batch collate(const ExampleSet& set, const std::vector<size_t>& indices, const t
     auto p = pos.accessor<int64_t, 3>();
     for (int64_t r = 0; r < rows; ++r) {
       const auto& coords = examples[static_cast<size_t>(r)].source_positions;
-      for (size_t j = 0; j < coords.size() / 2; ++j) p[r][static_cast<int64_t>(j)][0] = coords[2 * j], p[r][static_cast<int64_t>(j)][1] = coords[2 * j + 1];
+      for (size_t j = 0; j < coords.size() / 2; ++j)
+        p[r][static_cast<int64_t>(j)][0] = coords[2 * j], p[r][static_cast<int64_t>(j)][1] = coords[2 * j + 1];
     }
     batch.source_positions = pos.to(device);
   }
@@ -78,8 +80,8 @@ Batch collate(const ExampleSet& set, const std::vector<size_t>& indices, const t
   return batch;
 }
 
-std::vector<std::vector<size_t>> plan_batches(const std::vector<Example>& examples, int64_t max_tokens,
-                                              bool bucketing, uint64_t seed) {
+std::vector<std::vector<size_t>> plan_batches(const std::vector<Example>& examples, int64_t max_tokens, bool bucketing,
+                                              uint64_t seed) {
   return plan_batches(ExampleView(examples), max_tokens, bucketing, seed);
 }
 

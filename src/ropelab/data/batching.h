@@ -2,22 +2,22 @@
 /// Batches: examples padded into tensors (collate, collate_lm) and token-budget batch
 /// plans (plan_batches, pack_batches).
 
-#include "ropelab/data/token_store.h"
-
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
+#include "ropelab/data/token_store.h"
+
 namespace ropelab {
 
 struct Batch {
-  torch::Tensor source;      // (B, S): tokens EOS pad...; undefined for language models
-  torch::Tensor target_in;   // (B, T): BOS tokens pad... (LM: chunk[:-1])
-  torch::Tensor target_out;  // (B, T): tokens EOS pad... (LM: chunk[1:])
+  torch::Tensor source;            // (B, S): tokens EOS pad...; undefined for language models
+  torch::Tensor target_in;         // (B, T): BOS tokens pad... (LM: chunk[:-1])
+  torch::Tensor target_out;        // (B, T): tokens EOS pad... (LM: chunk[1:])
   torch::Tensor source_positions;  // (B, S, 2) in the grid layout, else undefined
-  int64_t target_tokens = 0; // non-pad target tokens
+  int64_t target_tokens = 0;       // non-pad target tokens
   int64_t sentences = 0;
 };
 
@@ -34,8 +34,8 @@ Batch collate_lm(const ExampleSet& examples, const std::vector<size_t>& indices,
 /// Batch order is shuffled with `seed`.
 std::vector<std::vector<size_t>> plan_batches(const ExampleSet& examples, int64_t max_tokens, bool bucketing,
                                               uint64_t seed);
-std::vector<std::vector<size_t>> plan_batches(const std::vector<Example>& examples, int64_t max_tokens,
-                                              bool bucketing, uint64_t seed);
+std::vector<std::vector<size_t>> plan_batches(const std::vector<Example>& examples, int64_t max_tokens, bool bucketing,
+                                              uint64_t seed);
 
 /// Cuts `order` into consecutive batches whose padded size (rows x the longest
 /// `length(i)`) stays within `max_tokens`; a batch holds at least one example.

@@ -1,10 +1,10 @@
 #include "ropelab/data/examples.h"
 
-#include "ropelab/data/token_store.h"
-
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+
+#include "ropelab/data/token_store.h"
 
 namespace ropelab {
 
@@ -50,8 +50,7 @@ void for_each_lm_chunk(size_t n, int64_t context, F&& fn) {
 size_t side_limit(int64_t max_len) { return static_cast<size_t>(max_len - 1); }
 
 /// Encodes a pair into `e`; false when a side is over `limit` (both then truncated to it).
-bool encode_pair(const Tokenizer& tokenizer, const std::string& src, const std::string& tgt, size_t limit,
-                 Example& e) {
+bool encode_pair(const Tokenizer& tokenizer, const std::string& src, const std::string& tgt, size_t limit, Example& e) {
   e.source = tokenizer.encode(src);
   e.target = tokenizer.encode(tgt);
   if (e.source.size() <= limit && e.target.size() <= limit) return true;
@@ -78,8 +77,10 @@ std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Toke
   if (stream.size() > limit) stream.resize(limit);
   std::vector<Example> chunks;
   for_each_lm_chunk(stream.size(), context, [&](size_t start, size_t end) {
-    chunks.push_back({{}, std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
-                                               stream.begin() + static_cast<std::ptrdiff_t>(end)), {}});
+    chunks.push_back({{},
+                      std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
+                                           stream.begin() + static_cast<std::ptrdiff_t>(end)),
+                      {}});
   });
   return chunks;
 }
@@ -108,9 +109,8 @@ int64_t write_lm_store(const std::string& text_path, const Tokenizer& tokenizer,
     if (line.empty()) return void(++empty);
     writer.append_tokens(lm_line_ids(line, tokenizer));
   });
-  for_each_lm_chunk(static_cast<size_t>(writer.tokens()), context, [&](size_t start, size_t end) {
-    writer.add_span(start, 0, static_cast<uint32_t>(end - start));
-  });
+  for_each_lm_chunk(static_cast<size_t>(writer.tokens()), context,
+                    [&](size_t start, size_t end) { writer.add_span(start, 0, static_cast<uint32_t>(end - start)); });
   writer.finish();
   return empty;
 }

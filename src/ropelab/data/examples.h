@@ -2,13 +2,13 @@
 /// Text to token ids: sentence pairs (with grid coordinates in the grid layout) and
 /// language-model chunks, in memory or streamed into a token store (data/token_store.h).
 
-#include "ropelab/data/options.h"
-#include "ropelab/data/text.h"
-#include "ropelab/data/tokenizer.h"
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "ropelab/data/options.h"
+#include "ropelab/data/text.h"
+#include "ropelab/data/tokenizer.h"
 
 namespace ropelab {
 

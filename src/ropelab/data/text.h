@@ -2,12 +2,12 @@
 /// Reading text: lines of UTF-8 (a byte-order mark and CR line ends dropped, invalid
 /// UTF-8 an error naming the file and line) and the sentence pairs of parallel corpora.
 
-#include "ropelab/data/options.h"
-
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "ropelab/data/options.h"
 
 namespace ropelab {
 

@@ -18,7 +18,8 @@ size_t ExampleView::padded_length(size_t i) const {
 TokenStore::Writer::Writer(std::string path) : path_(std::move(path)) {
   tokens_ = std::fopen((path_ + ".tokens").c_str(), "wb");
   index_ = std::fopen((path_ + ".index").c_str(), "wb");
-  if (!tokens_ || !index_) throw std::runtime_error(path_ + ".tokens: cannot open for writing: " + std::strerror(errno));
+  if (!tokens_ || !index_)
+    throw std::runtime_error(path_ + ".tokens: cannot open for writing: " + std::strerror(errno));
 }
 
 TokenStore::Writer::~Writer() {

@@ -2,12 +2,12 @@
 /// Sets of examples by index: in memory (ExampleView) or memory-mapped from disk
 /// (TokenStore), so a training corpus need not fit in memory.
 
-#include "ropelab/data/examples.h"
-
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "ropelab/data/examples.h"
 
 namespace ropelab {
 

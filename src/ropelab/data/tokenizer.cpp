@@ -49,9 +49,7 @@ class ByteTokenizer : public Tokenizer {
 
 // --- word tokenizer -------------------------------------------------------------------
 
-bool is_split_punct(unsigned char c) {
-  return c < 0x80 && std::ispunct(c) && c != '\'' && c != '-';
-}
+bool is_split_punct(unsigned char c) { return c < 0x80 && std::ispunct(c) && c != '\'' && c != '-'; }
 
 /// Length of the opening inverted mark at s[i] ("¿" or "¡", two UTF-8 bytes), or 0.
 size_t inverted_mark(const std::string& s, size_t i) {
@@ -169,7 +167,8 @@ class SentencePieceTokenizer : public Tokenizer {
     processor_ = shim().load(model_path.c_str(), error, sizeof error);
     if (!processor_) {
       // SentencePiece reports a file that does not parse with its own source location.
-      std::string reason = std::strstr(error, "ParseFromArray") ? "not a SentencePiece model (corrupt or foreign)" : error;
+      std::string reason =
+          std::strstr(error, "ParseFromArray") ? "not a SentencePiece model (corrupt or foreign)" : error;
       while (!reason.empty() && std::isspace(static_cast<unsigned char>(reason.back()))) reason.pop_back();
       throw std::runtime_error(model_path + ": cannot load SentencePiece model: " + reason);
     }
@@ -180,8 +179,8 @@ class SentencePieceTokenizer : public Tokenizer {
 
   std::vector<int64_t> encode(const std::string& text) const override {
     std::vector<int> ids(text.size() + 16);  // at most one piece per byte, plus slack
-    int n = shim().encode(processor_, text.data(), static_cast<int>(text.size()), ids.data(),
-                          static_cast<int>(ids.size()));
+    int n =
+        shim().encode(processor_, text.data(), static_cast<int>(text.size()), ids.data(), static_cast<int>(ids.size()));
     if (n > static_cast<int>(ids.size())) {
       ids.resize(static_cast<size_t>(n));
       n = shim().encode(processor_, text.data(), static_cast<int>(text.size()), ids.data(), n);
@@ -282,7 +281,10 @@ std::vector<std::string> split_words(const std::string& text) {
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& texts,
                                            const std::string& work_dir) {
   return train_tokenizer(
-      options, [&](const std::function<void(const std::string&)>& emit) { for (const auto& t : texts) emit(t); },
+      options,
+      [&](const std::function<void(const std::string&)>& emit) {
+        for (const auto& t : texts) emit(t);
+      },
       work_dir);
 }
 

@@ -1,13 +1,13 @@
 #pragma once
 /// Tokenizers: text <-> token ids with the special ids every model in ropelab uses.
 
-#include "ropelab/data/options.h"
-
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "ropelab/data/options.h"
 
 namespace ropelab {
 

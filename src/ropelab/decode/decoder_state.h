@@ -3,12 +3,12 @@
 /// holds R rows (sentences x beams); each step feeds the tokens the rows appended and
 /// returns next-token logits; select() keeps, repeats or reorders rows.
 
-#include "ropelab/model/transformer.h"
-
 #include <torch/torch.h>
 
 #include <memory>
 #include <vector>
+
+#include "ropelab/model/transformer.h"
 
 namespace ropelab {
 

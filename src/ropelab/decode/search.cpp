@@ -1,8 +1,8 @@
 #include "ropelab/decode/search.h"
 
-#include "ropelab/data/tokenizer.h"
-
 #include <limits>
+
+#include "ropelab/data/tokenizer.h"
 
 namespace ropelab {
 
@@ -60,7 +60,7 @@ std::vector<Hypothesis> token_by_token(Decoding d, Pick&& pick) {
   auto input = d.start;
   for (int64_t t = 0; t < longest(d.limits) && remaining > 0; ++t) {
     auto logp = torch::log_softmax(d.state->step(input).to(torch::kFloat), -1);  // (R, V)
-    const torch::Tensor next = pick(logp);  // (R)
+    const torch::Tensor next = pick(logp);                                       // (R)
     const torch::Tensor chosen = logp.gather(1, next.unsqueeze(1)).squeeze(1).cpu();
     const torch::Tensor next_cpu = next.cpu();
     auto token_of = next_cpu.accessor<int64_t, 1>();
@@ -134,8 +134,7 @@ std::vector<Hypothesis> beam_search(Decoding d, const DecodeOptions& options) {
   torch::NoGradGuard no_grad;
   const int64_t B = d.start.size(0), K = options.beam();
   const auto device = d.start.device();
-  TORCH_CHECK(static_cast<int64_t>(d.limits.size()) == B, "beam search: ", d.limits.size(), " limits for ", B,
-              " rows");
+  TORCH_CHECK(static_cast<int64_t>(d.limits.size()) == B, "beam search: ", d.limits.size(), " limits for ", B, " rows");
   std::vector<RowSearch> rows(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) rows[static_cast<size_t>(b)].limit = d.limits[static_cast<size_t>(b)];
   // Row b's beams are state rows b*K .. b*K+K-1. Only beam 0 is live at the start, so the
@@ -200,9 +199,8 @@ std::vector<Hypothesis> beam_search(Decoding d, const DecodeOptions& options) {
   for (int64_t b = 0; b < B; ++b) {
     const auto& f = rows[static_cast<size_t>(b)].finished;
     if (f.empty()) continue;  // only when the limit is 0
-    const auto best = std::max_element(f.begin(), f.end(), [](const auto& x, const auto& y) {
-      return x.normalized < y.normalized;
-    });
+    const auto best =
+        std::max_element(f.begin(), f.end(), [](const auto& x, const auto& y) { return x.normalized < y.normalized; });
     out[static_cast<size_t>(b)] = {best->tokens, best->score};
   }
   return out;

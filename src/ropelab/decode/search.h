@@ -3,12 +3,12 @@
 /// and sampling serve every task's model, both attention backends and every position
 /// encoder. Tasks build the Decoding (task/); searches only pick tokens.
 
-#include "ropelab/decode/decoder_state.h"
-#include "ropelab/decode/options.h"
-
 #include <torch/torch.h>
 
 #include <vector>
+
+#include "ropelab/decode/decoder_state.h"
+#include "ropelab/decode/options.h"
 
 namespace ropelab {
 

@@ -2,9 +2,9 @@
 /// Teacher-forced loss and perplexity of a task's model over a data set (validation
 /// during training, perplexity in `ropelab eval`).
 
-#include "ropelab/task/task.h"
-
 #include <cmath>
+
+#include "ropelab/task/task.h"
 
 namespace ropelab {
 

@@ -1,8 +1,5 @@
 #include "ropelab/eval/metrics.h"
 
-#include "ropelab/build_config.h"
-#include "ropelab/util/enum_names.h"
-
 #include <algorithm>
 #include <clocale>
 #include <cmath>
@@ -11,6 +8,9 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+
+#include "ropelab/build_config.h"
+#include "ropelab/util/enum_names.h"
 
 namespace ropelab {
 
@@ -78,15 +78,16 @@ std::u32string normalize_spaces(const std::u32string& s) {
 }
 
 void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+  for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
 }
 
 bool is_digit(char32_t c) { return c >= U'0' && c <= U'9'; }
 
 /// The 13a punctuation class: [{-~] [[-`] [ -&] [(-+] [:-@] and '/'.
 bool is_13a_punct(char32_t c) {
-  return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
-         (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == U'/';
+  return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) || (c >= 0x28 && c <= 0x2B) ||
+         (c >= 0x3A && c <= 0x40) || c == U'/';
 }
 
 }  // namespace
@@ -106,8 +107,10 @@ std::string tokenize_13a(const std::string& input) {
   // The four mteval regexes, each a left-to-right, non-overlapping substitution as re.sub does.
   std::u32string a;  // ([{-~[-` -&(-+:-@/]) -> ' \1 '
   for (char32_t c : s) {
-    if (is_13a_punct(c)) a += U' ', a += c, a += U' ';
-    else a += c;
+    if (is_13a_punct(c))
+      a += U' ', a += c, a += U' ';
+    else
+      a += c;
   }
   std::u32string b;  // ([^0-9])([.,]) -> '\1 \2 '
   for (size_t i = 0; i < a.size();) {
@@ -233,8 +236,10 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<st
       const auto words = split_spaces(prepare(ref_set[i]));
       const auto len = static_cast<int64_t>(words.size());
       const int64_t diff = std::abs(hyp_len - len);
-      if (closest == -1 || diff < closest) closest = diff, ref_len = len;
-      else if (diff == closest && len < ref_len) ref_len = len;
+      if (closest == -1 || diff < closest)
+        closest = diff, ref_len = len;
+      else if (diff == closest && len < ref_len)
+        ref_len = len;
       for (const auto& [ngram, count] : count_ngrams(words)) max_ref[ngram] = std::max(max_ref[ngram], count);
     }
     total.hyp_len += hyp_len;

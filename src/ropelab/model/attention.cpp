@@ -37,8 +37,8 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     q = qkv[0], k = qkv[1], v = qkv[2];
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
     if (call.cache)  // the backend keeps what later steps need (keys and values, or sums)
-      return heads_out(backend_->forward_cached({q, k, v, call.key_padding_mask, call.logit_bias, call.causal},
-                                                *call.cache));
+      return heads_out(
+          backend_->forward_cached({q, k, v, call.key_padding_mask, call.logit_bias, call.causal}, *call.cache));
   } else {
     q = split_heads(torch::nn::functional::linear(x, in_proj_weight.narrow(0, 0, d), in_proj_bias.narrow(0, 0, d)),
                     1)[0];
@@ -51,8 +51,8 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
       return std::make_pair(kv[0], kv[1]);
     };
     if (call.cache)  // memory keys and values are the backend's to keep, once per sentence
-      return heads_out(
-          backend_->forward_memory({q, {}, {}, call.key_padding_mask, call.logit_bias, call.causal}, *call.cache, memory_kv));
+      return heads_out(backend_->forward_memory({q, {}, {}, call.key_padding_mask, call.logit_bias, call.causal},
+                                                *call.cache, memory_kv));
     std::tie(k, v) = memory_kv();
   }
   return heads_out(backend_->forward({q, k, v, call.key_padding_mask, call.logit_bias, call.causal}));

@@ -2,10 +2,10 @@
 /// Multi-head attention (Vaswani et al. 2017, 3.2.2): projections, head split, the
 /// position encoder's rotation hook, the attention backend, the output projection.
 
+#include <torch/torch.h>
+
 #include "ropelab/attention/backend.h"
 #include "ropelab/position/position_encoder.h"
-
-#include <torch/torch.h>
 
 namespace ropelab {
 

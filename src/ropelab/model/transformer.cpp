@@ -39,8 +39,7 @@ TransformerLayerImpl::TransformerLayerImpl(const LayerOptions& options, bool cau
 }
 
 template <typename Sublayer>
-torch::Tensor TransformerLayerImpl::residual(const torch::Tensor& x, torch::nn::LayerNorm& norm,
-                                             Sublayer&& sublayer) {
+torch::Tensor TransformerLayerImpl::residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, Sublayer&& sublayer) {
   if (norm_ == NormPosition::pre) return x + dropout(sublayer(norm(x)));
   return norm(x + dropout(sublayer(x)));  // the paper's LayerNorm(x + Sublayer(x))
 }
@@ -145,10 +144,10 @@ Memory Memory::index_select(const torch::Tensor& index) const {
 
 Seq2SeqImpl::Seq2SeqImpl(const TransformerOptions& options_) : options(options_) {
   embedding = register_module("embedding", TiedEmbedding(options.vocab_size(), options.d_model(), options.pad_id()));
-  encoder = register_module("encoder", Stack(StackOptions()
-                                                 .layer(options.layer())
-                                                 .layers(options.encoder_layers())
-                                                 .position(options.encoder_position())));
+  encoder = register_module(
+      "encoder",
+      Stack(
+          StackOptions().layer(options.layer()).layers(options.encoder_layers()).position(options.encoder_position())));
   decoder = register_module("decoder", Stack(StackOptions()
                                                  .layer(options.layer())
                                                  .layers(options.decoder_layers())
@@ -190,8 +189,7 @@ LanguageModelImpl::LanguageModelImpl(const TransformerOptions& options_) : optio
                                                  .causal(true)));
 }
 
-torch::Tensor LanguageModelImpl::forward(const torch::Tensor& tokens, DecoderCache* state,
-                                         const Positions& positions) {
+torch::Tensor LanguageModelImpl::forward(const torch::Tensor& tokens, DecoderCache* state, const Positions& positions) {
   StackInputs in;
   if (!state) in.padding_mask = tokens.eq(options.pad_id());
   in.positions = positions;

@@ -4,12 +4,12 @@
 /// encoder-decoder Seq2Seq model with shared, sqrt(D)-scaled embeddings and tied output
 /// projection (3.4), and a decoder-only language model built from the same parts.
 
-#include "ropelab/model/attention.h"
-#include "ropelab/model/dropout.h"
-
 #include <torch/torch.h>
 
 #include <vector>
+
+#include "ropelab/model/attention.h"
+#include "ropelab/model/dropout.h"
 
 namespace ropelab {
 
@@ -54,8 +54,8 @@ struct StackInputs {
 class TransformerLayerImpl : public torch::nn::Module {
  public:
   /// `causal`: masked self-attention; `cross_attention`: attend to a memory.
-  TransformerLayerImpl(const LayerOptions& options, bool causal, bool cross_attention,
-                       const PositionEncoder& position, bool rotate_cross);
+  TransformerLayerImpl(const LayerOptions& options, bool causal, bool cross_attention, const PositionEncoder& position,
+                       bool rotate_cross);
   /// x (B, T, D) -> (B, T, D). `self_cache`/`cross_cache` for incremental decoding.
   torch::Tensor forward(const torch::Tensor& x, const StackInputs& in, AttentionCachePtr* self_cache = nullptr,
                         AttentionCachePtr* cross_cache = nullptr);
@@ -86,8 +86,8 @@ struct StackOptions {
 /// Caches for incremental decoding, one entry per layer.
 struct DecoderCache {
   std::vector<AttentionCachePtr> self, cross;  // one per layer, filled by its attention backend
-  int64_t offset = 0;              // tokens decoded so far: the next token's position
-  Positions key_positions;         // positions of every cached key (logit-bias encoders)
+  int64_t offset = 0;                          // tokens decoded so far: the next token's position
+  Positions key_positions;                     // positions of every cached key (logit-bias encoders)
   torch::Tensor memory_padding_mask;
   /// Keeps rows `index` of every cache (beam search).
   void reorder(const torch::Tensor& index);
@@ -128,7 +128,6 @@ struct TransformerOptions {
   TORCH_ARG(PositionOptions, encoder_position);
   TORCH_ARG(PositionOptions, decoder_position);
   TORCH_ARG(AttentionOptions, attention);
-
 
  public:
   LayerOptions layer() const;
@@ -184,8 +183,7 @@ class LanguageModelImpl : public torch::nn::Module {
   /// decoder_position and attention.
   explicit LanguageModelImpl(const TransformerOptions& options);
   /// tokens (B, T) -> logits (B, T, V)
-  torch::Tensor forward(const torch::Tensor& tokens, DecoderCache* state = nullptr,
-                        const Positions& positions = {});
+  torch::Tensor forward(const torch::Tensor& tokens, DecoderCache* state = nullptr, const Positions& positions = {});
 
   TransformerOptions options;
   TiedEmbedding embedding{nullptr};

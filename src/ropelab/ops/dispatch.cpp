@@ -1,9 +1,9 @@
 #include "ropelab/ops/dispatch.h"
 
-#include "ropelab/util/enum_names.h"
-
 #include <atomic>
 #include <cstdlib>
+
+#include "ropelab/util/enum_names.h"
 
 namespace ropelab {
 

@@ -1,9 +1,9 @@
 // TorchScript registration of the fused rotary operators: the namespace `ropelab` in
 // torch.ops, loadable from PyTorch Python with torch.ops.load_library("build/libropelab_ops.so")
 // and callable from TorchScript compiled at run time.
-#include "ropelab/ops/rotary/rotary.h"
-
 #include <torch/library.h>
+
+#include "ropelab/ops/rotary/rotary.h"
 
 namespace {
 
@@ -23,7 +23,8 @@ std::tuple<torch::Tensor, torch::Tensor> rotary_qk_op(const torch::Tensor& q, co
 
 TORCH_LIBRARY(ropelab, m) {
   m.def("rotary(Tensor x, Tensor cos, Tensor sin, int time_dim=-2, bool interleaved=False) -> Tensor", &rotary_op);
-  m.def("rotary_qk(Tensor q, Tensor k, Tensor cos, Tensor sin, int time_dim=-2, bool interleaved=False) -> "
-        "(Tensor, Tensor)",
-        &rotary_qk_op);
+  m.def(
+      "rotary_qk(Tensor q, Tensor k, Tensor cos, Tensor sin, int time_dim=-2, bool interleaved=False) -> "
+      "(Tensor, Tensor)",
+      &rotary_qk_op);
 }

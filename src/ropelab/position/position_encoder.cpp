@@ -1,7 +1,6 @@
 #include "ropelab/position/position_encoder.h"
 
 #include "ropelab/position/encoders.h"
-
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
@@ -62,13 +61,16 @@ torch::Tensor LearnedEncoder::embed(const torch::Tensor& x, const Positions& p) 
 // --- rotary --------------------------------------------------------------------
 
 RotaryEncoder::RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes)
-    : head_dim_(geometry.d_model / geometry.heads), axes_(axes), layout_(options.layout()), impl_(options.rotary_impl()) {
+    : head_dim_(geometry.d_model / geometry.heads),
+      axes_(axes),
+      layout_(options.layout()),
+      impl_(options.rotary_impl()) {
   TORCH_CHECK(axes_ >= 1, "RotaryEncoder: axes must be >= 1, got ", axes_);
-  TORCH_CHECK(options.fraction() > 0.0 && options.fraction() <= 1.0,
-              "RotaryEncoder: fraction must be in (0, 1], got ", options.fraction());
+  TORCH_CHECK(options.fraction() > 0.0 && options.fraction() <= 1.0, "RotaryEncoder: fraction must be in (0, 1], got ",
+              options.fraction());
   rotary_dim_ = static_cast<int64_t>(std::llround(options.fraction() * static_cast<double>(head_dim_)));
-  TORCH_CHECK(rotary_dim_ % (2 * axes_) == 0 && rotary_dim_ > 0, "RotaryEncoder: rotated dimensions (",
-              rotary_dim_, " = fraction ", options.fraction(), " x head_dim ", head_dim_,
+  TORCH_CHECK(rotary_dim_ % (2 * axes_) == 0 && rotary_dim_ > 0, "RotaryEncoder: rotated dimensions (", rotary_dim_,
+              " = fraction ", options.fraction(), " x head_dim ", head_dim_,
               ") must be a positive multiple of 2 x axes = ", 2 * axes_);
   inv_freq_ = register_buffer("inv_freq", inverse_frequencies(rotary_dim_ / axes_, options.base()));
 }
@@ -151,8 +153,8 @@ torch::Tensor T5BiasEncoder::logit_bias(const Positions& q, const Positions& k) 
               "or both batched, got ", q_positions.sizes(), " and ", k_positions.sizes());
   auto relative = k_positions.unsqueeze(-2) - q_positions.unsqueeze(-1);  // (..., Tq, Tk)
   auto buckets = t5_relative_bucket(relative, bidirectional_, num_buckets_, max_distance_);
-  auto bias = table_(buckets);                   // (..., Tq, Tk, H)
-  bias = bias.movedim(-1, -3);                   // (..., H, Tq, Tk)
+  auto bias = table_(buckets);                        // (..., Tq, Tk, H)
+  bias = bias.movedim(-1, -3);                        // (..., H, Tq, Tk)
   return bias.dim() == 3 ? bias.unsqueeze(0) : bias;  // (1|B, H, Tq, Tk)
 }
 
@@ -182,11 +184,11 @@ PositionEncoder make_position_encoder(const PositionOptions& options, const Posi
 
 namespace {
 const EnumNames<PositionType, 6> kPositionNames{{{PositionType::none, "none"},
-                                                                         {PositionType::sinusoidal, "sinusoidal"},
-                                                                         {PositionType::learned, "learned"},
-                                                                         {PositionType::t5_bias, "t5_bias"},
-                                                                         {PositionType::rotary, "rotary"},
-                                                                         {PositionType::rotary_nd, "rotary_nd"}}};
+                                                 {PositionType::sinusoidal, "sinusoidal"},
+                                                 {PositionType::learned, "learned"},
+                                                 {PositionType::t5_bias, "t5_bias"},
+                                                 {PositionType::rotary, "rotary"},
+                                                 {PositionType::rotary_nd, "rotary_nd"}}};
 const EnumNames<SinusoidLayout, 2> kSinusoidNames{
     {{SinusoidLayout::interleaved, "interleaved"}, {SinusoidLayout::concat, "concat"}}};
 const EnumNames<RotaryLayout, 2> kRotaryNames{
@@ -196,9 +198,7 @@ const EnumNames<RotaryLayout, 2> kRotaryNames{
 std::string to_string(PositionType type) { return enum_name(type, kPositionNames); }
 std::string to_string(SinusoidLayout layout) { return enum_name(layout, kSinusoidNames); }
 std::string to_string(RotaryLayout layout) { return enum_name(layout, kRotaryNames); }
-PositionType parse_position_type(const std::string& name) {
-  return parse_enum(name, kPositionNames, "position type");
-}
+PositionType parse_position_type(const std::string& name) { return parse_enum(name, kPositionNames, "position type"); }
 SinusoidLayout parse_sinusoid_layout(const std::string& name) {
   return parse_enum(name, kSinusoidNames, "sinusoid layout");
 }

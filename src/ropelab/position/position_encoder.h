@@ -10,13 +10,13 @@
 /// or per sequence, with N coordinates per token for multi-dimensional encoders. Every
 /// hook takes positions, so incremental decoding passes the step offset in them.
 
-#include "ropelab/ops/rotary/rotary.h"
-#include "ropelab/position/positions.h"
-
 #include <torch/torch.h>
 
 #include <memory>
 #include <string>
+
+#include "ropelab/ops/rotary/rotary.h"
+#include "ropelab/position/positions.h"
 
 namespace ropelab {
 
@@ -82,9 +82,7 @@ class PositionEncoderImpl : public torch::nn::Module {
   virtual bool has_logit_bias() const { return false; }
   /// Additive logit bias, broadcastable to (B, H, Tq, Tk); undefined when the
   /// encoder has none. Computed once per stack and shared by its layers.
-  virtual torch::Tensor logit_bias(const Positions& q_positions, const Positions& k_positions) {
-    return {};
-  }
+  virtual torch::Tensor logit_bias(const Positions& q_positions, const Positions& k_positions) { return {}; }
 
   /// Number of coordinates per token the encoder expects (1 for sequences).
   virtual int64_t axes() const { return 1; }

@@ -69,7 +69,8 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) throw std::runtime_error(path + ": cannot rename checkpoint into place: " + ec.message());
-  fsync_path(std::filesystem::path(path).parent_path().empty() ? "." : std::filesystem::path(path).parent_path().string());
+  fsync_path(std::filesystem::path(path).parent_path().empty() ? "."
+                                                               : std::filesystem::path(path).parent_path().string());
 }
 
 void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,
@@ -87,8 +88,9 @@ void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
     if (!archive.try_read("model." + name, value, is_buffer))
       throw std::runtime_error(path + ": checkpoint has no " + name + " (a different model?)");
     if (value.sizes() != target.sizes())
-      throw std::runtime_error(path + ": " + name + " has shape " + c10::str(value.sizes()) + " but the model expects " +
-                               c10::str(target.sizes()) + " (config and checkpoint disagree)");
+      throw std::runtime_error(path + ": " + name + " has shape " + c10::str(value.sizes()) +
+                               " but the model expects " + c10::str(target.sizes()) +
+                               " (config and checkpoint disagree)");
     target.copy_(value);
   };
   for (auto& p : model.named_parameters()) restore(p.key(), p.value(), false);

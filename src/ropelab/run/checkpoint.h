@@ -10,12 +10,12 @@
 namespace ropelab {
 
 struct Progress {
-  int64_t step = 0;            // optimizer updates done
-  int64_t epoch = 0;           // passes over the training data begun
-  int64_t batch = 0;           // batches of the current epoch consumed
-  double best_valid = 1e30;    // best validation loss so far
-  int64_t bad_validations = 0; // validations since the best (early stopping)
-  double seconds = 0;          // training wall time up to `step`, summed over resumes
+  int64_t step = 0;             // optimizer updates done
+  int64_t epoch = 0;            // passes over the training data begun
+  int64_t batch = 0;            // batches of the current epoch consumed
+  double best_valid = 1e30;     // best validation loss so far
+  int64_t bad_validations = 0;  // validations since the best (early stopping)
+  double seconds = 0;           // training wall time up to `step`, summed over resumes
 };
 
 /// Writes `path` atomically; the previous file at `path` survives any failure.

@@ -1,8 +1,7 @@
 #include "ropelab/run/metrics_log.h"
 
-#include <nlohmann/json.hpp>
-
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace ropelab {

@@ -1,9 +1,9 @@
 #include "ropelab/run/run.h"
 
-#include "ropelab/run/checkpoint.h"
-
 #include <algorithm>
 #include <filesystem>
+
+#include "ropelab/run/checkpoint.h"
 
 namespace ropelab {
 

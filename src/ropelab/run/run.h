@@ -6,13 +6,13 @@
 ///   RUN/metrics.jsonl           one JSON object per log or validation event (run/metrics_log.h)
 ///   RUN/data/                   the training split's token store
 
-#include "ropelab/config/config.h"
-#include "ropelab/data/tokenizer.h"
-#include "ropelab/task/task.h"
-
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "ropelab/config/config.h"
+#include "ropelab/data/tokenizer.h"
+#include "ropelab/task/task.h"
 
 namespace ropelab {
 

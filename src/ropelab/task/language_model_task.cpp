@@ -1,10 +1,10 @@
 #include "ropelab/task/language_model_task.h"
 
-#include "ropelab/eval/loss.h"
-#include "ropelab/util/runtime.h"
-
 #include <cmath>
 #include <sstream>
+
+#include "ropelab/eval/loss.h"
+#include "ropelab/util/runtime.h"
 
 namespace ropelab {
 
@@ -105,11 +105,9 @@ EvalReport LanguageModelTask::evaluate(const TaskModel& model, const Tokenizer& 
   (void)request;
   if (context <= 0) context = config_.data.context();
   int64_t empty = 0;
-  const auto chunks =
-      lm_chunks(read_text_lines(path), tokenizer, context, &empty, config_.data.eval_tokens());
+  const auto chunks = lm_chunks(read_text_lines(path), tokenizer, context, &empty, config_.data.eval_tokens());
   const double start = now_seconds();
-  const auto totals =
-      evaluate_loss(*this, model, ExampleView(chunks), config_.train.max_tokens(), 0.0, device);
+  const auto totals = evaluate_loss(*this, model, ExampleView(chunks), config_.train.max_tokens(), 0.0, device);
   const double seconds = now_seconds() - start;
   const double perplexity = totals.perplexity();
   const auto tokens = static_cast<int64_t>(totals.tokens);

@@ -7,18 +7,18 @@
 ///               DecoderState for the searches) and checkpoints (the module) see it
 /// The trainer, evaluator, searches and apps call these and never ask which task runs.
 
-#include "ropelab/config/config.h"
-#include "ropelab/data/batching.h"
-#include "ropelab/data/tokenizer.h"
-#include "ropelab/decode/search.h"
-
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "ropelab/config/config.h"
+#include "ropelab/data/batching.h"
+#include "ropelab/data/tokenizer.h"
+#include "ropelab/decode/search.h"
 
 namespace ropelab {
 

@@ -1,12 +1,12 @@
 #include "ropelab/task/translation_task.h"
 
-#include "ropelab/eval/loss.h"
-#include "ropelab/eval/metrics.h"
-#include "ropelab/util/runtime.h"
-
 #include <iomanip>
 #include <numeric>
 #include <sstream>
+
+#include "ropelab/eval/loss.h"
+#include "ropelab/eval/metrics.h"
+#include "ropelab/util/runtime.h"
 
 namespace ropelab {
 
@@ -51,7 +51,8 @@ Decoding TranslationTask::Model::start_decoding(const Batch& inputs, const Decod
   Decoding d;
   auto memory = model->encode(source, encoder_positions(model, inputs.source_positions));
   d.state = std::make_unique<TranslationState>(model, std::move(memory), use_cache);
-  d.start = torch::full({source.size(0), 1}, kBosId, torch::TensorOptions().dtype(torch::kLong).device(source.device()));
+  d.start =
+      torch::full({source.size(0), 1}, kBosId, torch::TensorOptions().dtype(torch::kLong).device(source.device()));
   const auto lengths = source.ne(kPadId).sum(1).cpu();  // tokens + EOS
   const auto length = lengths.accessor<int64_t, 1>();
   for (int64_t b = 0; b < lengths.size(0); ++b) d.limits.push_back(max_output_length(options, length[b]));
@@ -70,8 +71,8 @@ void TranslationTask::tokenizer_texts(const std::function<void(const std::string
 std::string TranslationTask::write_training_store(const Tokenizer& tokenizer, const std::string& path) const {
   int64_t empty = 0;
   const int64_t dropped = write_pair_store(config_.data, config_.data.train(), tokenizer, path, &empty);
-  return "(" + std::to_string(dropped) + " over data.max_len=" + std::to_string(config_.data.max_len()) +
-         " skipped, " + std::to_string(empty) + " with an empty side skipped)";
+  return "(" + std::to_string(dropped) + " over data.max_len=" + std::to_string(config_.data.max_len()) + " skipped, " +
+         std::to_string(empty) + " with an empty side skipped)";
 }
 
 std::unique_ptr<TokenStore> TranslationTask::open_training_store(const Tokenizer& tokenizer,
@@ -129,8 +130,7 @@ std::vector<std::string> TranslationTask::decode_lines(const TaskModel& model, c
                    [&](size_t a, size_t b) { return examples[a].source.size() < examples[b].source.size(); });
   const int64_t rows = request.search.sample ? 1 : request.search.decode.beam();
   const auto batches = pack_batches(
-      order, [&](size_t i) { return examples[i].source.size() + 1; },
-      std::max<int64_t>(1, request.max_tokens / rows));
+      order, [&](size_t i) { return examples[i].source.size() + 1; }, std::max<int64_t>(1, request.max_tokens / rows));
   std::vector<std::string> out(lines.size());
   for (const auto& batch : batches) {
     auto inputs = ropelab::collate(examples, batch, device);
@@ -159,8 +159,8 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
   for (size_t i = 0; i < text.target.size(); ++i) exact += hypotheses[i] == text.target[i];
   const double exact_match =
       text.target.empty() ? 0.0 : static_cast<double>(exact) / static_cast<double>(text.target.size());
-  auto examples = tokenize_pairs(text, tokenizer, config_.data.max_len(), true, nullptr,
-                                 row_separator_id(config_.data, tokenizer));
+  auto examples =
+      tokenize_pairs(text, tokenizer, config_.data.max_len(), true, nullptr, row_separator_id(config_.data, tokenizer));
   const double perplexity =
       evaluate_loss(*this, model, ExampleView(examples), config_.train.max_tokens(), 0.0, device).perplexity();
 

@@ -1,22 +1,21 @@
 #include "ropelab/train/ablation.h"
 
-#include "ropelab/run/metrics_log.h"
-#include "ropelab/task/task.h"
-#include "ropelab/train/plot.h"
-#include "ropelab/util/subprocess.h"
-#include "ropelab/util/runtime.h"
-
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
 #include <thread>
+
+#include "ropelab/run/metrics_log.h"
+#include "ropelab/task/task.h"
+#include "ropelab/train/plot.h"
+#include "ropelab/util/runtime.h"
+#include "ropelab/util/subprocess.h"
 
 namespace ropelab {
 
@@ -34,10 +33,10 @@ std::string quote(const std::string& s) {
 /// would mind replaced.
 std::string slug(const std::string& name) {
   std::string out;
-  for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == '-' ||
-                              c == '_' || c == ',')
-                                 ? c
-                                 : '_';
+  for (char c : name)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == '-' || c == '_' || c == ',')
+               ? c
+               : '_';
   return out.empty() ? "base" : out;
 }
 
@@ -89,9 +88,9 @@ RunResult read_run_result(const std::string& run_dir, const Config& config, cons
 int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   const auto variants = expand_grid(spec);
   const int64_t jobs = std::max<int64_t>(1, o.jobs);
-  const int64_t threads =
-      o.threads > 0 ? o.threads
-                    : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / jobs);
+  const int64_t threads = o.threads > 0
+                              ? o.threads
+                              : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / jobs);
   fs::create_directories(fs::path(o.out_dir) / "runs");
 
   // Finished runs in this directory, of any experiment: a variant whose config equals one of
@@ -143,7 +142,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       std::string train = exe + " train";
       if (fs::exists(job.dir + "/checkpoint_last.pt") && same) {
         train += " --resume";  // an interrupted run of this very config continues
-      } else {  // new, or made by another config: start over
+      } else {                 // new, or made by another config: start over
         train = "rm -rf " + quote(job.dir) + " && " + train;
         for (const auto& f : spec.base) train += " " + quote(f);
         for (const auto& s : spec.set) train += " --set " + quote(s);
@@ -157,9 +156,9 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     }
 
   const size_t total = all.size(), skipped = total - todo.size();
-  std::cout << "ablate: " << variants.size() << " variants x " << spec.seeds.size() << " seeds = " << total
-            << " runs; " << skipped << " finished already, " << todo.size() << " to run, " << jobs << " at a time, "
-            << threads << " threads each" << std::endl;
+  std::cout << "ablate: " << variants.size() << " variants x " << spec.seeds.size() << " seeds = " << total << " runs; "
+            << skipped << " finished already, " << todo.size() << " to run, " << jobs << " at a time, " << threads
+            << " threads each" << std::endl;
   std::map<pid_t, std::pair<Job, double>> running;
   size_t next = 0, done = 0;
   int64_t failed = 0;
@@ -170,8 +169,8 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       fs::create_directories(fs::path(job.dir).parent_path());
       const pid_t pid = spawn({"/bin/sh", "-c", job.command}, {}, "ablate");
       running[pid] = {job, now_seconds()};
-      std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant
-                << " seed " << job.seed << " (log " << job.log << ")" << std::endl;
+      std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant << " seed " << job.seed
+                << " (log " << job.log << ")" << std::endl;
     }
     const auto child = wait_any("ablate");
     const pid_t pid = child.pid;
@@ -184,9 +183,9 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     if (!ok) ++failed;
     // Runs have finished at this pace so far, `jobs` at a time.
     const double left = (now_seconds() - start) / static_cast<double>(done) * static_cast<double>(todo.size() - done);
-    std::cout << "ablate: " << (ok ? "finished " : "FAILED ") << job.variant
-              << " seed " << job.seed << " in " << format_duration(now_seconds() - began) << "; "
-              << (todo.size() - done) << " left, ETA " << format_duration(left) << std::endl;
+    std::cout << "ablate: " << (ok ? "finished " : "FAILED ") << job.variant << " seed " << job.seed << " in "
+              << format_duration(now_seconds() - began) << "; " << (todo.size() - done) << " left, ETA "
+              << format_duration(left) << std::endl;
     if (!ok) std::cerr << "ablate: run failed, see " << job.log << std::endl;
   }
 
@@ -228,7 +227,8 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   for (const auto& r : results)
     if (std::find(order.begin(), order.end(), r.variant) == order.end()) order.push_back(r.variant);
   std::ofstream md(fs::path(out_dir) / "results.md");
-  md << "# " << spec.path << "\n\n`" << command << "`\n\nMean ± sample standard deviation over seeds (n = seeds; a single seed has no sd).\n\n";
+  md << "# " << spec.path << "\n\n`" << command
+     << "`\n\nMean ± sample standard deviation over seeds (n = seeds; a single seed has no sd).\n\n";
   md << "| variant | n |";
   for (const auto& m : metrics) md << " " << m << " |";
   md << "\n|---|---|";

@@ -7,11 +7,11 @@
 ///   OUT/valid_curves.svg  validation loss per variant (mean over seeds) against the step
 /// Runs live in OUT/runs/VARIANT.seedN with their logs next to them.
 
-#include "ropelab/config/experiment.h"
-
 #include <map>
 #include <string>
 #include <vector>
+
+#include "ropelab/config/experiment.h"
 
 namespace ropelab {
 
@@ -27,8 +27,8 @@ struct AblationOptions {
 struct RunResult {
   std::string variant;
   int64_t seed = 0;
-  std::map<std::string, double> metrics;          // valid_ppl, test_bleu, test_ppl@128, train_s, ...
-  std::vector<std::pair<double, double>> curve;   // (step, validation loss)
+  std::map<std::string, double> metrics;         // valid_ppl, test_bleu, test_ppl@128, train_s, ...
+  std::vector<std::pair<double, double>> curve;  // (step, validation loss)
 };
 
 /// Reads a finished run directory (metrics.jsonl and eval.test*.json).

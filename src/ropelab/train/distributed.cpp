@@ -3,8 +3,8 @@
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO  // ProcessGroupGloo.hpp is guarded by it (Debian's LibTorch has Gloo)
 #endif
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef ROPELAB_WITH_NCCL
 #ifndef USE_C10D_NCCL
@@ -26,8 +26,8 @@ int64_t env_int(const char* name, int64_t fallback, int64_t min) {
   char* end = nullptr;
   const long long parsed = std::strtoll(value, &end, 10);
   if (*end != '\0' || parsed < min)
-    throw std::runtime_error(std::string("environment: ") + name + "='" + value + "' is not an integer >= " +
-                             std::to_string(min));
+    throw std::runtime_error(std::string("environment: ") + name + "='" + value +
+                             "' is not an integer >= " + std::to_string(min));
   return parsed;
 }
 
@@ -42,8 +42,8 @@ LaunchEnv LaunchEnv::from_environment() {
   env.master_port = env_int("MASTER_PORT", 29500, 1);
   if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
   if (env.rank >= env.world_size)
-    throw std::runtime_error("environment: RANK=" + std::to_string(env.rank) + " must be below WORLD_SIZE=" +
-                             std::to_string(env.world_size));
+    throw std::runtime_error("environment: RANK=" + std::to_string(env.rank) +
+                             " must be below WORLD_SIZE=" + std::to_string(env.world_size));
   if (env.master_port > 65535) throw std::runtime_error("environment: MASTER_PORT must be below 65536");
   return env;
 }

@@ -1,7 +1,5 @@
 #include "ropelab/train/launcher.h"
 
-#include "ropelab/util/subprocess.h"
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,6 +9,8 @@
 #include <cstring>
 #include <iostream>
 #include <stdexcept>
+
+#include "ropelab/util/subprocess.h"
 
 namespace ropelab {
 
@@ -40,8 +40,12 @@ int launch_workers(const std::vector<std::string>& argv, int64_t nproc) {
   for (int64_t rank = 0; rank < nproc; ++rank) {
     const auto r = std::to_string(rank), n = std::to_string(nproc);
     workers.push_back(spawn(argv,
-                            {{"RANK", r}, {"LOCAL_RANK", r}, {"WORLD_SIZE", n}, {"LOCAL_WORLD_SIZE", n},
-                             {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}},
+                            {{"RANK", r},
+                             {"LOCAL_RANK", r},
+                             {"WORLD_SIZE", n},
+                             {"LOCAL_WORLD_SIZE", n},
+                             {"MASTER_ADDR", "127.0.0.1"},
+                             {"MASTER_PORT", port}},
                             "--nproc"));
   }
   std::cout << "launched " << nproc << " workers (MASTER_PORT " << port << "):";

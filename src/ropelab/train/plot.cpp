@@ -1,7 +1,5 @@
 #include "ropelab/train/plot.h"
 
-#include "ropelab/run/metrics_log.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ropelab/run/metrics_log.h"
+
 namespace ropelab {
 
 namespace {
@@ -17,10 +17,14 @@ namespace {
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -55,13 +59,14 @@ void write_line_plot_svg(const std::string& path, const std::string& title, cons
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title) << "</text>\n";
+      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title)
+      << "</text>\n";
   for (int i = 0; i <= 5; ++i) {  // grid and ticks
     const double fx = x0 + (x1 - x0) * i / 5.0, fy = y0 + (y1 - y0) * i / 5.0;
     svg << "<line x1=\"" << px(fx) << "\" y1=\"" << top << "\" x2=\"" << px(fx) << "\" y2=\"" << H - bottom
         << "\" stroke=\"#eee\"/><text x=\"" << px(fx) << "\" y=\"" << H - bottom + 16 << "\" text-anchor=\"middle\">"
-        << number(fx) << "</text>\n<line x1=\"" << left << "\" y1=\"" << py(fy) << "\" x2=\"" << W - right
-        << "\" y2=\"" << py(fy) << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\"" << py(fy) + 4
+        << number(fx) << "</text>\n<line x1=\"" << left << "\" y1=\"" << py(fy) << "\" x2=\"" << W - right << "\" y2=\""
+        << py(fy) << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\"" << py(fy) + 4
         << "\" text-anchor=\"end\">" << number(fy) << "</text>\n";
   }
   svg << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << W - left - right << "\" height=\""
@@ -93,8 +98,7 @@ void write_loss_curve(const std::string& metrics_jsonl, const std::string& svg_p
     s->x.push_back(static_cast<double>(e.step));
     s->y.push_back(e.get("loss"));
   }
-  write_line_plot_svg(svg_path, "loss (label-smoothed cross-entropy per target token)", "step", "loss",
-                      {train, valid});
+  write_line_plot_svg(svg_path, "loss (label-smoothed cross-entropy per target token)", "step", "loss", {train, valid});
 }
 
 }  // namespace ropelab

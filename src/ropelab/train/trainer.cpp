@@ -1,13 +1,5 @@
 #include "ropelab/train/trainer.h"
 
-#include "ropelab/ops/cross_entropy/cross_entropy.h"
-#include "ropelab/run/checkpoint.h"
-#include "ropelab/run/metrics_log.h"
-#include "ropelab/run/run.h"
-#include "ropelab/train/plot.h"
-#include "ropelab/util/runtime.h"
-#include "ropelab/util/stop_signals.h"
-
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +7,14 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
+
+#include "ropelab/ops/cross_entropy/cross_entropy.h"
+#include "ropelab/run/checkpoint.h"
+#include "ropelab/run/metrics_log.h"
+#include "ropelab/run/run.h"
+#include "ropelab/train/plot.h"
+#include "ropelab/util/runtime.h"
+#include "ropelab/util/stop_signals.h"
 
 namespace ropelab {
 
@@ -122,9 +122,9 @@ TrainingData load_training_data(const Task& task, const RunPaths& paths, bool re
   if (resume || !builder) {
     data.tokenizer = load_tokenizer(task.config().tokenizer, paths.dir);
   } else {
-    data.tokenizer = train_tokenizer(task.config().tokenizer,
-                                     [&](const std::function<void(const std::string&)>& emit) { task.tokenizer_texts(emit); },
-                                     paths.dir);
+    data.tokenizer = train_tokenizer(
+        task.config().tokenizer,
+        [&](const std::function<void(const std::string&)>& emit) { task.tokenizer_texts(emit); }, paths.dir);
     data.tokenizer->save(paths.dir);
   }
   fs::create_directories(paths.data);
@@ -145,8 +145,11 @@ TrainingData load_training_data(const Task& task, const RunPaths& paths, bool re
 class ProgressLog {
  public:
   ProgressLog(bool writer, int64_t first_step, int64_t steps)
-      : terminal_(writer && isatty(STDOUT_FILENO)), first_step_(first_step), steps_(steps),
-        start_(now_seconds()), window_start_(start_) {}
+      : terminal_(writer && isatty(STDOUT_FILENO)),
+        first_step_(first_step),
+        steps_(steps),
+        start_(now_seconds()),
+        window_start_(start_) {}
   /// "\r\033[K" on a terminal, clearing the in-place line before a log line.
   const char* clear() const { return terminal_ ? "\r\033[K" : ""; }
   double started() const { return start_; }
@@ -157,9 +160,9 @@ class ProgressLog {
               MetricsLog* metrics) {
     window_.add(update.loss, update.nll, update.tokens);
     const double now = now_seconds();
-    const double eta = step > first_step_
-                           ? (now - start_) / static_cast<double>(step - first_step_) * static_cast<double>(steps_ - step)
-                           : 0.0;
+    const double eta = step > first_step_ ? (now - start_) / static_cast<double>(step - first_step_) *
+                                                static_cast<double>(steps_ - step)
+                                          : 0.0;
     const double speed = window_.tokens / std::max(now - window_start_, 1e-9);
     if (log_line) {
       const double loss = window_.loss / window_.tokens, ppl = std::exp(window_.nll / window_.tokens);
@@ -236,8 +239,8 @@ Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
   fs::create_directories(run_dir);
   if (config.data.train().empty()) throw ConfigError("config: data.train is required for training");
   if (launch_.distributed())
-    group_ = std::make_unique<DataParallel>(
-        launch_, device_, std::chrono::milliseconds(static_cast<int64_t>(1000 * t_.dist_timeout())));
+    group_ = std::make_unique<DataParallel>(launch_, device_,
+                                            std::chrono::milliseconds(static_cast<int64_t>(1000 * t_.dist_timeout())));
   writer_ = !group_ || group_->is_main();
   log_ = writer_ ? &std::cout : &null_stream();
   torch::manual_seed(static_cast<uint64_t>(t_.seed()));
@@ -256,10 +259,10 @@ Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
     torch::NoGradGuard no_grad;
     group_->broadcast(state);
   }
-  optimizer_ = std::make_unique<torch::optim::Adam>(
-      module.parameters(),
-      torch::optim::AdamOptions(t_.lr()).betas({t_.adam_beta1(), t_.adam_beta2()}).eps(t_.adam_eps()).weight_decay(
-          t_.weight_decay()));
+  optimizer_ = std::make_unique<torch::optim::Adam>(module.parameters(), torch::optim::AdamOptions(t_.lr())
+                                                                             .betas({t_.adam_beta1(), t_.adam_beta2()})
+                                                                             .eps(t_.adam_eps())
+                                                                             .weight_decay(t_.weight_decay()));
   if (resume) {
     load_checkpoint(paths_.last, module, optimizer_.get(), &progress_);
     *log_ << "resume: " << paths_.last << " at step " << progress_.step << std::endl;
@@ -277,8 +280,10 @@ void Trainer::validate() {
   auto v = evaluate_loss(*task_, *model_, ExampleView(data_.valid), t_.max_tokens(), t_.label_smoothing(), device_);
   const double loss = v.mean_loss(), ppl = v.perplexity();
   const bool improved = loss < progress_.best_valid;
-  if (improved) progress_.best_valid = loss, progress_.bad_validations = 0;
-  else ++progress_.bad_validations;
+  if (improved)
+    progress_.best_valid = loss, progress_.bad_validations = 0;
+  else
+    ++progress_.bad_validations;
   if (writer_) {
     std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", isatty(STDOUT_FILENO) ? "\r\033[K" : "",
                 static_cast<long>(progress_.step), loss, ppl, improved ? " | best" : "");
@@ -329,13 +334,13 @@ void Trainer::run() {
       auto update = update_step(*model_, *optimizer_, batches, t_, lr, group_.get(), &stopping);
       if (update.skipped) {
         ++nonfinite_;
-        *log_ << "step " << progress_.step << ": non-finite loss or gradient; update skipped (" << nonfinite_
-              << " of " << t_.max_nonfinite() << " allowed)" << std::endl;
+        *log_ << "step " << progress_.step << ": non-finite loss or gradient; update skipped (" << nonfinite_ << " of "
+              << t_.max_nonfinite() << " allowed)" << std::endl;
         if (nonfinite_ > t_.max_nonfinite())
-          throw std::runtime_error("training diverged: " + std::to_string(nonfinite_) +
-                                   " updates with a non-finite loss or gradient (train.max_nonfinite=" +
-                                   std::to_string(t_.max_nonfinite()) + "); the last good checkpoint is " +
-                                   paths_.last);
+          throw std::runtime_error(
+              "training diverged: " + std::to_string(nonfinite_) +
+              " updates with a non-finite loss or gradient (train.max_nonfinite=" + std::to_string(t_.max_nonfinite()) +
+              "); the last good checkpoint is " + paths_.last);
       }
       torch::manual_seed(step_seed);  // the same on every rank: Performer feature redraws
       attention_updated(module, progress_.step);
@@ -346,7 +351,9 @@ void Trainer::run() {
       if (stopping) {
         const int signal = signals.received();
         *log_ << "stopping on "
-              << (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "another rank's signal")
+              << (signal == SIGINT    ? "SIGINT"
+                  : signal == SIGTERM ? "SIGTERM"
+                                      : "another rank's signal")
               << " after step " << progress_.step << ": saving " << paths_.last << " (resume with --resume)"
               << std::endl;
         next_epoch_if_done(plan);

@@ -2,14 +2,14 @@
 /// `ropelab train`: the optimisation loop for any task (task/): data, model, updates
 /// (Vaswani et al. 2017, section 5), validation and checkpoints into a run directory (run/).
 
+#include <string>
+#include <vector>
+
 #include "ropelab/config/config.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/eval/loss.h"
 #include "ropelab/task/task.h"
 #include "ropelab/train/distributed.h"
-
-#include <string>
-#include <vector>
 
 namespace ropelab {
 

@@ -18,8 +18,8 @@ torch::Device parse_device(const std::string& name) {
     if (!torch::cuda::is_available())
       throw std::runtime_error("device " + name + " requested but this LibTorch build or machine has no CUDA");
     if (device->has_index() && device->index() >= static_cast<int64_t>(torch::cuda::device_count()))
-      throw std::runtime_error("device " + name + " requested but only " +
-                               std::to_string(torch::cuda::device_count()) + " CUDA devices exist");
+      throw std::runtime_error("device " + name + " requested but only " + std::to_string(torch::cuda::device_count()) +
+                               " CUDA devices exist");
   }
   return *device;
 }

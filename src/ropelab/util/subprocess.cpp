@@ -32,7 +32,8 @@ ChildExit wait_any(const std::string& what, const std::function<void()>& on_inte
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, 0);
     if (pid >= 0) return {pid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
-    if (errno != EINTR) throw std::runtime_error(what + ": waiting for child processes failed: " + std::strerror(errno));
+    if (errno != EINTR)
+      throw std::runtime_error(what + ": waiting for child processes failed: " + std::strerror(errno));
     if (on_interrupt) on_interrupt();
   }
 }

@@ -33,8 +33,8 @@ const Blas& blas() {
 }
 
 /// Column-major C (m x n, ldc) = alpha * op(A) op(B) + beta * C.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
   const char ca = ta ? 'T' : 'N', cb = tb ? 'T' : 'N';
   const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
   const int ilda = static_cast<int>(lda), ildb = static_cast<int>(ldb), ildc = static_cast<int>(ldc);
@@ -65,9 +65,7 @@ struct Shape {
   int64_t B, H, Tq, Tk, Dh;
   bool causal;
   const bool* pad;  // (B, Tk) or nullptr
-  bool hidden(int64_t b, int64_t i, int64_t j) const {
-    return (causal && j > i + Tk - Tq) || (pad && pad[b * Tk + j]);
-  }
+  bool hidden(int64_t b, int64_t i, int64_t j) const { return (causal && j > i + Tk - Tq) || (pad && pad[b * Tk + j]); }
 };
 
 /// Row-wise masked softmax of S (Tq x Tk, row-major) in place. A row with every key
@@ -112,9 +110,9 @@ void forward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch:
 }
 
 template <typename T>
-void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                     const torch::Tensor& probs, const torch::Tensor& grad_out, torch::Tensor& dq, torch::Tensor& dk,
-                     torch::Tensor& dv, const Shape& sh, T scale) {
+void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& probs,
+                     const torch::Tensor& grad_out, torch::Tensor& dq, torch::Tensor& dk, torch::Tensor& dv,
+                     const Shape& sh, T scale) {
   at::parallel_for(0, sh.B * sh.H, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> dp(static_cast<size_t>(sh.Tq * sh.Tk));
     for (int64_t bh = begin; bh < end; ++bh) {

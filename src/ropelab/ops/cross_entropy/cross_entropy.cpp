@@ -1,10 +1,10 @@
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
 
-#include "ropelab/ops/cross_entropy/cross_entropy_cpu.h"
-#include "ropelab/ops/dispatch.h"
-
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+
+#include "ropelab/ops/cross_entropy/cross_entropy_cpu.h"
+#include "ropelab/ops/dispatch.h"
 
 namespace ropelab {
 
@@ -13,20 +13,24 @@ namespace {
 /// The CPU loops of one build for scalar_t.
 template <typename scalar_t>
 SmoothedCeForwardFn<scalar_t> forward_loop(const CrossEntropyCpuKernels& kernels) {
-  if constexpr (std::is_same_v<scalar_t, float>) return kernels.forward_float;
-  else return kernels.forward_double;
+  if constexpr (std::is_same_v<scalar_t, float>)
+    return kernels.forward_float;
+  else
+    return kernels.forward_double;
 }
 template <typename scalar_t>
 SmoothedCeBackwardFn<scalar_t> backward_loop(const CrossEntropyCpuKernels& kernels) {
-  if constexpr (std::is_same_v<scalar_t, float>) return kernels.backward_float;
-  else return kernels.backward_double;
+  if constexpr (std::is_same_v<scalar_t, float>)
+    return kernels.backward_float;
+  else
+    return kernels.backward_double;
 }
 
 /// The entries of the dispatch table. Forward: logits (N, V) and target (N), contiguous,
 /// into lse, loss and nll (N). Backward: the gradient of loss, g (N), into grad (N, V).
 struct SmoothedCeImpl {
-  void (*forward)(const torch::Tensor& logits, const torch::Tensor& target, double eps, int64_t pad,
-                  torch::Tensor& lse, torch::Tensor& loss, torch::Tensor& nll);
+  void (*forward)(const torch::Tensor& logits, const torch::Tensor& target, double eps, int64_t pad, torch::Tensor& lse,
+                  torch::Tensor& loss, torch::Tensor& nll);
   void (*backward)(const torch::Tensor& logits, const torch::Tensor& target, double eps, int64_t pad,
                    const torch::Tensor& lse, const torch::Tensor& g, torch::Tensor& grad);
 };
@@ -104,11 +108,11 @@ std::pair<torch::Tensor, torch::Tensor> smoothed_loss_reference(const torch::Ten
                                                                 int64_t pad_id) {
   // float at least (half precision logits), double kept
   auto logp = torch::log_softmax(logits.scalar_type() == torch::kDouble ? logits : logits.to(torch::kFloat), -1);
-  auto keep = target.ne(pad_id);                                           // (B, T)
-  auto nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1);           // (B, T)
+  auto keep = target.ne(pad_id);                                  // (B, T)
+  auto nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1);  // (B, T)
   nll = nll.masked_fill(~keep, 0.0).sum();
   if (label_smoothing == 0.0) return {nll, nll.detach()};
-  auto uniform = -logp.mean(-1).masked_fill(~keep, 0.0).sum();             // eps/V over all classes
+  auto uniform = -logp.mean(-1).masked_fill(~keep, 0.0).sum();  // eps/V over all classes
   return {(1.0 - label_smoothing) * nll + label_smoothing * uniform, nll.detach()};
 }
 
@@ -118,8 +122,8 @@ std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logit
   if (!logits.device().is_cpu() || (type != torch::kFloat && type != torch::kDouble))
     return smoothed_loss_reference(logits, target, label_smoothing, pad_id);
   const int64_t V = logits.size(-1);
-  auto rows = SmoothedCrossEntropy::apply(logits.reshape({-1, V}).contiguous(), target.reshape({-1}), label_smoothing,
-                                          pad_id);
+  auto rows =
+      SmoothedCrossEntropy::apply(logits.reshape({-1, V}).contiguous(), target.reshape({-1}), label_smoothing, pad_id);
   return {rows[0].sum(), rows[1].sum()};
 }
 

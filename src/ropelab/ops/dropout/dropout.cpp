@@ -1,12 +1,12 @@
 #include "ropelab/ops/dropout/dropout.h"
 
-#include "ropelab/ops/dispatch.h"
-#include "ropelab/ops/dropout/dropout_cpu.h"
-
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
 #include <limits>
+
+#include "ropelab/ops/dispatch.h"
+#include "ropelab/ops/dropout/dropout_cpu.h"
 
 namespace ropelab {
 
@@ -18,8 +18,10 @@ using ApplyMaskFn = torch::Tensor (*)(const torch::Tensor& x, double p, uint32_t
 
 template <typename scalar_t>
 DropoutFn<scalar_t> cpu_loop(const DropoutCpuKernels& kernels) {
-  if constexpr (std::is_same_v<scalar_t, float>) return kernels.apply_float;
-  else return kernels.apply_double;
+  if constexpr (std::is_same_v<scalar_t, float>)
+    return kernels.apply_float;
+  else
+    return kernels.apply_double;
 }
 
 template <const DropoutCpuKernels& kernels>
@@ -32,9 +34,8 @@ torch::Tensor apply_mask_cpu(const torch::Tensor& x, double p, uint32_t seed) {
     const auto scale = static_cast<scalar_t>(1.0 / (1.0 - p));
     const scalar_t* src = in.data_ptr<scalar_t>();
     scalar_t* dst = out.data_ptr<scalar_t>();
-    at::parallel_for(0, in.numel(), 32768, [&](int64_t begin, int64_t end) {
-      elements(src, dst, begin, end, seed, threshold, scale);
-    });
+    at::parallel_for(0, in.numel(), 32768,
+                     [&](int64_t begin, int64_t end) { elements(src, dst, begin, end, seed, threshold, scale); });
   });
   return out;
 }
@@ -45,8 +46,7 @@ constexpr DispatchTable<ApplyMaskFn> kDropout{"dropout", &apply_mask_cpu<cpu_bas
 
 class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
  public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, double p,
-                               int64_t seed) {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, double p, int64_t seed) {
     ctx->saved_data["p"] = p;
     ctx->saved_data["seed"] = seed;
     return kDropout(x.device())(x, p, static_cast<uint32_t>(seed));

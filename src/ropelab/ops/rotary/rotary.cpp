@@ -7,17 +7,17 @@
 #include "ropelab/ops/dispatch.h"
 #include "ropelab/ops/rotary/rotary_cpu.h"
 #if ROPELAB_WITH_CUDA
-#include "ropelab/ops/rotary/rotary_cuda.h"
-
 #include <c10/cuda/CUDAStream.h>
-#endif
-#include "ropelab/util/enum_names.h"
 
+#include "ropelab/ops/rotary/rotary_cuda.h"
+#endif
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/script.h>
+
+#include "ropelab/util/enum_names.h"
 
 namespace ropelab {
 
@@ -61,9 +61,12 @@ static_assert(sizeof(at::BFloat16) == sizeof(BFloat16Bits) && alignof(at::BFloat
 
 template <typename scalar_t>
 RotaryRowsFn<CpuElement<scalar_t>, at::opmath_type<scalar_t>> cpu_loop(const RotaryCpuKernels& kernels) {
-  if constexpr (std::is_same_v<scalar_t, float>) return kernels.rows_float;
-  else if constexpr (std::is_same_v<scalar_t, double>) return kernels.rows_double;
-  else return kernels.rows_bfloat16;
+  if constexpr (std::is_same_v<scalar_t, float>)
+    return kernels.rows_float;
+  else if constexpr (std::is_same_v<scalar_t, double>)
+    return kernels.rows_double;
+  else
+    return kernels.rows_bfloat16;
 }
 
 /// The CPU entry for one build (rotary_cpu.inc): the rows of all tensors in one parallel
@@ -116,8 +119,16 @@ std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs,
     auto out = torch::empty_like(x);
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "rotary_cuda", [&] {
       auto c = cos.to(x.device(), x.scalar_type()).contiguous(), s = sin.to(x.device(), x.scalar_type()).contiguous();
-      RotaryCudaArgs<scalar_t> args{x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), c.data_ptr<scalar_t>(),
-                                    s.data_ptr<scalar_t>(), r.count, r.inner, r.T, r.Dh, r.half, interleaved,
+      RotaryCudaArgs<scalar_t> args{x.data_ptr<scalar_t>(),
+                                    out.data_ptr<scalar_t>(),
+                                    c.data_ptr<scalar_t>(),
+                                    s.data_ptr<scalar_t>(),
+                                    r.count,
+                                    r.inner,
+                                    r.T,
+                                    r.Dh,
+                                    r.half,
+                                    interleaved,
                                     static_cast<scalar_t>(sign)};
       const int error = rotary_cuda(args, c10::cuda::getCurrentCUDAStream(x.device().index()).stream());
       TORCH_CHECK(error == 0, "rotary: CUDA kernel launch failed with cudaError ", error);
@@ -128,12 +139,12 @@ std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs,
 }
 #endif
 
-constexpr DispatchTable<RotateAllFn> kRotary{"rotary", &rotate_all_cpu<cpu_baseline::rotary>,
-                                             &rotate_all_cpu<cpu_avx2::rotary>,
+constexpr DispatchTable<RotateAllFn> kRotary {
+  "rotary", &rotate_all_cpu<cpu_baseline::rotary>, &rotate_all_cpu<cpu_avx2::rotary>,
 #if ROPELAB_WITH_CUDA
-                                             &rotate_all_cuda
+      &rotate_all_cuda
 #else
-                                             std::nullopt
+      std::nullopt
 #endif
 };
 
@@ -142,8 +153,9 @@ std::vector<torch::Tensor> rotate_all(const std::vector<torch::Tensor>& xs, cons
                                       const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
   const auto device = xs[0].device();
   TORCH_CHECK(kRotary.runs_on(device.type()), "rotary: the fused kernel runs on CPU",
-              ROPELAB_WITH_CUDA ? " or CUDA tensors" : " tensors (this ropelab was built without CUDA: the Torch it "
-                                                        "found has none)",
+              ROPELAB_WITH_CUDA ? " or CUDA tensors"
+                                : " tensors (this ropelab was built without CUDA: the Torch it "
+                                  "found has none)",
               "; use rotary_impl eager or script on ", device);
   return kRotary(device)(xs, cos, sin, time_dim, interleaved, sign);
 }
@@ -199,8 +211,8 @@ bool rotary_fused_supports(const torch::Tensor& x) {
   return type == torch::kFloat || type == torch::kDouble || (x.device().is_cpu() && type == torch::kBFloat16);
 }
 
-torch::Tensor rotary_fused(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                           int64_t time_dim, bool interleaved) {
+torch::Tensor rotary_fused(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, int64_t time_dim,
+                           bool interleaved) {
   auto none = torch::empty({0}, x.options());
   return RotaryFunction::apply(x, none, cos, sin, time_dim, interleaved)[0];
 }
@@ -230,8 +242,8 @@ torch::Tensor rotary_eager_broadcast(const torch::Tensor& x, const torch::Tensor
   return r == x.size(-1) ? out : torch::cat({out, x.narrow(-1, r, x.size(-1) - r)}, -1);
 }
 
-torch::Tensor rotary_eager(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
-                           int64_t time_dim, bool interleaved) {
+torch::Tensor rotary_eager(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, int64_t time_dim,
+                           bool interleaved) {
   return rotary_eager_broadcast(x, broadcast_table(cos, x, time_dim), broadcast_table(sin, x, time_dim), interleaved);
 }
 

@@ -9,8 +9,8 @@ namespace ropelab {
 /// x seen as rows of Dh elements (unit stride within a row); the output is contiguous.
 struct RotaryRows {
   int64_t count = 0, T = 0, Dh = 0, half = 0, time_axis = 0, axes = 0;
-  bool contiguous = false;  // rows back to back: row r at r * Dh
-  int64_t inner = 1;        // rows per time step within a run (product of the axes after time)
+  bool contiguous = false;                 // rows back to back: row r at r * Dh
+  int64_t inner = 1;                       // rows per time step within a run (product of the axes after time)
   int64_t sizes[8] = {}, strides[8] = {};  // leading axes (all but the last)
 };
 

@@ -3,9 +3,9 @@
 // tensor: rotary_qk launches once for q and once for k, on the same stream (rotary.cpp).
 // Built only when the Torch found has CUDA (CMakeLists.txt); no Torch headers here.
 // x is contiguous (..., T, ..., Dh); time step of row r = (r / inner) % T.
-#include "ropelab/ops/rotary/rotary_cuda.h"
-
 #include <cuda_runtime.h>
+
+#include "ropelab/ops/rotary/rotary_cuda.h"
 
 namespace ropelab {
 
