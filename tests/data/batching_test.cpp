@@ -7,13 +7,8 @@
 #include "../test_util.h"
 
 using namespace ropelab;
-using ropelab::testing::error_of;
 
-namespace {
-
-class Batching : public ropelab::testing::TempDir {};
-
-}  // namespace
+using Batching = ropelab::testing::TempDir;  // a fresh directory per test
 
 TEST_F(Batching, BatchesRespectTheTokenBudgetAndCoverEveryExample) {
   std::vector<Example> examples;

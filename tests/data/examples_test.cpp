@@ -7,13 +7,8 @@
 #include "../test_util.h"
 
 using namespace ropelab;
-using ropelab::testing::error_of;
 
-namespace {
-
-class Examples : public ropelab::testing::TempDir {};
-
-}  // namespace
+using Examples = ropelab::testing::TempDir;  // a fresh directory per test
 
 TEST_F(Examples, LongPairsAreSkippedOrTruncatedAndCounted) {
   ParallelText text;

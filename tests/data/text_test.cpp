@@ -9,11 +9,7 @@
 using namespace ropelab;
 using ropelab::testing::error_of;
 
-namespace {
-
-class Text : public ropelab::testing::TempDir {};
-
-}  // namespace
+using Text = ropelab::testing::TempDir;  // a fresh directory per test
 
 TEST_F(Text, TsvStripsBomAndCrAndCountsEmptyPairs) {
   auto path = write("a.tsv", "\xEF\xBB\xBFhello\thola\r\n\nworld\t\ncat\tgato\n");

@@ -8,11 +8,7 @@
 using namespace ropelab;
 using ropelab::testing::error_of;
 
-namespace {
-
-class Store : public ropelab::testing::TempDir {};
-
-}  // namespace
+using Store = ropelab::testing::TempDir;  // a fresh directory per test
 
 // The training split is streamed into a memory-mapped token store: it must hold exactly
 // the examples the in-memory path builds, for pairs (with grid coordinates) and LM chunks.

@@ -9,11 +9,7 @@
 using namespace ropelab;
 using ropelab::testing::error_of;
 
-namespace {
-
-class Tokenizers : public ropelab::testing::TempDir {};
-
-}  // namespace
+using Tokenizers = ropelab::testing::TempDir;  // a fresh directory per test
 
 TEST_F(Tokenizers, WordTokenizerSplitsPunctuationAndRoundTrips) {
   EXPECT_EQ(split_words("¿Dónde está la estación?"),
