@@ -20,6 +20,7 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace ropelab {
 
@@ -76,5 +77,15 @@ struct DispatchTable {
     return *cuda;
   }
 };
+
+/// Of a CPU build's per-dtype loops, the one for scalar_t (float or double).
+template <typename scalar_t, typename FloatFn, typename DoubleFn>
+auto loop_for(FloatFn float_fn, DoubleFn double_fn) {
+  static_assert(std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>, "loops exist for float, double");
+  if constexpr (std::is_same_v<scalar_t, float>)
+    return float_fn;
+  else
+    return double_fn;
+}
 
 }  // namespace ropelab

@@ -144,12 +144,8 @@ TrainingData load_training_data(const Task& task, const RunPaths& paths, bool re
 /// on a terminal, an in-place progress line between them.
 class ProgressLog {
  public:
-  ProgressLog(bool writer, int64_t first_step, int64_t steps)
-      : terminal_(writer && isatty(STDOUT_FILENO)),
-        first_step_(first_step),
-        steps_(steps),
-        start_(now_seconds()),
-        window_start_(start_) {}
+  ProgressLog(bool terminal, int64_t first_step, int64_t steps)
+      : terminal_(terminal), first_step_(first_step), steps_(steps), start_(now_seconds()), window_start_(start_) {}
   /// "\r\033[K" on a terminal, clearing the in-place line before a log line.
   const char* clear() const { return terminal_ ? "\r\033[K" : ""; }
   double started() const { return start_; }
@@ -215,7 +211,8 @@ class Trainer {
   torch::Device device_{torch::kCPU};
   int64_t threads_ = 0;
   std::unique_ptr<DataParallel> group_;
-  bool writer_ = true;  // rank 0 alone writes files and logs
+  bool writer_ = true;     // rank 0 alone writes files and logs
+  bool terminal_ = false;  // the writer's stdout is a terminal: in-place progress lines
   std::ostream* log_ = &std::cout;
   std::unique_ptr<Task> task_;
   TrainingData data_;
@@ -242,6 +239,7 @@ Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
     group_ = std::make_unique<DataParallel>(launch_, device_,
                                             std::chrono::milliseconds(static_cast<int64_t>(1000 * t_.dist_timeout())));
   writer_ = !group_ || group_->is_main();
+  terminal_ = writer_ && isatty(STDOUT_FILENO);
   log_ = writer_ ? &std::cout : &null_stream();
   torch::manual_seed(static_cast<uint64_t>(t_.seed()));
 
@@ -285,7 +283,7 @@ void Trainer::validate() {
   else
     ++progress_.bad_validations;
   if (writer_) {
-    std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", isatty(STDOUT_FILENO) ? "\r\033[K" : "",
+    std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", terminal_ ? "\r\033[K" : "",
                 static_cast<long>(progress_.step), loss, ppl, improved ? " | best" : "");
     std::fflush(stdout);
     metrics_->write("valid", progress_.step, {{"loss", loss}, {"ppl", ppl}});
@@ -311,7 +309,7 @@ void Trainer::run() {
   auto& module = model_->module();
   module.train();
   StopSignals signals;  // SIGINT/SIGTERM: finish the update, save, return
-  ProgressLog progress_log(writer_, progress_.step, t_.steps());
+  ProgressLog progress_log(terminal_, progress_.step, t_.steps());
   const double seconds_before = progress_.seconds;  // a resumed run's time continues
   while (!stop_ && progress_.step < t_.steps()) {
     auto plan = plan_batches(*data_.train, t_.max_tokens(), config_.data.bucketing(),

@@ -10,22 +10,6 @@ namespace ropelab {
 
 namespace {
 
-/// The CPU loops of one build for scalar_t.
-template <typename scalar_t>
-SmoothedCeForwardFn<scalar_t> forward_loop(const CrossEntropyCpuKernels& kernels) {
-  if constexpr (std::is_same_v<scalar_t, float>)
-    return kernels.forward_float;
-  else
-    return kernels.forward_double;
-}
-template <typename scalar_t>
-SmoothedCeBackwardFn<scalar_t> backward_loop(const CrossEntropyCpuKernels& kernels) {
-  if constexpr (std::is_same_v<scalar_t, float>)
-    return kernels.backward_float;
-  else
-    return kernels.backward_double;
-}
-
 /// The entries of the dispatch table. Forward: logits (N, V) and target (N), contiguous,
 /// into lse, loss and nll (N). Backward: the gradient of loss, g (N), into grad (N, V).
 struct SmoothedCeImpl {
@@ -40,7 +24,7 @@ void forward_cpu(const torch::Tensor& logits, const torch::Tensor& target, doubl
                  torch::Tensor& loss, torch::Tensor& nll) {
   const int64_t N = logits.size(0), V = logits.size(1);
   AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "smoothed_ce_forward", [&] {
-    const auto rows = forward_loop<scalar_t>(kernels);
+    const auto rows = loop_for<scalar_t>(kernels.forward_float, kernels.forward_double);
     const auto e = static_cast<scalar_t>(eps);
     at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
       rows(logits.data_ptr<scalar_t>(), V, target.data_ptr<int64_t>(), pad, e, begin, end, lse.data_ptr<scalar_t>(),
@@ -54,7 +38,7 @@ void backward_cpu(const torch::Tensor& logits, const torch::Tensor& target, doub
                   const torch::Tensor& lse, const torch::Tensor& g, torch::Tensor& grad) {
   const int64_t N = logits.size(0), V = logits.size(1);
   AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "smoothed_ce_backward", [&] {
-    const auto rows = backward_loop<scalar_t>(kernels);
+    const auto rows = loop_for<scalar_t>(kernels.backward_float, kernels.backward_double);
     const auto e = static_cast<scalar_t>(eps);
     at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
       rows(logits.data_ptr<scalar_t>(), V, target.data_ptr<int64_t>(), pad, e, lse.data_ptr<scalar_t>(),

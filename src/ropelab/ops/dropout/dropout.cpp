@@ -16,21 +16,13 @@ namespace {
 /// forward and backward alike.
 using ApplyMaskFn = torch::Tensor (*)(const torch::Tensor& x, double p, uint32_t seed);
 
-template <typename scalar_t>
-DropoutFn<scalar_t> cpu_loop(const DropoutCpuKernels& kernels) {
-  if constexpr (std::is_same_v<scalar_t, float>)
-    return kernels.apply_float;
-  else
-    return kernels.apply_double;
-}
-
 template <const DropoutCpuKernels& kernels>
 torch::Tensor apply_mask_cpu(const torch::Tensor& x, double p, uint32_t seed) {
   auto in = x.contiguous();
   auto out = torch::empty_like(in);
   const auto threshold = static_cast<uint32_t>(p * 4294967296.0);
   AT_DISPATCH_FLOATING_TYPES(in.scalar_type(), "ropelab_dropout", [&] {
-    const auto elements = cpu_loop<scalar_t>(kernels);
+    const auto elements = loop_for<scalar_t>(kernels.apply_float, kernels.apply_double);
     const auto scale = static_cast<scalar_t>(1.0 / (1.0 - p));
     const scalar_t* src = in.data_ptr<scalar_t>();
     scalar_t* dst = out.data_ptr<scalar_t>();
