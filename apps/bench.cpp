@@ -1,16 +1,10 @@
-// ropelab bench train | decode, and the registration of every bench subcommand: timings for
+// ropelab bench train, and the registration of every bench subcommand: timings for
 // bench/README.md. Never part of the tests.
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "commands.h"
 #include "ropelab/bench/benchmarks.h"
-#include "ropelab/run/run.h"
 #include "ropelab/util/runtime.h"
 
 namespace ropelab::apps {
@@ -24,10 +18,9 @@ const std::vector<std::string> kTrainBenchDefaults = {"model.d_model=256", "mode
 void add_bench_train(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("train", "training target-tokens/s on fixed-shape synthetic batches");
   struct Args {
-    RuntimeFlags flags;
+    BenchFlags flags;
     ConfigSources sources;
     TrainBenchOptions options;
-    bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("config", a->sources.files,
@@ -41,7 +34,6 @@ void add_bench_train(CLI::App& bench) {
   cmd->add_option("--steps", a->options.steps, "timed updates")->capture_default_str();
   cmd->add_option("--warmup", a->options.warmup, "untimed updates first")->capture_default_str();
   cmd->add_option("--profile", a->options.profile, "write a Chrome trace of the timed steps (LibTorch profiler)");
-  cmd->add_flag("--json", a->json, "one JSON object");
   a->flags.add_to(*cmd);
   cmd->callback([a] {
     auto sources = a->sources;
@@ -52,77 +44,22 @@ void add_bench_train(CLI::App& bench) {
     const auto device = parse_device(config.train.device());
     const auto threads = set_threads(config.train.threads());
     const auto r = bench_train(config, a->options, device);
-    if (a->json) {
-      std::cout << nlohmann::ordered_json{{"bench", "train"},
-                                          {"device", config.train.device()},
-                                          {"threads", threads},
-                                          {"parameters", r.parameters},
-                                          {"batch", a->options.batch},
-                                          {"length", a->options.length},
-                                          {"step_median_s", r.step.median},
-                                          {"step_min_s", r.step.min},
-                                          {"step_max_s", r.step.max},
-                                          {"target_tokens_per_s", r.target_tokens_per_second}}
-                       .dump()
-                << std::endl;
-    } else {
-      std::printf("ropelab train step: %ld parameters, batch %ld x %ld, %s, %ld threads\n",
-                  static_cast<long>(r.parameters), static_cast<long>(a->options.batch),
-                  static_cast<long>(a->options.length), config.train.device().c_str(), static_cast<long>(threads));
-      std::printf("  step median %.1f ms (min %.1f, max %.1f, %ld steps)\n  %.0f target tokens/s\n",
-                  1e3 * r.step.median, 1e3 * r.step.min, 1e3 * r.step.max, static_cast<long>(r.step.repeats),
-                  r.target_tokens_per_second);
-    }
-  });
-}
-
-void add_bench_decode(CLI::App& bench) {
-  auto* cmd = bench.add_subcommand("decode", "beam decoding with the key/value cache vs recomputing the prefix");
-  struct Args {
-    RuntimeFlags flags;
-    std::string run_dir, split = "test", checkpoint = "best";
-    int64_t beam = 4;
-    bool json = false;
-  };
-  auto a = std::make_shared<Args>();
-  cmd->add_option("--run", a->run_dir, "run directory")->required()->check(CLI::ExistingDirectory);
-  cmd->add_option("--split", a->split, "test | valid | FILE")->capture_default_str();
-  cmd->add_option("--checkpoint", a->checkpoint, "best | last | FILE")->capture_default_str();
-  cmd->add_option("--beam", a->beam, "beam size")->check(positive())->capture_default_str();
-  cmd->add_flag("--json", a->json, "one JSON object");
-  a->flags.add_to(*cmd);
-  cmd->callback([a] {
-    const auto device = parse_device(a->flags.device_or("cpu"));
-    const auto threads = set_threads(a->flags.threads < 0 ? 0 : a->flags.threads);
-    auto run = open_run(a->run_dir, a->checkpoint, device);
-    const auto path = a->split == "test"    ? run.config.data.test()
-                      : a->split == "valid" ? run.config.data.valid()
-                                            : a->split;
-    DecodeRequest request;
-    request.search.decode = run.config.decode;
-    request.search.decode.beam(a->beam);
-    const auto r = bench_decode(run, path, request, device);
-    const double speedup = r.uncached_seconds / r.cached_seconds;
-    if (a->json) {
-      std::cout << nlohmann::ordered_json{{"bench", "decode"},
-                                          {"sentences", r.sentences},
-                                          {"beam", a->beam},
-                                          {"threads", threads},
-                                          {"cached_s", r.cached_seconds},
-                                          {"uncached_s", r.uncached_seconds},
-                                          {"speedup", speedup},
-                                          {"identical", r.identical}}
-                       .dump()
-                << std::endl;
-    } else {
-      std::printf("beam %ld decoding of %ld sentences (%s), %ld threads\n", static_cast<long>(a->beam),
-                  static_cast<long>(r.sentences), path.c_str(), static_cast<long>(threads));
-      std::printf(
-          "  cached keys/values:  %8.2f s\n  recomputed prefix:   %8.2f s\n  speedup %.2fx, identical "
-          "outputs %ld/%ld\n",
-          r.cached_seconds, r.uncached_seconds, speedup, static_cast<long>(r.identical),
-          static_cast<long>(r.sentences));
-    }
+    if (a->flags.json_line({{"bench", "train"},
+                            {"device", config.train.device()},
+                            {"threads", threads},
+                            {"parameters", r.parameters},
+                            {"batch", a->options.batch},
+                            {"length", a->options.length},
+                            {"step_median_s", r.step.median},
+                            {"step_min_s", r.step.min},
+                            {"step_max_s", r.step.max},
+                            {"target_tokens_per_s", r.target_tokens_per_second}}))
+      return;
+    std::printf("ropelab train step: %ld parameters, batch %ld x %ld, %s, %ld threads\n",
+                static_cast<long>(r.parameters), static_cast<long>(a->options.batch),
+                static_cast<long>(a->options.length), config.train.device().c_str(), static_cast<long>(threads));
+    std::printf("  step median %.1f ms (min %.1f, max %.1f, %ld steps)\n  %.0f target tokens/s\n", 1e3 * r.step.median,
+                1e3 * r.step.min, 1e3 * r.step.max, static_cast<long>(r.step.repeats), r.target_tokens_per_second);
   });
 }
 
@@ -132,7 +69,7 @@ void add_bench(CLI::App& cli) {
   auto* bench = cli.add_subcommand("bench", "benchmarks (timings for reports; not tests)");
   bench->require_subcommand(1);
   add_bench_train(*bench);
-  add_bench_decode(*bench);
+  add_bench_decode(*bench);     // bench_decode.cpp
   add_bench_rotary(*bench);     // bench_rotary.cpp
   add_bench_attention(*bench);  // bench_attention.cpp
 }

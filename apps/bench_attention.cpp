@@ -1,13 +1,10 @@
 // ropelab bench attention: softmax vs Performer by sequence length (src/ropelab/bench/attention_sweep.h).
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "ropelab/bench/attention_sweep.h"
-#include "ropelab/util/runtime.h"
 
 namespace ropelab::apps {
 
@@ -15,11 +12,10 @@ void add_bench_attention(CLI::App& bench) {
   auto* cmd = bench.add_subcommand(
       "attention", "softmax vs Performer attention: forward+backward time and peak memory by sequence length");
   struct Args {
-    RuntimeFlags flags;
+    BenchFlags flags;
     std::vector<int64_t> seq = {256, 1024, 4096, 16384};
     AttentionBenchOptions options;
     std::string modes = "both", child;  // child: one case, measured in this process
-    bool json = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--seq", a->seq, "sequence lengths")->delimiter(',');
@@ -36,11 +32,10 @@ void add_bench_attention(CLI::App& bench) {
       ->check(CLI::IsMember({"bidirectional", "causal", "both"}))
       ->capture_default_str();
   cmd->add_option("--child", a->child, "internal: TYPE,CAUSAL,T measured in this process")->group("");
-  cmd->add_flag("--json", a->json, "one JSON object per row");
-  a->flags.add_to(*cmd);
+  a->flags.add_to(*cmd, "one JSON object per row");
   cmd->callback([a] {
-    const auto device = parse_device(a->flags.device_or("cpu"));
-    const auto threads = set_threads(a->flags.threads < 0 ? 0 : a->flags.threads);
+    const auto device = a->flags.apply();
+    const auto threads = torch::get_num_threads();
     if (!a->child.empty()) {  // one measurement, printed for the parent to read
       const auto r = bench_attention(parse_attention_case(a->child, a->options), device);
       std::printf("%.6f %.3f\n", r.timing.median, r.peak_mib);
@@ -50,7 +45,7 @@ void add_bench_attention(CLI::App& bench) {
     if (a->modes != "causal") modes.push_back(false);
     if (a->modes != "bidirectional") modes.push_back(true);
     const auto& o = a->options;
-    if (!a->json)
+    if (!a->flags.json)
       std::printf(
           "attention forward+backward: B=%ld H=%ld Dh=%ld, Performer m=%ld, %s, %ld threads, median of %ld\n"
           "%-14s %7s %12s %12s %14s %14s %9s\n",
@@ -68,25 +63,21 @@ void add_bench_attention(CLI::App& bench) {
                       auto& first = crossover[r.causal ? 1 : 0];
                       if (r.speedup() > 1 && first < 0) first = r.length;
                       const char* mode = r.causal ? "causal" : "bidirectional";
-                      if (a->json)
-                        std::cout << nlohmann::ordered_json{{"bench", "attention"},
-                                                            {"mode", mode},
-                                                            {"T", r.length},
-                                                            {"softmax_ms", r.ms[0]},
-                                                            {"performer_ms", r.ms[1]},
-                                                            {"softmax_peak_mib", r.mib[0]},
-                                                            {"performer_peak_mib", r.mib[1]},
-                                                            {"threads", threads}}
-                                         .dump()
-                                  << std::endl;
-                      else
+                      if (!a->flags.json_line({{"bench", "attention"},
+                                               {"mode", mode},
+                                               {"T", r.length},
+                                               {"softmax_ms", r.ms[0]},
+                                               {"performer_ms", r.ms[1]},
+                                               {"softmax_peak_mib", r.mib[0]},
+                                               {"performer_peak_mib", r.mib[1]},
+                                               {"threads", threads}}))
                         std::printf("%-14s %7ld %12s %12s %14s %14s %9s\n", mode, static_cast<long>(r.length),
                                     cell(r.ms[0], "%.1f").c_str(), cell(r.ms[1], "%.1f").c_str(),
                                     cell(r.mib[0], "%.0f").c_str(), cell(r.mib[1], "%.0f").c_str(),
                                     r.speedup() > 0 ? cell(r.speedup(), "%.2fx").c_str() : "-");
                       std::fflush(stdout);
                     });
-    if (a->json) return;
+    if (a->flags.json) return;
     for (bool causal : modes) {
       const auto first = crossover[causal ? 1 : 0];
       if (first > 0)

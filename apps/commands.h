@@ -2,8 +2,11 @@
 // Subcommand registration for the ropelab executable. Each add_* registers its flags and
 // a callback that calls the library; errors propagate to main() as exceptions.
 
+#include <torch/torch.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,18 @@ struct RuntimeFlags {
   void append_overrides(std::vector<std::string>& overrides) const;
   /// The device to use when no config says otherwise.
   std::string device_or(const std::string& fallback) const { return device.empty() ? fallback : device; }
+  /// For commands without a config: sets the threads (--threads, else every core) and
+  /// returns the device (--device, else cpu).
+  torch::Device apply() const;
+};
+
+/// The flags every bench subcommand shares: --device, --threads and --json.
+struct BenchFlags : RuntimeFlags {
+  bool json = false;
+  void add_to(CLI::App& app, const char* json_help = "one JSON object");
+  /// With --json, prints `row` as one line and returns true; otherwise prints nothing and
+  /// returns false (the caller prints its text line).
+  bool json_line(const nlohmann::ordered_json& row) const;
 };
 
 /// Number checks for flags whose failure reads "--beam: must be > 0, got 0" (CLI11's own
@@ -36,6 +51,7 @@ void add_score(CLI::App& cli);
 void add_average(CLI::App& cli);
 void add_bench(CLI::App& cli);
 void add_bench_attention(CLI::App& bench);
+void add_bench_decode(CLI::App& bench);
 void add_bench_rotary(CLI::App& bench);
 void add_ablate(CLI::App& cli);
 

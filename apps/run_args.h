@@ -67,8 +67,7 @@ struct RunArgs {
   }
   /// Loads the run on the chosen device with the chosen threads.
   LoadedRun open(torch::Device* device) const {
-    *device = parse_device(flags.device_or("cpu"));
-    set_threads(flags.threads < 0 ? 0 : flags.threads);
+    *device = flags.apply();
     return open_run(run_dir, checkpoint, *device);
   }
 };

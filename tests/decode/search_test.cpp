@@ -1,6 +1,8 @@
 // Decoding: cached and uncached decoding agree, limits hold.
 #include "ropelab/decode/search.h"
 
+#include <type_traits>
+
 #include "../test_util.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/task/language_model_task.h"
@@ -12,12 +14,18 @@ using ropelab::testing::tiny_options;
 namespace {
 class Decode : public ropelab::testing::Seeded {};
 
-/// Decoding sources `src` (B, S) with a translator's model.
-Decoding translate(const Seq2Seq& model, const torch::Tensor& src, const DecodeOptions& options,
-                   bool use_cache = true) {
-  Batch inputs;
-  inputs.source = src;
-  return TranslationTask::Model(model).start_decoding(inputs, options, use_cache);
+/// Starts decoding `inputs` with `net` as its task's model: sources (B, S) for a
+/// translator, prompts (1, P) that begin with EOS for a language model.
+template <class Net>
+Decoding start(const Net& net, const torch::Tensor& inputs, const DecodeOptions& options, bool use_cache = true) {
+  Batch batch;
+  if constexpr (std::is_same_v<Net, Seq2Seq>) {
+    batch.source = inputs;
+    return TranslationTask::Model(net).start_decoding(batch, options, use_cache);
+  } else {
+    batch.target_in = inputs;
+    return LanguageModelTask::Model(net).start_decoding(batch, options, use_cache);
+  }
 }
 }  // namespace
 
@@ -28,8 +36,8 @@ TEST_F(Decode, GreedyWithCacheEqualsRecomputingThePrefix) {
     model->eval();
     auto src = torch::tensor({{5, 6, 7, 8, 3, 0}, {9, 10, 11, 12, 13, 3}});  // 3 = EOS, 0 = pad
     auto options = DecodeOptions().beam(1).max_len_a(0).max_len_b(12);
-    auto cached = greedy_search(translate(model, src, options, true));
-    auto full = greedy_search(translate(model, src, options, false));
+    auto cached = greedy_search(start(model, src, options, true));
+    auto full = greedy_search(start(model, src, options, false));
     ASSERT_EQ(cached.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {
       EXPECT_EQ(cached[i].tokens, full[i].tokens);
@@ -50,8 +58,8 @@ TEST_F(Decode, BeamOneEqualsGreedy) {
   model->eval();
   auto src = torch::randint(4, 23, {5, 7});
   auto options = DecodeOptions().beam(1).max_len_a(1.0).max_len_b(3);
-  auto greedy = greedy_search(translate(model, src, options));
-  auto beam = beam_search(translate(model, src, options), options);
+  auto greedy = greedy_search(start(model, src, options));
+  auto beam = beam_search(start(model, src, options), options);
   for (size_t i = 0; i < greedy.size(); ++i) {
     EXPECT_EQ(beam[i].tokens, greedy[i].tokens) << "sentence " << i;
     EXPECT_NEAR(beam[i].score, greedy[i].score, 1e-4);
@@ -65,8 +73,8 @@ TEST_F(Decode, BeamWithCacheEqualsRecomputingThePrefix) {
     model->eval();
     auto src = torch::randint(4, 23, {3, 6});
     auto options = DecodeOptions().beam(4).max_len_a(1.0).max_len_b(4);
-    auto cached = beam_search(translate(model, src, options, true), options);
-    auto full = beam_search(translate(model, src, options, false), options);
+    auto cached = beam_search(start(model, src, options, true), options);
+    auto full = beam_search(start(model, src, options, false), options);
     for (size_t i = 0; i < cached.size(); ++i) {
       EXPECT_EQ(cached[i].tokens, full[i].tokens);
       EXPECT_NEAR(cached[i].score, full[i].score, 1e-4);
@@ -82,16 +90,6 @@ TEST_F(Decode, LengthPenaltyFormulas) {
   EXPECT_NEAR(length_penalty(average.lenpen(0.0), 7), 1.0, 1e-12);
 }
 
-namespace {
-/// Decoding a language model from the prompt `prompt` (1, P), EOS first.
-Decoding generate(const LanguageModel& model, const torch::Tensor& prompt, const DecodeOptions& options,
-                  bool use_cache = true) {
-  Batch inputs;
-  inputs.target_in = prompt;
-  return LanguageModelTask::Model(model).start_decoding(inputs, options, use_cache);
-}
-}  // namespace
-
 // One search serves the language model: beams with the cache equal beams recomputing the
 // prefix, for every kind of position encoder and both attention backends.
 TEST_F(Decode, LanguageModelBeamWithCacheEqualsRecomputingThePrefix) {
@@ -106,15 +104,15 @@ TEST_F(Decode, LanguageModelBeamWithCacheEqualsRecomputingThePrefix) {
                               .decoder_position(PositionOptions().type(type))
                               .attention(AttentionOptions().type(attention).num_features(16).chunk_size(2)));
       model->eval();
-      auto cached = beam_search(generate(model, prompt, options, true), options);
-      auto full = beam_search(generate(model, prompt, options, false), options);
+      auto cached = beam_search(start(model, prompt, options, true), options);
+      auto full = beam_search(start(model, prompt, options, false), options);
       ASSERT_EQ(cached.size(), 1u);
       EXPECT_EQ(cached[0].tokens, full[0].tokens);
       EXPECT_NEAR(cached[0].score, full[0].score, 1e-3);
       EXPECT_LE(cached[0].tokens.size(), 6u);
       // beam 1 is greedy
-      auto greedy = greedy_search(generate(model, prompt, options));
-      auto beam1 = beam_search(generate(model, prompt, DecodeOptions(options).beam(1)), DecodeOptions(options).beam(1));
+      auto greedy = greedy_search(start(model, prompt, options));
+      auto beam1 = beam_search(start(model, prompt, DecodeOptions(options).beam(1)), DecodeOptions(options).beam(1));
       EXPECT_EQ(greedy[0].tokens, beam1[0].tokens);
     }
 }
@@ -126,17 +124,17 @@ TEST_F(Decode, SamplingNarrowedToOneTokenIsGreedyAndSeedsRepeat) {
   model->eval();
   auto src = torch::randint(4, 23, {3, 6});
   const auto options = DecodeOptions().max_len_a(1.0).max_len_b(4);
-  const auto greedy = greedy_search(translate(model, src, options));
+  const auto greedy = greedy_search(start(model, src, options));
   for (const auto& narrow : {SamplingOptions().top_k(1), SamplingOptions().top_p(1e-6).temperature(2.0)}) {
-    const auto sampled = sample_search(translate(model, src, options), narrow);
+    const auto sampled = sample_search(start(model, src, options), narrow);
     for (size_t i = 0; i < greedy.size(); ++i) {
       EXPECT_EQ(sampled[i].tokens, greedy[i].tokens) << "sentence " << i;
       EXPECT_NEAR(sampled[i].score, greedy[i].score, 1e-6);
     }
   }
   torch::manual_seed(7);
-  const auto a = sample_search(translate(model, src, options), SamplingOptions().temperature(1.5));
+  const auto a = sample_search(start(model, src, options), SamplingOptions().temperature(1.5));
   torch::manual_seed(7);
-  const auto b = sample_search(translate(model, src, options), SamplingOptions().temperature(1.5));
+  const auto b = sample_search(start(model, src, options), SamplingOptions().temperature(1.5));
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens);
 }

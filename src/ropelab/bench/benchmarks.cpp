@@ -79,12 +79,12 @@ DecodeBenchResult bench_decode(const LoadedRun& run, const std::string& path, co
   return r;
 }
 
-std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, const torch::Device& device,
-                                         torch::Dtype dtype, int64_t repeats) {
+std::vector<RotaryBenchRow> bench_rotary(const RotaryBenchOptions& o, const torch::Device& device) {
+  const auto& shape = o.shape;
   TORCH_CHECK(shape.size() == 4, "bench rotary: --shape must be T,B,H,Dh, got ", shape.size(), " numbers");
   torch::NoGradGuard no_grad;
   const int64_t T = shape[0], Dh = shape[3];
-  auto options = torch::TensorOptions().dtype(dtype).device(device);
+  auto options = torch::TensorOptions().dtype(o.dtype).device(device);
   auto q = torch::randn(shape, options), k = torch::randn(shape, options);
   auto inv = torch::pow(10000.0, -torch::arange(Dh / 2, torch::kDouble) / static_cast<double>(Dh / 2));
   auto angles = (torch::arange(T, torch::kDouble).unsqueeze(1) * inv).to(device);
@@ -97,7 +97,7 @@ std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, cons
     RotaryBenchRow row;
     row.name = name;
     std::pair<torch::Tensor, torch::Tensor> out;
-    row.timing = time_repeats([&] { out = f(); }, 2, repeats, device);
+    row.timing = time_repeats([&] { out = f(); }, 2, o.repeats, device);
     if (name != "additive") row.max_diff = (out.first - reference).abs().max().item<double>();
     rows.push_back(row);
   };

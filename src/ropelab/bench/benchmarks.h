@@ -84,11 +84,16 @@ struct RotaryBenchRow {
   double max_diff = 0;  // largest difference from the eager implementation (0 for additive)
 };
 
-/// The runtime table of Biderman et al. 2021: q and k of `shape` in their [T, B, H, Dh] layout, an
-/// additive position embedding (q + pe, k + pe) against rotary by each implementation
-/// (eager, script, fused), all forward on the same tensors, median of `repeats`.
-std::vector<RotaryBenchRow> bench_rotary(const std::vector<int64_t>& shape, const torch::Device& device,
-                                         torch::Dtype dtype, int64_t repeats);
+struct RotaryBenchOptions {
+  std::vector<int64_t> shape = {2048, 16, 12, 64};  // q and k, [T, B, H, Dh]
+  torch::Dtype dtype = torch::kFloat;
+  int64_t repeats = 10;  // timed repeats; the median is reported
+};
+
+/// The runtime table of Biderman et al. 2021: q and k of `options.shape` in their [T, B, H, Dh]
+/// layout, an additive position embedding (q + pe, k + pe) against rotary by each
+/// implementation (eager, script, fused), all forward on the same tensors.
+std::vector<RotaryBenchRow> bench_rotary(const RotaryBenchOptions& options, const torch::Device& device);
 
 struct AttentionBenchOptions {
   AttentionType type = AttentionType::softmax;

@@ -62,15 +62,6 @@ std::string LanguageModelTask::describe_data(size_t train, const std::string& st
          store_summary + ", " + std::to_string(valid) + " validation chunks";
 }
 
-Batch LanguageModelTask::collate(const ExampleSet& examples, const std::vector<size_t>& indices,
-                                 const torch::Device& device) const {
-  return collate_lm(examples, indices, device);
-}
-
-std::shared_ptr<TaskModel> LanguageModelTask::build_model(int64_t vocab_size) const {
-  return std::make_shared<Model>(LanguageModel(model_options(vocab_size)));
-}
-
 // --- decoding and evaluation -----------------------------------------------------------
 
 std::vector<std::string> LanguageModelTask::decode_lines(const TaskModel& model, const Tokenizer& tokenizer,

@@ -28,8 +28,12 @@ class LanguageModelTask : public Task {
                                      int64_t* skipped = nullptr) const override;
   std::string describe_data(size_t train, const std::string& store_summary, size_t valid) const override;
   Batch collate(const ExampleSet& examples, const std::vector<size_t>& indices,
-                const torch::Device& device) const override;
-  std::shared_ptr<TaskModel> build_model(int64_t vocab_size) const override;
+                const torch::Device& device) const override {
+    return collate_lm(examples, indices, device);
+  }
+  std::shared_ptr<TaskModel> build_model(int64_t vocab_size) const override {
+    return std::make_shared<Model>(LanguageModel(model_options(vocab_size)));
+  }
   std::string model_noun() const override { return "language model"; }
   std::string decode_command() const override { return "generate"; }
   std::vector<std::string> decode_inputs(const std::string& path) const override;

@@ -93,15 +93,6 @@ std::string TranslationTask::describe_data(size_t train, const std::string& stor
          " validation pairs";
 }
 
-Batch TranslationTask::collate(const ExampleSet& examples, const std::vector<size_t>& indices,
-                               const torch::Device& device) const {
-  return ropelab::collate(examples, indices, device);
-}
-
-std::shared_ptr<TaskModel> TranslationTask::build_model(int64_t vocab_size) const {
-  return std::make_shared<Model>(Seq2Seq(model_options(vocab_size)));
-}
-
 // --- decoding and evaluation -----------------------------------------------------------
 
 std::vector<std::string> TranslationTask::decode_lines(const TaskModel& model, const Tokenizer& tokenizer,
