@@ -1,88 +1,106 @@
-// BLEU and chrF against an independent Python implementation of sacreBLEU's algorithm
-// (tests/golden/sacrebleu_ref.py; expected values below are its output).
+// BLEU, chrF and the 13a tokenizer against sacreBLEU itself: tests/golden/sacrebleu_golden.json holds each
+// case's inputs and sacreBLEU's outputs, written by tests/golden/sacrebleu_golden.py from a sacreBLEU checkout.
 #include "ropelab/eval/metrics.h"
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
 #include "../test_util.h"
+#include "ropelab/build_config.h"
 
 using namespace ropelab;
+using nlohmann::json;
 
 namespace {
 
-const std::vector<std::string> kHyps = {"The cat sat on the mat.",
-                                        "¿Dónde está la estación?",
-                                        "It costs 1,000.50 dollars.",
-                                        "He said &quot;yes&quot;.",
-                                        "",
-                                        "x",
-                                        "completely unrelated words here",
-                                        "“Quoted” text, more."};
-const std::vector<std::string> kRef1 = {"The cat sat on a mat.",
-                                        "¿Dónde está la estación de tren?",
-                                        "It costs 1,000.50 dollars!",
-                                        "He said \"yes\".",
-                                        "Nothing here.",
-                                        "x y",
-                                        "the reference says something else",
-                                        "\"Quoted\" text, more."};
-const std::vector<std::string> kRef2 = {"A cat was sitting on the mat.",
-                                        "¿Dónde queda la estación?",
-                                        "The price is 1,000.50 dollars.",
-                                        "He answered yes.",
-                                        "",
-                                        "x",
-                                        "entirely different",
-                                        "“Quoted” text, more!"};
+constexpr double kTolerance = 1e-6;
 
-double bleu(const std::vector<std::string>& h, const std::vector<std::vector<std::string>>& r, BleuSmoothing s,
-            bool lowercase = false) {
+const json& golden() {
+  static const json data = [] {
+    const std::string path = std::string(ROPELAB_SOURCE_DIR) + "/tests/golden/sacrebleu_golden.json";
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read " + path);
+    return json::parse(in);
+  }();
+  return data;
+}
+
+/// The case called `name` in the golden file's `section` ("tokenize_13a", "bleu" or "chrf").
+const json& golden_case(const std::string& section, const std::string& name) {
+  for (const auto& c : golden().at(section))
+    if (c.at("name").get<std::string>() == name) return c;
+  throw std::out_of_range("sacrebleu_golden.json has no " + section + " case " + name);
+}
+
+using Lines = std::vector<std::string>;
+using RefSets = std::vector<std::vector<std::string>>;
+
+BleuScore bleu_of(const json& c) {
   BleuOptions o;
-  o.smoothing = s;
-  o.lowercase = lowercase;
-  return corpus_bleu(h, r, o).score;
+  o.smoothing = parse_bleu_smoothing(c.at("smooth").get<std::string>());
+  o.lowercase = c.at("lowercase").get<bool>();
+  return corpus_bleu(c.at("hyps").get<Lines>(), c.at("refs").get<RefSets>(), o);
+}
+
+ChrfScore chrf_of(const json& c) {
+  ChrfOptions o;
+  o.lowercase = c.at("lowercase").get<bool>();
+  return corpus_chrf(c.at("hyps").get<Lines>(), c.at("refs").get<RefSets>(), o);
 }
 
 }  // namespace
 
 TEST(Metrics, Tokenize13a) {
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"Hello, world!", "Hello , world !"},
-      {"It costs $1,000.50 (approx.) -- see p. 3-4.", "It costs $ 1,000.50 ( approx . ) -- see p . 3 - 4 ."},
-      {"He said &quot;no&quot; &amp; left &lt;now&gt;.", "He said \" no \" & left < now > ."},
-      {"a <skipped> b", "a b"},
-      {"¿Dónde está la estación? ¡Allí!", "¿Dónde está la estación ? ¡Allí !"},
-      {"“Quoted” text… and ‘single’ ones.", "“Quoted” text… and ‘single’ ones ."},
-      {"e-mail 3-D x-ray 2020-2021", "e-mail 3 - D x-ray 2020 - 2021"},
-      {"end.", "end ."},
-      {"", ""},
-  };
-  for (const auto& [in, out] : cases) EXPECT_EQ(tokenize_13a(in), out) << in;
+  const auto& cases = golden().at("tokenize_13a");
+  ASSERT_FALSE(cases.empty());
+  for (const auto& c : cases)
+    EXPECT_EQ(tokenize_13a(c.at("input").get<std::string>()), c.at("output").get<std::string>())
+        << c.at("name").get<std::string>();
 }
 
-TEST(Metrics, BleuMatchesReference) {
-  EXPECT_NEAR(bleu(kHyps, {kRef1}, BleuSmoothing::exp), 48.420136, 1e-4);
-  EXPECT_NEAR(bleu(kHyps, {kRef1}, BleuSmoothing::add_k), 49.796527, 1e-4);
-  EXPECT_NEAR(bleu(kHyps, {kRef1, kRef2}, BleuSmoothing::exp), 78.321780, 1e-4);
-  EXPECT_NEAR(bleu(kHyps, {kRef1, kRef2}, BleuSmoothing::add_k), 79.298128, 1e-4);
-  EXPECT_NEAR(bleu(kHyps, {kRef1, kRef2}, BleuSmoothing::exp, true), 77.637681, 1e-4);
-  EXPECT_NEAR(bleu({kHyps[0], kHyps[1]}, {{kRef1[0], kRef1[1]}}, BleuSmoothing::exp), 48.406886, 1e-4);
-  EXPECT_NEAR(bleu({"the cat sat on the mat"}, {{"the cat sat on the mat"}}, BleuSmoothing::exp), 100.0, 1e-9);
+TEST(Metrics, BleuMatchesSacrebleu) {
+  const auto& cases = golden().at("bleu");
+  ASSERT_FALSE(cases.empty());
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const auto s = bleu_of(c);
+    EXPECT_NEAR(s.score, c.at("score").get<double>(), kTolerance);
+    const auto precisions = c.at("precisions").get<std::vector<double>>();
+    ASSERT_EQ(precisions.size(), s.precisions.size());
+    for (size_t n = 0; n < precisions.size(); ++n) EXPECT_NEAR(s.precisions[n], precisions[n], kTolerance) << n + 1;
+    EXPECT_NEAR(s.bp, c.at("bp").get<double>(), kTolerance);
+    EXPECT_NEAR(s.ratio, c.at("ratio").get<double>(), kTolerance);
+    EXPECT_EQ(s.hyp_len, c.at("hyp_len").get<int64_t>());
+    EXPECT_EQ(s.ref_len, c.at("ref_len").get<int64_t>());
+    EXPECT_EQ(s.format(), c.at("format").get<std::string>());
+  }
 }
 
-TEST(Metrics, BleuSmoothingVariants) {
-  const std::vector<std::string> h = {"a b x y", "c"};
-  const std::vector<std::vector<std::string>> r = {{"a b c d", "c d"}};
-  EXPECT_NEAR(bleu(h, r, BleuSmoothing::exp), 27.375913, 1e-4);
-  EXPECT_NEAR(bleu(h, r, BleuSmoothing::none), 0.0, 1e-4);
-  EXPECT_NEAR(bleu(h, r, BleuSmoothing::floor), 14.559320, 1e-4);
-  EXPECT_NEAR(bleu(h, r, BleuSmoothing::add_k), 38.715387, 1e-4);
-  EXPECT_NEAR(bleu({"a b c d"}, {{"e f g h"}}, BleuSmoothing::exp), 7.986789, 1e-4);  // no matches at all
+TEST(Metrics, BleuIsZeroWhenNoNgramMatches) {
+  // sacreBLEU 2.x scores 0 before any smoothing when no n-gram of any order matches (its issue #141).
+  for (const char* smooth : {"exp", "none", "floor", "add-k"}) {
+    BleuOptions o;
+    o.smoothing = parse_bleu_smoothing(smooth);
+    const auto s = corpus_bleu({"aa bb cc dd ee ff gg"}, {{"the cat sat on the mat today"}}, o);
+    EXPECT_EQ(s.score, 0.0) << smooth;
+    EXPECT_EQ(s.format(), "BLEU = 0.00 0.0/0.0/0.0/0.0 (BP = 1.000 ratio = 1.000 hyp_len = 7 ref_len = 7)") << smooth;
+    EXPECT_EQ(corpus_bleu({"a b c d"}, {{"e f g h"}}, o).score, 0.0) << smooth;
+  }
+  const auto& c = golden_case("bleu", "no_match_aa_exp");
+  EXPECT_EQ(c.at("hyps").get<Lines>(), Lines{"aa bb cc dd ee ff gg"});
+  EXPECT_EQ(c.at("score").get<double>(), 0.0);
 }
 
-TEST(Metrics, ChrfMatchesReference) {
-  EXPECT_NEAR(corpus_chrf(kHyps, {kRef1}).score, 56.210953, 1e-4);
-  EXPECT_NEAR(corpus_chrf(kHyps, {kRef1, kRef2}).score, 63.478966, 1e-4);
-  EXPECT_NEAR(corpus_chrf({kHyps[0], kHyps[1]}, {{kRef1[0], kRef1[1]}}).score, 74.602258, 1e-4);
-  EXPECT_NEAR(corpus_chrf({"abc"}, {{"xyz"}}).score, 0.0, 1e-9);
+TEST(Metrics, ChrfMatchesSacrebleu) {
+  const auto& cases = golden().at("chrf");
+  ASSERT_FALSE(cases.empty());
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const auto s = chrf_of(c);
+    EXPECT_NEAR(s.score, c.at("score").get<double>(), kTolerance);
+    EXPECT_EQ(s.format(), c.at("format").get<std::string>());
+  }
 }
 
 TEST(Metrics, FormatAndSignatureLikeSacrebleu) {

@@ -255,6 +255,14 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<st
   BleuScore score;
   score.hyp_len = total.hyp_len;
   score.ref_len = total.ref_len;
+  score.signature = "nrefs:" + std::to_string(refs.size()) + "|case:" + (options.lowercase ? "lc" : "mixed") +
+                    "|eff:no|tok:13a|smooth:" + to_string(options.smoothing) + "|" + version_tag();
+  const double sys = static_cast<double>(total.hyp_len), ref = static_cast<double>(total.ref_len);
+  score.bp = sys < ref ? (sys > 0 ? std::exp(1.0 - ref / sys) : 0.0) : 1.0;
+  score.ratio = ref > 0 ? sys / ref : 0.0;
+  // No n-gram of any order matches: BLEU 0 with every precision 0, whatever the smoothing, as sacreBLEU 2.x
+  // returns before smoothing (sacreBLEU issue #141).
+  if (std::all_of(total.matches.begin(), total.matches.end(), [](int64_t m) { return m == 0; })) return score;
   double smooth_value = options.smooth_value;
   if (smooth_value < 0) smooth_value = options.smoothing == BleuSmoothing::floor ? 0.1 : 1.0;
   std::array<double, 4> correct{}, totals{};
@@ -275,14 +283,9 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<st
       score.precisions[n] = 100.0 * correct[n] / totals[n];
     }
   }
-  const double sys = static_cast<double>(total.hyp_len), ref = static_cast<double>(total.ref_len);
-  score.bp = sys < ref ? (sys > 0 ? std::exp(1.0 - ref / sys) : 0.0) : 1.0;
-  score.ratio = ref > 0 ? sys / ref : 0.0;
   double log_sum = 0;
   for (double p : score.precisions) log_sum += p > 0 ? std::log(p) : -9999999999.0;
   score.score = score.bp * std::exp(log_sum / 4.0);
-  score.signature = "nrefs:" + std::to_string(refs.size()) + "|case:" + (options.lowercase ? "lc" : "mixed") +
-                    "|eff:no|tok:13a|smooth:" + to_string(options.smoothing) + "|" + version_tag();
   return score;
 }
 
@@ -322,6 +325,7 @@ std::vector<double> chrf_stats(const CharNgrams& hyp, const CharNgrams& ref) {
       if (it != ref[n].end()) m += std::min(c, it->second);
     }
     for (const auto& entry : ref[n]) r += entry.second;
+    if (ref[n].empty()) h = 0;  // as sacreBLEU: no hypothesis n-grams of an order the reference lacks
     stats.insert(stats.end(), {static_cast<double>(h), static_cast<double>(r), static_cast<double>(m)});
   }
   return stats;
@@ -339,7 +343,8 @@ double chrf_from_stats(const std::vector<double>& stats, double beta) {
   if (effective == 0) return 0.0;
   avg_prec /= effective, avg_rec /= effective;
   if (avg_prec + avg_rec == 0) return 0.0;
-  return 100.0 * (1 + factor) * avg_prec * avg_rec / (factor * avg_prec + avg_rec);
+  // sacreBLEU's order of operations, so that references with equal scores tie exactly as in sacreBLEU
+  return 100.0 * ((1 + factor) * avg_prec * avg_rec / (factor * avg_prec + avg_rec));
 }
 
 }  // namespace
