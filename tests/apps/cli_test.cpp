@@ -164,6 +164,22 @@ TEST(Cli, EvalWritesHypothesesAndScoresAndAverageCombinesCheckpoints) {
   r = run("average --run " + micro_run() + " --last 3");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(micro_run() + "/checkpoint_avg3.pt"));
+  {  // every averaged parameter is the mean of the three numbered checkpoints'
+    const auto numbered = ropelab::RunPaths(micro_run()).numbered_checkpoints();
+    ASSERT_EQ(numbered.size(), 3u);
+    auto averaged = ropelab::open_run(micro_run(), micro_run() + "/checkpoint_avg3.pt", torch::kCPU);
+    std::vector<ropelab::LoadedRun> inputs;
+    for (const auto& path : numbered) inputs.push_back(ropelab::open_run(micro_run(), path, torch::kCPU));
+    int64_t differing = 0;  // parameters that differ between the inputs: the mean is not any one of them
+    for (const auto& p : averaged.model->module().named_parameters()) {
+      auto sum = torch::zeros_like(p.value());
+      for (const auto& in : inputs) sum += in.model->module().named_parameters()[p.key()];
+      EXPECT_TRUE(torch::allclose(p.value(), sum / 3.0, 1e-6, 1e-7)) << p.key();
+      differing += !torch::equal(inputs.front().model->module().named_parameters()[p.key()],
+                                 inputs.back().model->module().named_parameters()[p.key()]);
+    }
+    EXPECT_GT(differing, 0);
+  }
   r = run("eval --run " + micro_run() + " --checkpoint " + micro_run() + "/checkpoint_avg3.pt --beam 1");
   EXPECT_EQ(r.code, 0) << r.output;
   r = run("average --run " + micro_run() + " --last 9");

@@ -163,13 +163,14 @@ TEST_F(Performer, RedrawsOnScheduleInTrainingOnlyAndTravelsInCheckpoints) {
   auto performer = std::make_shared<PerformerAttention>(performer_options(16).redraw_every(10), 8);
   performer->train();
   auto first = performer->features.clone();
-  performer->on_update(9);
+  performer->before_update(0);
+  performer->before_update(9);
   EXPECT_TRUE(torch::equal(performer->features, first));
-  performer->on_update(10);
+  performer->before_update(10);
   EXPECT_FALSE(torch::equal(performer->features, first));
   auto drawn = performer->features.clone();
   performer->eval();
-  performer->on_update(20);
+  performer->before_update(20);
   EXPECT_TRUE(torch::equal(performer->features, drawn));  // frozen in evaluation
 
   const auto path = (dir_ / "performer.pt").string();

@@ -21,12 +21,16 @@ torch::Tensor dot_after_rotation(RotaryEncoder& rotary, const torch::Tensor& q, 
 TEST_F(Position, SinusoidMatchesThePaperFormula) {
   SinusoidalEncoder enc(PositionOptions(), PositionGeometry{16, 2, false});
   auto pe = enc.table(torch::arange(50));
-  for (int64_t pos : {0, 1, 7, 49})
-    for (int64_t i = 0; i < 8; ++i) {
-      const double angle = static_cast<double>(pos) / std::pow(10000.0, 2.0 * i / 16.0);
-      EXPECT_NEAR(pe[pos][2 * i].item<double>(), std::sin(angle), 1e-5);
-      EXPECT_NEAR(pe[pos][2 * i + 1].item<double>(), std::cos(angle), 1e-5);
-    }
+  for (double base : {10000.0, 100.0}) {  // model.position.base changes the frequency ladder
+    SinusoidalEncoder with_base(PositionOptions().base(base), PositionGeometry{16, 2, false});
+    auto table = with_base.table(torch::arange(50));
+    for (int64_t pos : {0, 1, 7, 49})
+      for (int64_t i = 0; i < 8; ++i) {
+        const double angle = static_cast<double>(pos) / std::pow(base, 2.0 * i / 16.0);
+        EXPECT_NEAR(table[pos][2 * i].item<double>(), std::sin(angle), 1e-5) << "base " << base;
+        EXPECT_NEAR(table[pos][2 * i + 1].item<double>(), std::cos(angle), 1e-5) << "base " << base;
+      }
+  }
   SinusoidalEncoder concat(PositionOptions().sinusoid_layout(SinusoidLayout::concat), PositionGeometry{16, 2, false});
   auto pc = concat.table(torch::arange(50));
   EXPECT_LT(max_diff(pc.narrow(1, 0, 8), pe.index({torch::indexing::Slice(), torch::arange(0, 16, 2)})), 1e-6);

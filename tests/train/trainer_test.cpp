@@ -145,6 +145,7 @@ TEST_F(Training, KillingASaveLeavesALoadableCheckpoint) {
   const auto path = (dir_ / "k.pt").string();
   Progress p;
   save_checkpoint(path, *model, &adam, p);
+  int64_t latest = 0;  // the highest step a kill left behind: > 0 once a kill landed after a save
   for (int trial = 0; trial < 12; ++trial) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
@@ -160,7 +161,9 @@ TEST_F(Training, KillingASaveLeavesALoadableCheckpoint) {
     torch::optim::Adam other_adam(other->parameters(), torch::optim::AdamOptions(1e-3));
     Progress q;
     EXPECT_NO_THROW(load_checkpoint(path, *other, &other_adam, &q)) << "trial " << trial;
+    latest = std::max(latest, q.step);
   }
+  EXPECT_GT(latest, 0) << "no kill landed after a completed save";
 }
 
 // A tiny model memorises eight pairs. Before training the per-token NLL is about
@@ -278,6 +281,51 @@ TEST_F(Training, ResumeContinuesBitForBit) {
   ASSERT_EQ(elapsed.size(), 9u);
   EXPECT_GT(elapsed[4], elapsed[3]);
   EXPECT_TRUE(std::is_sorted(elapsed.begin(), elapsed.end()));
+}
+
+// Performer features: validation and the saved checkpoint use the features the last update
+// trained with. With redraw_every equal to the number of updates, no update ever sees a
+// new draw, so the run equals one that never redraws; a redraw inside the run is kept
+// across a resume.
+TEST_F(Training, PerformerFeaturesAreNeverRedrawnAfterTheLastUpdate) {
+  const auto data = write(
+      "pairs.tsv", "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\ngood night\tbuenas noches\n");
+  auto config_for = [&](int64_t steps, int64_t redraw_every) {
+    return load_config(
+        {{},
+         {"data.train=" + data, "data.valid=" + data, "tokenizer.type=word", "model.d_model=16", "model.heads=2",
+          "model.d_ff=16", "model.encoder_layers=1", "model.decoder_layers=1", "model.attention.type=performer",
+          "model.attention.num_features=8", "model.attention.redraw_every=" + std::to_string(redraw_every),
+          "train.max_tokens=12", "train.steps=" + std::to_string(steps), "train.log_every=1", "train.valid_every=0",
+          "train.threads=1", "train.lr_schedule=constant", "train.lr=0.001"}});
+  };
+  auto features_of = [](const std::string& run) {
+    auto loaded = open_run(run, "last", torch::kCPU);
+    std::vector<torch::Tensor> out;
+    for (const auto& b : loaded.model->module().named_buffers())
+      if (b.key().find("features") != std::string::npos) out.push_back(b.value().clone());
+    return out;
+  };
+  const auto scheduled = (dir_ / "scheduled").string(), never = (dir_ / "never").string();
+  train(config_for(4, 4), scheduled, false);
+  train(config_for(4, 0), never, false);
+  const auto a = features_of(scheduled), b = features_of(never);
+  ASSERT_FALSE(a.empty());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::equal(a[i], b[i])) << "features " << i;
+  EXPECT_EQ(step_losses(scheduled), step_losses(never));
+
+  // redrawn once, before update 4; a run resumed at update 3 redraws at the same point
+  const auto straight = (dir_ / "straight").string(), resumed = (dir_ / "resumed").string();
+  train(config_for(6, 3), straight, false);
+  train(config_for(3, 3), resumed, false);
+  train(config_for(6, 3), resumed, true);
+  EXPECT_EQ(step_losses(straight), step_losses(resumed));
+  const auto s = features_of(straight), r = features_of(resumed), initial = features_of(never);
+  for (size_t i = 0; i < s.size(); ++i) {
+    EXPECT_TRUE(torch::equal(s[i], r[i])) << "features " << i;
+    EXPECT_FALSE(torch::equal(s[i], initial[i])) << "features " << i << " were never redrawn";
+  }
 }
 
 // A non-finite loss skips the update (no Adam step, gradients cleared).

@@ -45,9 +45,9 @@ torch::Tensor AttentionBackendImpl::forward_memory(AttentionInputs in, Attention
   return forward(in);
 }
 
-void attention_updated(torch::nn::Module& model, int64_t step) {
+void attention_before_update(torch::nn::Module& model, int64_t done) {
   for (auto& module : model.modules())
-    if (auto* backend = dynamic_cast<AttentionBackendImpl*>(module.get())) backend->on_update(step);
+    if (auto* backend = dynamic_cast<AttentionBackendImpl*>(module.get())) backend->before_update(done);
 }
 
 SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options) : dropout_(options.dropout()) {}

@@ -74,8 +74,10 @@ class AttentionBackendImpl : public torch::nn::Module {
   virtual torch::Tensor forward_memory(AttentionInputs inputs, AttentionCachePtr& cache, const MemoryKeyValues& memory);
   /// Whether the backend can add a logit bias (T5); validated at config time.
   virtual bool accepts_logit_bias() const = 0;
-  /// Called after optimizer update `step` (1-based) in training.
-  virtual void on_update(int64_t step) { (void)step; }
+  /// Called in training before each optimizer update with the number of updates done so
+  /// far (0 before the first). Nothing is called after the last update, so validation and
+  /// checkpoints see the state the last update trained with.
+  virtual void before_update(int64_t done) { (void)done; }
 };
 
 using AttentionBackend = std::shared_ptr<AttentionBackendImpl>;
@@ -99,8 +101,8 @@ class SoftmaxAttention : public AttentionBackendImpl {
 /// The configured backend for heads of dimension `head_dim`.
 AttentionBackend make_attention_backend(const AttentionOptions& options, int64_t head_dim);
 
-/// Calls on_update(step) on every attention backend inside `model`.
-void attention_updated(torch::nn::Module& model, int64_t step);
+/// Calls before_update(done) on every attention backend inside `model`.
+void attention_before_update(torch::nn::Module& model, int64_t done);
 
 /// (Tq, Tk) bool mask, true where query i may not see key j (j > i + Tk - Tq).
 torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device);

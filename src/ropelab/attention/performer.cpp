@@ -46,8 +46,8 @@ void PerformerAttention::redraw() {
   features.copy_(orthogonal_random_features(num_features_, head_dim_, features.options()));
 }
 
-void PerformerAttention::on_update(int64_t step) {
-  if (is_training() && redraw_every_ > 0 && step % redraw_every_ == 0) redraw();
+void PerformerAttention::before_update(int64_t done) {
+  if (is_training() && redraw_every_ > 0 && done > 0 && done % redraw_every_ == 0) redraw();
 }
 
 torch::Tensor PerformerAttention::feature_logits(const torch::Tensor& k) const {

@@ -8,7 +8,9 @@
 ///
 /// W (m x Dh) stacks orthogonal blocks (QR of Gaussian matrices) with rows rescaled to
 /// chi-distributed norms. It is a buffer: saved in checkpoints, redrawn every
-/// `redraw_every` optimizer updates in training only, so evaluation is reproducible.
+/// `redraw_every` optimizer updates in training only (before the update that first uses
+/// the new draw, never after the last), so evaluation is reproducible and always uses the
+/// features the last update trained with.
 ///
 /// Stabilizers. Queries: each row's own maximum is subtracted and m^-1/2 eps added (the
 /// reference's form; the row's scale cancels in the ratio). Keys: a shared maximum is
@@ -36,7 +38,7 @@ class PerformerAttention : public AttentionBackendImpl {
   torch::Tensor forward(const AttentionInputs& inputs) override;
   torch::Tensor forward_cached(AttentionInputs inputs, AttentionCachePtr& cache) override;
   bool accepts_logit_bias() const override { return false; }
-  void on_update(int64_t step) override;
+  void before_update(int64_t done) override;
 
   /// Draws a new feature matrix (torch's default generator).
   void redraw();

@@ -6,8 +6,8 @@
 
 namespace ropelab {
 
-/// Fixed sinusoids (Vaswani et al. 2017, 3.5):
-/// PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(pos / 10000^(2i/D)).
+/// Fixed sinusoids (Vaswani et al. 2017, 3.5), base b = model.position.base (10000 in the paper):
+/// PE(pos, 2i) = sin(pos / b^(2i/D)), PE(pos, 2i+1) = cos(pos / b^(2i/D)).
 class SinusoidalEncoder : public PositionEncoderImpl {
  public:
   SinusoidalEncoder(const PositionOptions& options, const PositionGeometry& geometry);

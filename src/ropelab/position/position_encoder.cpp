@@ -20,7 +20,7 @@ torch::Tensor inverse_frequencies(int64_t dim, double base) {
 SinusoidalEncoder::SinusoidalEncoder(const PositionOptions& options, const PositionGeometry& geometry)
     : layout_(options.sinusoid_layout()) {
   TORCH_CHECK(geometry.d_model % 2 == 0, "SinusoidalEncoder: d_model must be even, got ", geometry.d_model);
-  inv_freq_ = register_buffer("inv_freq", inverse_frequencies(geometry.d_model, 10000.0));
+  inv_freq_ = register_buffer("inv_freq", inverse_frequencies(geometry.d_model, options.base()));
 }
 
 torch::Tensor SinusoidalEncoder::table(const torch::Tensor& positions) const {

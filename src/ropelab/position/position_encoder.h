@@ -35,7 +35,7 @@ struct PositionOptions {
   TORCH_ARG(int64_t, max_len) = 1024;
   /// sinusoidal: dimension layout.
   TORCH_ARG(SinusoidLayout, sinusoid_layout) = SinusoidLayout::interleaved;
-  /// rotary, rotary_nd: frequency base (inv_freq_i = base^(-2i/r)).
+  /// sinusoidal, rotary, rotary_nd: frequency base (inv_freq_i = base^(-2i/r)).
   TORCH_ARG(double, base) = 10000.0;
   /// rotary, rotary_nd: pairing of rotated dimensions.
   TORCH_ARG(RotaryLayout, layout) = RotaryLayout::half;

@@ -319,6 +319,10 @@ void Trainer::run() {
       // Dropout draws depend only on (seed, step), so a resumed run replays them exactly.
       // Each rank draws its own stream; rank 0's is the single-process one.
       const uint64_t step_seed = static_cast<uint64_t>(t_.seed()) * 1000003ULL + static_cast<uint64_t>(progress_.step);
+      // Performer features are redrawn before the update that first uses them, never after
+      // the last one; the seed is the same on every rank.
+      torch::manual_seed(step_seed);
+      attention_before_update(module, progress_.step);
       torch::manual_seed(step_seed + 1 + static_cast<uint64_t>(launch_.rank) * 0x9E3779B97F4A7C15ULL);
       std::vector<Batch> batches;
       for (int64_t a = 0; a < t_.accumulate(); ++a) {
@@ -340,8 +344,6 @@ void Trainer::run() {
               " updates with a non-finite loss or gradient (train.max_nonfinite=" + std::to_string(t_.max_nonfinite()) +
               "); the last good checkpoint is " + paths_.last);
       }
-      torch::manual_seed(step_seed);  // the same on every rank: Performer feature redraws
-      attention_updated(module, progress_.step);
       progress_.seconds = seconds_before + (now_seconds() - progress_log.started());
       if (writer_)
         progress_log.update(update, progress_.step, lr, progress_.seconds,
