@@ -25,16 +25,7 @@ for f in "$corpus/test.en" "$corpus/test.es"; do
 done
 [ -x "$ROPELAB" ] || { echo "apertium_baseline.sh: error: $ROPELAB not found (build first, or set ROPELAB)" >&2; exit 1; }
 
-need=()
-for p in apertium apertium-eng-spa; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
-done
-if [ "${#need[@]}" -gt 0 ]; then
-  sudo_cmd=(); [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get update -qq
-  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}"
-fi
+bash scripts/apt_install.sh apertium apertium-eng-spa
 
 mkdir -p "$(dirname "$hyp")"
 echo "# apertium -u eng-spa < $corpus/test.en > $hyp"

@@ -24,19 +24,5 @@ packages=(
 # `install_deps.sh fuzz` (make fuzz): clang, its libFuzzer/sanitizer runtimes and OpenMP
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev libomp-14-dev)
 
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-
-if [ "${#missing[@]}" -eq 0 ]; then
-  echo "install_deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-
-echo "install_deps: installing ${missing[*]}"
-sudo_cmd=()
-[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+bash "$(dirname "$0")/apt_install.sh" "${packages[@]}"
+echo "install_deps: all ${#packages[@]} packages present"
