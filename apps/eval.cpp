@@ -9,6 +9,21 @@
 
 namespace ropelab::apps {
 
+namespace {
+/// ".set_yarn_8" for --set ...type=yarn --set ...factor=8: evaluations of one run under
+/// different settings keep reports of their own.
+std::string override_tag(const std::vector<std::string>& overrides) {
+  if (overrides.empty()) return "";
+  std::string tag = ".set";
+  for (const auto& o : overrides) {
+    tag += '_';
+    for (char c : o.substr(o.find('=') + 1))
+      tag += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ? c : '-';
+  }
+  return tag;
+}
+}  // namespace
+
 void add_eval(CLI::App& cli) {
   auto* cmd = cli.add_subcommand("eval", "evaluate a split: BLEU, chrF and perplexity, or LM perplexity");
   struct Args : RunArgs {
@@ -40,8 +55,9 @@ void add_eval(CLI::App& cli) {
       wrote = hyp_path + " and ";
     }
     nlohmann::ordered_json json = {{"split", a->split}, {"checkpoint", a->checkpoint}};
+    if (!a->overrides.empty()) json["set"] = a->overrides;
     json.update(report.fields);
-    const auto json_path = (dir / ("eval." + report.file_tag + ".json")).string();
+    const auto json_path = (dir / ("eval." + report.file_tag + override_tag(a->overrides) + ".json")).string();
     std::ofstream(json_path) << json.dump() << '\n';
     std::cout << report.summary << "\nwrote " << wrote << json_path << std::endl;
     for (const auto& w : report.warnings) std::cerr << "ropelab eval: warning: " << w << std::endl;

@@ -59,16 +59,20 @@ struct RunArgs {
   RuntimeFlags flags;
   SearchFlags search;
   std::string run_dir, checkpoint = "best";
+  std::vector<std::string> overrides;
   void add_to(CLI::App& cmd, bool generating = false) {
     cmd.add_option("--run", run_dir, "run directory from ropelab train")->required();
     cmd.add_option("--checkpoint", checkpoint, "best | last | FILE")->capture_default_str();
+    cmd.add_option("--set", overrides,
+                   "change the run's config for this command: model.position.scaling.*, decode.*, "
+                   "data.eval_tokens (repeatable)");
     flags.add_to(cmd);
     search.add_to(cmd, generating);
   }
   /// Loads the run on the chosen device with the chosen threads.
   LoadedRun open(torch::Device* device) const {
     *device = flags.apply();
-    return open_run(run_dir, checkpoint, *device);
+    return open_run(run_dir, checkpoint, *device, overrides);
   }
 };
 

@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # Training throughput of the ablation LM (experiments/lm_sotu_char_small.yaml) for each
-# position encoding and for the Performer, on fixed-shape batches (32 x 128 bytes), one
-# thread. Variants are interleaved over REPEATS rounds so drifting machine load affects
-# them alike; prints every round and the median.
+# position encoding (rotary also under YaRN scaling) and for the Performer, on fixed-shape
+# batches (32 x 128 bytes), one thread. Variants are interleaved over REPEATS rounds so
+# drifting machine load affects them alike; prints the CPU, every round and the median.
 #   bash bench/lm_positions_speed.sh [REPEATS] [BUILD]
 set -euo pipefail
 repeats=${1:-3}
 build=${2:-build}
 config=experiments/lm_sotu_char_small.yaml
 performer="model.attention={type: performer, num_features: 128, chunk_size: 32}"
-variants=("learned" "sinusoidal" "t5_bias" "rotary" "none" "performer learned" "performer rotary")
+yarn="model.position.scaling={type: yarn, factor: 8}"
+variants=("learned" "sinusoidal" "t5_bias" "rotary" "none" "alibi" "xpos" "kerple" "fire" "yarn rotary"
+          "performer learned" "performer rotary")
+lscpu | sed -n 's/^Model name: */CPU: /p'
 declare -A runs
 for ((r = 1; r <= repeats; ++r)); do
   for v in "${variants[@]}"; do
     args=(--set "model.position.type=${v##* }")
     [[ $v == performer* ]] && args+=(--set "$performer")
+    [[ $v == yarn* ]] && args+=(--set "$yarn")
     tps=$("$build/ropelab" bench train "$config" "${args[@]}" --vocab 256 --batch 32 --length 128 \
           --threads 1 --steps 20 --json | sed -n 's/.*"target_tokens_per_s":\([0-9.]*\).*/\1/p')
     runs[$v]+="$tps "

@@ -306,14 +306,17 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
       " --set model.d_model=16 --set model.heads=2 --set model.d_ff=16"
       " --set model.encoder_layers=1 --set model.decoder_layers=1 --set train.steps=3"
       " --set train.valid_every=0 --threads 1";
-  const std::vector<std::string> variants = {"model.position.type=sinusoidal",
-                                             "model.position.type=learned",
-                                             "model.position.type=t5_bias",
-                                             "model.position.type=rotary",
-                                             "model.position.type=rotary_nd",
-                                             "model.position.type=none",
-                                             "model.attention.type=performer --set model.position.type=rotary",
-                                             "model.attention.type=performer --set model.position.type=learned"};
+  const std::vector<std::string> variants = {
+      "model.position.type=sinusoidal", "model.position.type=learned", "model.position.type=t5_bias",
+      "model.position.type=rotary", "model.position.type=rotary_nd", "model.position.type=none",
+      "model.position.type=alibi", "model.position.type=kerple", "model.position.type=fire",
+      // xPos is causal: the translator's encoder takes rotary
+      "model.position.type=xpos --set model.encoder_position.type=rotary",
+      "model.position.type=rotary --set model.position.scaling.type=yarn"
+      " --set model.position.scaling.factor=2"
+      " --set model.position.scaling.original_max=8",
+      "model.attention.type=performer --set model.position.type=rotary",
+      "model.attention.type=performer --set model.position.type=learned"};
   for (const auto& variant : variants) {
     SCOPED_TRACE(variant);
     const auto mt = (root / "mt").string(), lm = (root / "lm").string();
@@ -354,6 +357,42 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
   auto r = run("translate --run " + (root / "lm").string() + " --checkpoint last --input " + text);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("language model"), std::string::npos) << r.output;
+  std::filesystem::remove_all(root);
+}
+
+// RoPE scaling at evaluation time, without retraining: each method changes the perplexity
+// past the training context; the report records what was set; keys that would not match
+// the trained parameters are refused.
+TEST(Cli, EvalScalesRotaryWithoutRetraining) {
+  const auto root = fresh_dir("scaling");
+  const auto text = (root / "text.txt").string();
+  std::ofstream(text) << "the cat sat on the mat. the dog sat on the log. a red house stood by the road.\n";
+  const auto lm = (root / "lm").string();
+  auto r = run("train " + std::string(ROPELAB_SOURCE_DIR) +
+               "/experiments/demo_tiny.yaml --set task=lm --set data.format=text --set tokenizer.type=byte"
+               " --set data.context=16 --set model.position.type=rotary --set model.d_model=16 --set model.heads=2"
+               " --set model.d_ff=16 --set model.decoder_layers=1 --set train.steps=5 --set train.valid_every=0"
+               " --threads 1 --set data.train=" +
+               text + " --set data.valid=" + text + " --set data.test=" + text + " -o " + lm);
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run("eval --run " + lm + " --checkpoint last --context 64");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto plain = r.output.substr(0, r.output.find('\n'));
+  for (const char* type : {"linear", "ntk", "dynamic_ntk", "yarn"}) {
+    SCOPED_TRACE(type);
+    r = run("eval --run " + lm + " --checkpoint last --context 64 --set model.position.scaling.type=" + type +
+            " --set model.position.scaling.factor=4");
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_EQ(r.output.rfind("perplexity = ", 0), 0u) << r.output;
+    EXPECT_NE(r.output.substr(0, r.output.find('\n')), plain);
+    const auto report = read_text(lm + "/eval.test.ctx64.set_" + type + "_4.json");
+    EXPECT_NE(report.find(std::string("model.position.scaling.type=") + type), std::string::npos) << report;
+  }
+  r = run("eval --run " + lm + " --checkpoint last --set model.d_model=8");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("--set model.d_model=8: a trained run takes only model.position.scaling.*"),
+            std::string::npos)
+      << r.output;
   std::filesystem::remove_all(root);
 }
 

@@ -27,7 +27,9 @@ torch::Tensor reference(const AttentionInputs& in) {
         auto idx = torch::tensor(keys);
         auto scores = torch::matmul(k[b][h].index_select(0, idx), q[b][h][i]) / std::sqrt(double(q.size(3)));
         if (in.logit_bias.defined())
-          scores = scores + in.logit_bias.to(torch::kDouble).expand({B, H, Tq, Tk})[b][h][i].index_select(0, idx);
+          scores =
+              scores +
+              in.logit_bias.to_dense(Tq, Tk).to(torch::kDouble).expand({B, H, Tq, Tk})[b][h][i].index_select(0, idx);
         out[b][h][i] = torch::matmul(torch::softmax(scores, 0), v[b][h].index_select(0, idx));
       }
   return out;
@@ -98,6 +100,43 @@ TEST_F(Attention, FusedKernelMatchesAtenPathWithGradients) {
       auto g_ref = torch::autograd::grad({(reference * weights).sum()}, {qkv})[0];
       EXPECT_LT(max_diff(fused, reference), 1e-12);
       EXPECT_LT(max_diff(g_fused, g_ref), 1e-12);
+    }
+  }
+}
+
+// A position encoder's bias inside the fused kernel: a relative table (T5, ALiBi, Kerple)
+// and a dense bias (FIRE), per batch or shared, against the ATen path with the gradients of
+// q, k, v and the bias itself, in double; Tq < Tk as in cached decoding.
+TEST_F(Attention, FusedKernelAddsLogitBiasesWithTheirGradients) {
+  SoftmaxAttention attention(AttentionOptions{});
+  const auto opts = torch::TensorOptions().dtype(torch::kDouble).requires_grad(true);
+  for (const char* form : {"relative", "dense shared", "dense per batch", "both"}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(std::string(form) + (causal ? " causal" : ""));
+      auto q = torch::randn({2, 3, 5, 8}, opts), k = torch::randn({2, 3, 7, 8}, opts),
+           v = torch::randn({2, 3, 7, 8}, opts);
+      const std::string f = form;
+      auto relative = f == "relative" || f == "both" ? torch::randn({3, 5 + 7 - 1}, opts) : torch::Tensor();
+      auto dense = f == "relative" ? torch::Tensor() : torch::randn({f == "dense per batch" ? 2 : 1, 3, 5, 7}, opts);
+      LogitBias bias(dense);
+      bias.relative = relative;
+      auto pad = torch::tensor({{0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool);
+      AttentionInputs in{q, k, v, pad, bias, causal};
+      ASSERT_TRUE(fused_attention_available(q, k, v, dense, relative));
+      std::vector<torch::Tensor> inputs{q, k, v};
+      for (const auto& t : {dense, relative})
+        if (t.defined()) inputs.push_back(t);
+      auto weights = torch::randn({2, 3, 5, 8}, torch::kDouble);
+      auto fused = fused_attention_cpu(q, k, v, pad, causal, dense, relative);
+      auto reference = attention.reference_forward(in);
+      EXPECT_LT(max_diff(fused, reference), 1e-12);
+      auto g_fused = torch::autograd::grad({(fused * weights).sum()}, inputs);
+      auto g_ref = torch::autograd::grad({(reference * weights).sum()}, inputs);
+      for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(max_diff(g_fused[i], g_ref[i]), 1e-12) << "input " << i;
+      // the relative bias really moved the output
+      if (relative.defined()) {
+        EXPECT_GT(max_diff(fused, fused_attention_cpu(q, k, v, pad, causal, dense)), 1e-3);
+      }
     }
   }
 }

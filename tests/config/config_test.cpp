@@ -53,6 +53,49 @@ TEST_F(ConfigTest, PositionShorthandSetsBothStacksAndSpecificKeysWin) {
   EXPECT_DOUBLE_EQ(c.model.encoder_position().fraction(), 0.5);
   EXPECT_EQ(c.model.decoder_position().type(), PositionType::t5_bias);
   EXPECT_DOUBLE_EQ(c.model.decoder_position().fraction(), 0.5);
+  // on the command line the shorthand beats the files, their per-stack keys included
+  auto d = load_config({{a}, {"model.position.type=alibi", "model.position.scaling.factor=2"}});
+  EXPECT_EQ(d.model.encoder_position().type(), PositionType::alibi);
+  EXPECT_EQ(d.model.decoder_position().type(), PositionType::alibi);
+  EXPECT_DOUBLE_EQ(d.model.decoder_position().scaling().factor(), 2.0);
+}
+
+// Length-generalisation encoders and RoPE scaling: every combination that cannot work is
+// one line naming the key and why.
+TEST_F(ConfigTest, IncompatiblePositionChoicesNameTheKeyAndTheReason) {
+  const std::vector<std::string> lm = {"task=lm", "data.format=text"};
+  auto with = [](std::vector<std::string> base, std::initializer_list<std::string> more) {
+    base.insert(base.end(), more);
+    return base;
+  };
+  auto message = load_error({}, {"model.position.type=xpos"});  // the translator's encoder is bidirectional
+  EXPECT_EQ(message.rfind("--set: model.encoder_position: xPos is defined for causal attention only", 0), 0u)
+      << message;
+  EXPECT_EQ(load_config({{}, with(lm, {"model.position.type=xpos"})}).model.decoder_position().type(),
+            PositionType::xpos);
+  EXPECT_EQ(load_error({}, with(lm, {"model.position.type=xpos", "model.position.rotate_cross_attention=true"})),
+            "--set: model.decoder_position.rotate_cross_attention=true does not apply to xpos (defined for causal "
+            "self-attention only)");
+  for (const char* type : {"t5_bias", "alibi", "kerple", "fire"})
+    EXPECT_EQ(load_error({}, with(lm, {std::string("model.position.type=") + type, "model.attention.type=performer"})),
+              std::string("--set: model.decoder_position.type=") + type +
+                  " needs an attention backend that takes a logit bias; model.attention.type=performer does not");
+  EXPECT_EQ(load_error({}, {"model.position.type=alibi", "model.position.scaling.type=yarn"}),
+            "--set: model.encoder_position.scaling.type=yarn applies to rotary and rotary_nd only, not "
+            "model.encoder_position.type=alibi");
+  EXPECT_EQ(load_error({}, {"model.position.type=rotary", "model.position.scaling.type=linear",
+                            "model.position.scaling.factor=0.5"}),
+            "--set: model.encoder_position.scaling.factor=0.5 must be >= 1 (the extension ratio)");
+  EXPECT_EQ(load_error({}, {"model.position.type=rotary", "model.position.scaling.type=longrope"}),
+            "--set: model.encoder_position.scaling.type: unknown RoPE scaling type 'longrope' (expected none | linear "
+            "| ntk | dynamic_ntk | yarn)");
+  EXPECT_EQ(load_error({}, {"model.position.type=rotary", "model.position.scaling.type=yarn"}),
+            "--set: model.encoder_position.scaling.original_max=0 must be the training context for scaling.type=yarn");
+  // a language model's training context is the default original_max
+  auto c = load_config({{},
+                        with(lm, {"data.context=96", "model.position.type=rotary", "model.position.scaling.type=yarn",
+                                  "model.position.scaling.factor=4"})});
+  EXPECT_EQ(c.model.decoder_position().scaling().original_max(), 96);
 }
 
 TEST_F(ConfigTest, DumpRoundTrips) {

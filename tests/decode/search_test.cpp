@@ -30,7 +30,8 @@ Decoding start(const Net& net, const torch::Tensor& inputs, const DecodeOptions&
 }  // namespace
 
 TEST_F(Decode, GreedyWithCacheEqualsRecomputingThePrefix) {
-  for (auto type : {PositionType::sinusoidal, PositionType::t5_bias, PositionType::rotary}) {
+  for (auto type : {PositionType::sinusoidal, PositionType::t5_bias, PositionType::rotary, PositionType::alibi,
+                    PositionType::kerple, PositionType::fire}) {
     Seq2Seq model(
         tiny_options().encoder_position(PositionOptions().type(type)).decoder_position(PositionOptions().type(type)));
     model->eval();
@@ -91,18 +92,31 @@ TEST_F(Decode, LengthPenaltyFormulas) {
 }
 
 // One search serves the language model: beams with the cache equal beams recomputing the
-// prefix, for every kind of position encoder and both attention backends.
+// prefix, for every kind of position encoder, every RoPE scaling and both attention
+// backends (dynamic NTK, whose base changes past original_max = 4 tokens, recomputes).
 TEST_F(Decode, LanguageModelBeamWithCacheEqualsRecomputingThePrefix) {
   const auto prompt = torch::tensor({{3, 5, 6, 7}});
   const auto options = DecodeOptions().beam(3).max_len_a(0).max_len_b(6);
+  std::vector<PositionOptions> encoders;
+  for (auto type :
+       {PositionType::none, PositionType::sinusoidal, PositionType::learned, PositionType::rotary,
+        PositionType::t5_bias, PositionType::alibi, PositionType::xpos, PositionType::kerple, PositionType::fire})
+    encoders.push_back(PositionOptions().type(type));
+  for (auto scaling :
+       {RopeScalingType::linear, RopeScalingType::ntk, RopeScalingType::dynamic_ntk, RopeScalingType::yarn})
+    encoders.push_back(PositionOptions()
+                           .type(PositionType::rotary)
+                           .scaling(RopeScalingOptions().type(scaling).factor(4).original_max(4)));
   for (auto attention : {AttentionType::softmax, AttentionType::performer})
-    for (auto type : {PositionType::none, PositionType::sinusoidal, PositionType::learned, PositionType::rotary,
-                      PositionType::t5_bias}) {
-      if (attention == AttentionType::performer && type == PositionType::t5_bias) continue;  // rejected by config
-      SCOPED_TRACE(to_string(type) + " / " + to_string(attention));
-      LanguageModel model(tiny_options()
-                              .decoder_position(PositionOptions().type(type))
-                              .attention(AttentionOptions().type(attention).num_features(16).chunk_size(2)));
+    for (const auto& position : encoders) {
+      auto model_options = tiny_options().decoder_position(position).attention(
+          AttentionOptions().type(attention).num_features(16).chunk_size(2));
+      const auto name = to_string(position.type()) + "/" + to_string(position.scaling().type());
+      if (attention == AttentionType::performer &&
+          make_position_encoder(position, PositionGeometry{16, 2, true})->has_logit_bias())
+        continue;  // rejected by config
+      SCOPED_TRACE(name + " / " + to_string(attention));
+      LanguageModel model(model_options);
       model->eval();
       auto cached = beam_search(start(model, prompt, options, true), options);
       auto full = beam_search(start(model, prompt, options, false), options);

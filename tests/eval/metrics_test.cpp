@@ -16,15 +16,7 @@ namespace {
 
 constexpr double kTolerance = 1e-6;
 
-const json& golden() {
-  static const json data = [] {
-    const std::string path = std::string(ROPELAB_SOURCE_DIR) + "/tests/golden/sacrebleu_golden.json";
-    std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot read " + path);
-    return json::parse(in);
-  }();
-  return data;
-}
+const json& golden() { return ropelab::testing::golden("sacrebleu_golden.json"); }
 
 /// The case called `name` in the golden file's `section` ("tokenize_13a", "bleu" or "chrf").
 const json& golden_case(const std::string& section, const std::string& name) {

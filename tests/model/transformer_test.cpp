@@ -19,7 +19,21 @@ std::vector<PositionOptions> all_position_types() {
           PositionOptions().type(PositionType::t5_bias).num_buckets(8).max_distance(16),
           PositionOptions().type(PositionType::rotary),
           PositionOptions().type(PositionType::rotary).layout(RotaryLayout::interleaved).fraction(0.5),
-          PositionOptions().type(PositionType::rotary_nd).axes(2)};
+          PositionOptions().type(PositionType::rotary_nd).axes(2),
+          PositionOptions().type(PositionType::alibi),
+          PositionOptions().type(PositionType::kerple),
+          PositionOptions().type(PositionType::fire).fire_hidden(4)};
+}
+
+/// Encoders for causal stacks only (xPos) and rotary under each RoPE scaling.
+std::vector<PositionOptions> causal_position_types() {
+  std::vector<PositionOptions> out{PositionOptions().type(PositionType::xpos)};
+  for (auto scaling :
+       {RopeScalingType::linear, RopeScalingType::ntk, RopeScalingType::dynamic_ntk, RopeScalingType::yarn})
+    out.push_back(PositionOptions()
+                      .type(PositionType::rotary)
+                      .scaling(RopeScalingOptions().type(scaling).factor(2).original_max(4)));
+  return out;
 }
 
 }  // namespace
@@ -63,6 +77,26 @@ TEST_F(Transformer, DecoderIsCausalForEveryPositionEncoder) {
       auto la = lm(tgt), lb = lm(changed);
       EXPECT_LT(max_diff(la.narrow(1, 0, 5), lb.narrow(1, 0, 5)), 1e-5);
     }
+  }
+  // causal-only encoders and scaled rotary: the language model, and the translator's decoder
+  for (const auto& position : causal_position_types()) {
+    SCOPED_TRACE(to_string(position.type()) + "/" + to_string(position.scaling().type()));
+    LanguageModel lm(tiny_options().decoder_position(position));
+    Seq2Seq model(tiny_options().decoder_position(position));
+    lm->eval();
+    model->eval();
+    auto src = torch::randint(1, 23, {2, 6});
+    auto tgt = torch::randint(1, 23, {2, 8});
+    auto changed = tgt.clone();
+    changed.narrow(1, 5, 3).random_(1, 23);
+    EXPECT_LT(max_diff(lm(tgt).narrow(1, 0, 5), lm(changed).narrow(1, 0, 5)), 1e-5);
+    EXPECT_LT(max_diff(model(src, tgt).narrow(1, 0, 5), model(src, changed).narrow(1, 0, 5)), 1e-5);
+    // Dynamic NTK's angles follow the whole sequence's length (Peng et al. 2023), so only
+    // sequences of one length compare; for the others a missing future changes nothing too.
+    if (position.scaling().type() != RopeScalingType::dynamic_ntk) {
+      EXPECT_LT(max_diff(lm(tgt).narrow(1, 0, 5), lm(tgt.narrow(1, 0, 5))), 1e-5);
+    }
+    EXPECT_GT(max_diff(lm(tgt).narrow(1, 5, 3), lm(changed).narrow(1, 5, 3)), 1e-3);
   }
 }
 
@@ -184,6 +218,28 @@ TEST_F(Transformer, CachedDecodingEqualsFullRecomputation) {
     ropelab::testing::expect_cached_decoding_matches_full(
         tiny_options().encoder_position(position).decoder_position(position), 1e-5);
   }
+  // xPos and every RoPE scaling but dynamic NTK in the decoders
+  for (const auto& position : causal_position_types()) {
+    SCOPED_TRACE(to_string(position.type()) + "/" + to_string(position.scaling().type()));
+    if (position.scaling().type() == RopeScalingType::dynamic_ntk) continue;  // below
+    ropelab::testing::expect_cached_decoding_matches_full(tiny_options().decoder_position(position), 1e-5);
+  }
+}
+
+// Dynamic NTK's angles follow the whole sequence's length: with two layers, a cache would
+// keep the first layer's outputs of earlier tokens from a shorter sequence, which no
+// re-rotation of keys repairs, so its stacks refuse a cache and decoding recomputes.
+TEST_F(Transformer, DynamicNtkDecodesByRecomputingThePrefix) {
+  auto dynamic = PositionOptions()
+                     .type(PositionType::rotary)
+                     .scaling(RopeScalingOptions().type(RopeScalingType::dynamic_ntk).original_max(4));
+  LanguageModel lm(tiny_options().decoder_position(dynamic));
+  LanguageModel plain(tiny_options().decoder_position(PositionOptions().type(PositionType::rotary)));
+  EXPECT_FALSE(lm->decoder->decodes_incrementally());
+  EXPECT_TRUE(plain->decoder->decodes_incrementally());
+  DecoderCache state;
+  auto message = ropelab::testing::error_of([&] { lm(torch::tensor({{3, 4}}), &state); });
+  EXPECT_NE(message.find("follows the sequence's length (dynamic NTK)"), std::string::npos) << message;
 }
 
 TEST_F(Transformer, BeamReorderKeepsCacheRowsConsistent) {

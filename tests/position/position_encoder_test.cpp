@@ -152,10 +152,58 @@ TEST_F(Position, LearnedRejectsPositionsBeyondItsTable) {
 
 TEST_F(Position, FactoryBuildsEveryType) {
   for (auto type : {PositionType::none, PositionType::sinusoidal, PositionType::learned, PositionType::t5_bias,
-                    PositionType::rotary, PositionType::rotary_nd}) {
-    auto enc = make_position_encoder(PositionOptions().type(type), PositionGeometry{32, 4, false});
-    EXPECT_EQ(enc->rotates(), type == PositionType::rotary || type == PositionType::rotary_nd);
-    EXPECT_EQ(enc->has_logit_bias(), type == PositionType::t5_bias);
+                    PositionType::rotary, PositionType::rotary_nd, PositionType::alibi, PositionType::xpos,
+                    PositionType::kerple, PositionType::fire}) {
+    auto enc = make_position_encoder(PositionOptions().type(type), PositionGeometry{32, 4, true});
+    const bool rotary = type == PositionType::rotary || type == PositionType::rotary_nd || type == PositionType::xpos;
+    EXPECT_EQ(enc->rotates(), rotary);
+    EXPECT_EQ(enc->has_logit_bias(), type == PositionType::t5_bias || type == PositionType::alibi ||
+                                         type == PositionType::kerple || type == PositionType::fire);
     EXPECT_EQ(parse_position_type(to_string(type)), type);
   }
+}
+
+// xPos's scales against tests/golden/length_golden.json (Sun et al. 2022's formula, written
+// independently in tests/golden/length_golden.py).
+TEST_F(Position, XposScalesFollowThePaper) {
+  const auto& x = ropelab::testing::golden("length_golden.json").at("xpos");
+  const auto r = x.at("rotary_dim").get<int64_t>();
+  RotaryEncoder xpos(PositionOptions().type(PositionType::xpos).scale_base(x.at("scale_base").get<double>()),
+                     PositionGeometry{r, 1, true}, 1, true);
+  auto positions = Positions(torch::tensor(x.at("positions").get<std::vector<int64_t>>()));
+  auto up = xpos.xpos_scale(positions, 1.0).to(torch::kDouble),
+       down = xpos.xpos_scale(positions, -1.0).to(torch::kDouble);
+  for (size_t p = 0; p < x.at("positions").size(); ++p) {
+    auto q = torch::tensor(x.at("query_scale")[p].get<std::vector<double>>(), torch::kDouble);
+    auto k = torch::tensor(x.at("key_scale")[p].get<std::vector<double>>(), torch::kDouble);
+    EXPECT_LT(max_diff(up[static_cast<int64_t>(p)] / q, torch::ones_like(q)), 1e-5) << "position " << p;
+    EXPECT_LT(max_diff(down[static_cast<int64_t>(p)] / k, torch::ones_like(k)), 1e-5) << "position " << p;
+  }
+}
+
+// xPos keeps rotary's relative property: the logit of a query at m and a key at n depends
+// on m - n alone (the decay zeta^((m - n) / scale_base) included), and it decays.
+TEST_F(Position, XposLogitDependsOnlyOnRelativePositionAndDecays) {
+  RotaryEncoder xpos(PositionOptions().type(PositionType::xpos).scale_base(16), PositionGeometry{16, 1, true}, 1, true);
+  auto q = torch::randn({1, 1, 1, 16}, torch::kDouble), k = torch::randn({1, 1, 1, 16}, torch::kDouble);
+  xpos.to(torch::kDouble);
+  auto logit = [&](int64_t m, int64_t n) {
+    auto qm = xpos.rotate_pair(q, q, Positions(torch::tensor({m}))).first;
+    auto kn = xpos.rotate_pair(k, k, Positions(torch::tensor({n}))).second;
+    return (qm * kn).sum().item<double>();
+  };
+  EXPECT_NEAR(logit(7, 3), logit(107, 103), 1e-4 * std::abs(logit(7, 3)) + 1e-6);
+  // with the rotation aligned (same vector, distance a multiple of nothing): the scale alone
+  auto same = [&](int64_t m, int64_t n) {
+    auto qm = xpos.rotate_pair(q, q, Positions(torch::tensor({m}))).first;
+    auto qn = xpos.rotate_pair(q, q, Positions(torch::tensor({n}))).second;
+    return (qm * qn).sum().item<double>();
+  };
+  EXPECT_NEAR(same(5, 5), (q * q).sum().item<double>(), 1e-6);  // distance 0: no decay, no rotation
+  auto message = error_of([&] { xpos.rotate(q, Positions(torch::tensor({0}))); });
+  EXPECT_NE(message.find("rotate_pair"), std::string::npos) << message;
+  message = error_of([] {
+    make_position_encoder(PositionOptions().type(PositionType::xpos), PositionGeometry{16, 1, false});
+  });
+  EXPECT_NE(message.find("xPos is defined for causal attention only"), std::string::npos) << message;
 }

@@ -12,6 +12,22 @@ torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device) {
   return torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(tk - tq + 1);
 }
 
+LogitBias LogitBias::relative_table(torch::Tensor table) {
+  LogitBias bias;
+  bias.relative = std::move(table);
+  return bias;
+}
+
+torch::Tensor LogitBias::to_dense(int64_t tq, int64_t tk) const {
+  if (!relative.defined()) return dense;
+  TORCH_CHECK(relative.dim() == 2 && relative.size(1) == tq + tk - 1, "LogitBias: a relative table for Tq=", tq,
+              " and Tk=", tk, " needs (H, ", tq + tk - 1, ") columns, got ", relative.sizes());
+  auto options = torch::TensorOptions().dtype(torch::kLong).device(relative.device());
+  auto column = torch::arange(tk, options).unsqueeze(0) - torch::arange(tq, options).unsqueeze(1) + (tq - 1);
+  auto expanded = relative.index_select(1, column.flatten()).view({1, relative.size(0), tq, tk});  // (1, H, Tq, Tk)
+  return dense.defined() ? expanded + dense : expanded;
+}
+
 void KeyValueCache::reorder(const torch::Tensor& index) {
   k = k.index_select(0, index);
   v = v.index_select(0, index);
@@ -54,8 +70,9 @@ SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options) : dropout_(o
 
 torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
   const bool dropping = dropout_ > 0.0 && is_training();
-  if (!in.logit_bias.defined() && !dropping && fused_attention_available(in.q, in.k, in.v))
-    return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, in.causal);
+  const auto &dense = in.logit_bias.dense, &relative = in.logit_bias.relative;
+  if (!dropping && fused_attention_available(in.q, in.k, in.v, dense, relative))
+    return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, in.causal, dense, relative);
   return reference_forward(in);
 }
 
@@ -65,7 +82,7 @@ torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
   // scale q (Tq x Dh) rather than the scores (Tq x Tk)
   auto q = in.q * (1.0 / std::sqrt(static_cast<double>(in.q.size(-1))));
   auto scores = torch::matmul(q, in.k.transpose(-2, -1));  // (B, H, Tq, Tk)
-  if (in.logit_bias.defined()) scores = scores + in.logit_bias;
+  if (in.logit_bias.defined()) scores = scores + in.logit_bias.to_dense(tq, tk);
 
   torch::Tensor mask;  // broadcastable to (B, H, Tq, Tk), true = hidden
   if (in.causal && tq > 1) mask = causal_mask(tq, tk, scores.device());

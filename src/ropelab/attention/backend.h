@@ -28,6 +28,20 @@ struct AttentionOptions {
   TORCH_ARG(int64_t, chunk_size) = 128;
 };
 
+/// An additive attention-logit bias from a position encoder, in one of two forms:
+///   dense     broadcastable to (B, H, Tq, Tk)
+///   relative  (H, Tq + Tk - 1) for a bias of key_pos - query_pos alone, query i aligned
+///             with key i + (Tk - Tq): query i and key j get relative[h][j - i + Tq - 1].
+///             O(H T) memory where the dense form needs O(H T^2).
+struct LogitBias {
+  LogitBias(torch::Tensor dense = {}) : dense(std::move(dense)) {}  // NOLINT: a dense bias converts
+  static LogitBias relative_table(torch::Tensor table);
+  torch::Tensor dense, relative;
+  bool defined() const { return dense.defined() || relative.defined(); }
+  /// The bias (both forms summed, when both are set) as a tensor broadcastable to (B, H, Tq, Tk).
+  torch::Tensor to_dense(int64_t tq, int64_t tk) const;
+};
+
 /// Everything a backend needs for one call. Query i is aligned with key i + (Tk - Tq),
 /// so a causal call with cached keys (Tk > Tq) lets the new queries see the whole past.
 struct AttentionInputs {
@@ -35,7 +49,7 @@ struct AttentionInputs {
   torch::Tensor k;                 // (B, H, Tk, Dh)
   torch::Tensor v;                 // (B, H, Tk, Dh)
   torch::Tensor key_padding_mask;  // (B, Tk) bool, true at padded keys; optional
-  torch::Tensor logit_bias;        // broadcastable to (B, H, Tq, Tk); optional
+  LogitBias logit_bias;            // optional
   bool causal = false;
 };
 
@@ -72,7 +86,7 @@ class AttentionBackendImpl : public torch::nn::Module {
   /// and values `memory` gives, called on the first step only; the backend keeps what
   /// later steps need in `cache`. The default keeps keys and values.
   virtual torch::Tensor forward_memory(AttentionInputs inputs, AttentionCachePtr& cache, const MemoryKeyValues& memory);
-  /// Whether the backend can add a logit bias (T5); validated at config time.
+  /// Whether the backend can add a logit bias (T5, ALiBi, Kerple, FIRE); validated at config time.
   virtual bool accepts_logit_bias() const = 0;
   /// Called in training before each optimizer update with the number of updates done so
   /// far (0 before the first). Nothing is called after the last update, so validation and

@@ -100,6 +100,17 @@ void describe(V& v, PositionOptions& p) {
   v("axes", p.axes());
   v("num_buckets", p.num_buckets());
   v("max_distance", p.max_distance());
+  v("scale_base", p.scale_base());
+  v("fire_hidden", p.fire_hidden());
+  v("fire_threshold", p.fire_threshold());
+  v.section("scaling", [&] {
+    auto& s = p.scaling();
+    v.choice("type", s.type(), parse_rope_scaling_type);
+    v("factor", s.factor());
+    v("original_max", s.original_max());
+    v("beta_fast", s.beta_fast());
+    v("beta_slow", s.beta_slow());
+  });
 }
 
 template <typename V>
@@ -458,21 +469,34 @@ void validate(const Config& c, const Reader& r) {
           "must be 0 with model.attention.type=performer (it forms no attention matrix to drop from)");
 
   // Build each stack's position encoder and the attention backend: their own checks
-  // (rotary dimensions, bucket ranges) then run before any work, reported by key.
+  // (rotary dimensions, bucket ranges, xPos in a causal stack) then run before any work,
+  // reported by key. A language model has no encoder stack to check.
   auto backend = make_attention_backend(m.attention(), m.d_model() / m.heads());
-  auto check_stack = [&](const char* key, const PositionOptions& p, bool causal) {
+  auto check_stack = [&](const std::string& key, const PositionOptions& p, bool causal) {
+    const auto& s = p.scaling();
+    const bool rotary = p.type() == PositionType::rotary || p.type() == PositionType::rotary_nd;
+    require(s.type() == RopeScalingType::none || rotary, key + ".scaling.type", to_string(s.type()),
+            "applies to rotary and rotary_nd only, not " + key + ".type=" + to_string(p.type()));
+    require(s.factor() >= 1, key + ".scaling.factor", s.factor(), "must be >= 1 (the extension ratio)");
+    require(s.beta_fast() > s.beta_slow(), key + ".scaling.beta_fast", s.beta_fast(),
+            "must exceed scaling.beta_slow=" + show(s.beta_slow()));
+    require(s.original_max() > 0 || (s.type() != RopeScalingType::yarn && s.type() != RopeScalingType::dynamic_ntk),
+            key + ".scaling.original_max", s.original_max(),
+            "must be the training context for scaling.type=" + to_string(s.type()));
+    require(p.type() != PositionType::xpos || !p.rotate_cross_attention(), key + ".rotate_cross_attention", "true",
+            "does not apply to xpos (defined for causal self-attention only)");
+    PositionEncoder encoder;
     try {
-      make_position_encoder(p, PositionGeometry{m.d_model(), m.heads(), causal});
+      encoder = make_position_encoder(p, PositionGeometry{m.d_model(), m.heads(), causal});
     } catch (const c10::Error& e) {
-      r.fail(std::string("model.") + key, std::string(": ") + e.what_without_backtrace());
+      r.fail(key, std::string(": ") + e.what_without_backtrace());
     }
-    require(p.type() != PositionType::t5_bias || backend->accepts_logit_bias(), std::string("model.") + key + ".type",
-            to_string(p.type()),
+    require(!encoder->has_logit_bias() || backend->accepts_logit_bias(), key + ".type", to_string(p.type()),
             "needs an attention backend that takes a logit bias; model.attention.type=" +
                 to_string(m.attention().type()) + " does not");
   };
-  check_stack("encoder_position", m.encoder_position(), false);
-  check_stack("decoder_position", m.decoder_position(), true);
+  if (c.task == TaskType::translation) check_stack("model.encoder_position", m.encoder_position(), false);
+  check_stack("model.decoder_position", m.decoder_position(), true);
 
   const auto& t = c.train;
   try {
@@ -537,13 +561,27 @@ Config load_config(const ConfigSources& sources) {
   YAML::Node root(YAML::NodeType::Map);
   Origins origins;
   for (const auto& file : sources.files) merge_into(root, load_file(file), "", file, origins);
-  for (const auto& assignment : sources.overrides) merge_into(root, parse_override(assignment), "", "--set", origins);
-  expand_position_shorthand(root, origins);
+  expand_position_shorthand(root, origins);  // a file's shorthand; its per-stack keys win
+  for (const auto& assignment : sources.overrides) {
+    // On the command line the shorthand model.position.KEY beats every file, per-stack
+    // keys included: it sets KEY in both stacks.
+    const std::string shorthand = "model.position.";
+    if (assignment.rfind(shorthand, 0) == 0) {
+      for (const char* stack : {"model.encoder_position.", "model.decoder_position."})
+        merge_into(root, parse_override(stack + assignment.substr(shorthand.size())), "", "--set", origins);
+      continue;
+    }
+    merge_into(root, parse_override(assignment), "", "--set", origins);
+  }
 
   Config config;
   Reader reader(root, origins);
   describe(reader, config);
   reader.reject_unknown();
+  // Scaling that needs the training context takes a language model's data.context.
+  for (auto* p : {&config.model.encoder_position(), &config.model.decoder_position()})
+    if (p->scaling().original_max() == 0 && config.task == TaskType::lm)
+      p->scaling().original_max(config.data.context());
   validate(config, reader);
   return config;
 }

@@ -21,7 +21,7 @@ struct AttentionCall {
   torch::Tensor key_padding_mask;  // (B, Tk) true at padded keys, over cached + new keys
   Positions positions;             // query positions (and those of new keys in self-attention)
   Positions key_positions;         // cross-attention: memory positions (rotated only if enabled)
-  torch::Tensor logit_bias;        // (1|B, H, Tq, Tk), from the stack's position encoder
+  LogitBias logit_bias;            // from the stack's position encoder
   bool causal = false;
   AttentionCachePtr* cache = nullptr;  // incremental decoding: this attention's backend state
 };

@@ -89,14 +89,25 @@ StackImpl::StackImpl(const StackOptions& options) : options_(options) {
 
 torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, DecoderCache* state) {
   TORCH_CHECK(!state || options_.causal(), "Stack: incremental decoding needs a causal stack");
+  TORCH_CHECK(!state || decodes_incrementally(), "Stack: this position encoder follows the sequence's length ",
+              "(dynamic NTK); decode it by recomputing the prefix");
   TORCH_CHECK(!state || !in.padding_mask.defined(), "Stack: incremental decoding takes no target padding mask");
-  const int64_t offset = state ? state->offset : 0;
-  if (!in.positions.defined()) in.positions = Positions::range(offset, x.size(1), position_->axes(), x.device());
+  const int64_t offset = state ? state->offset : 0, tq = x.size(1);
+  bool given = in.positions.defined();
+  if (!given) in.positions = Positions::range(offset, tq, position_->axes(), x.device());
   auto h = dropout_(position_->embed(x, in.positions));
   if (position_->has_logit_bias()) {
     auto key_positions = in.positions;
-    if (state) key_positions = state->key_positions = state->key_positions.cat(in.positions);
-    in.logit_bias = position_->logit_bias(in.positions, key_positions).to(x.dtype());
+    if (state) {
+      key_positions = state->key_positions = state->key_positions.cat(in.positions);
+      given = state->given_positions = state->given_positions || given;
+    }
+    // default positions and a bias of the distance alone: an (H, Tq + Tk - 1) table
+    if (position_->bias_is_relative() && !given)
+      in.logit_bias =
+          LogitBias::relative_table(relative_bias_table(*position_, tq, offset + tq, x.device()).to(x.dtype()));
+    else
+      in.logit_bias = position_->logit_bias(in.positions, key_positions).to(x.dtype());
   }
   if (state && state->self.empty()) {
     state->self.resize(layers->size());

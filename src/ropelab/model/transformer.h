@@ -43,7 +43,7 @@ TORCH_MODULE(FeedForward);
 struct StackInputs {
   torch::Tensor padding_mask;         // (B, T) true at padded tokens; optional
   Positions positions;                // this call's token positions; default offset..offset+T-1
-  torch::Tensor logit_bias;           // set by the stack from its position encoder
+  LogitBias logit_bias;               // set by the stack from its position encoder
   torch::Tensor memory;               // decoder: encoder output (B, S, D)
   torch::Tensor memory_padding_mask;  // decoder: (B, S)
   Positions memory_positions;         // decoder: source positions (cross-attention rotation)
@@ -87,7 +87,8 @@ struct StackOptions {
 struct DecoderCache {
   std::vector<AttentionCachePtr> self, cross;  // one per layer, filled by its attention backend
   int64_t offset = 0;                          // tokens decoded so far: the next token's position
-  Positions key_positions;                     // positions of every cached key (logit-bias encoders)
+  Positions key_positions;                     // every cached key's (logit-bias encoders)
+  bool given_positions = false;                // a call passed its own positions (no relative bias table)
   torch::Tensor memory_padding_mask;
   /// Keeps rows `index` of every cache (beam search).
   void reorder(const torch::Tensor& index);
@@ -103,6 +104,9 @@ class StackImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, StackInputs in = {}, DecoderCache* state = nullptr);
 
   const PositionEncoder& position() const { return position_; }
+  /// Whether incremental decoding (a DecoderCache) equals recomputing the prefix: not when
+  /// the position encoder follows the sequence's length (dynamic NTK).
+  bool decodes_incrementally() const { return !position_->follows_length(); }
   const StackOptions& options() const { return options_; }
   torch::nn::ModuleList layers{nullptr};
   torch::nn::LayerNorm final_norm{nullptr};

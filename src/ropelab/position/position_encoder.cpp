@@ -60,10 +60,13 @@ torch::Tensor LearnedEncoder::embed(const torch::Tensor& x, const Positions& p) 
 
 // --- rotary --------------------------------------------------------------------
 
-RotaryEncoder::RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes)
+RotaryEncoder::RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes, bool xpos)
     : head_dim_(geometry.d_model / geometry.heads),
       axes_(axes),
       layout_(options.layout()),
+      scaling_(options.scaling()),
+      xpos_(xpos),
+      scale_base_(options.scale_base()),
       impl_(options.rotary_impl()) {
   TORCH_CHECK(axes_ >= 1, "RotaryEncoder: axes must be >= 1, got ", axes_);
   TORCH_CHECK(options.fraction() > 0.0 && options.fraction() <= 1.0, "RotaryEncoder: fraction must be in (0, 1], got ",
@@ -72,90 +75,86 @@ RotaryEncoder::RotaryEncoder(const PositionOptions& options, const PositionGeome
   TORCH_CHECK(rotary_dim_ % (2 * axes_) == 0 && rotary_dim_ > 0, "RotaryEncoder: rotated dimensions (", rotary_dim_,
               " = fraction ", options.fraction(), " x head_dim ", head_dim_,
               ") must be a positive multiple of 2 x axes = ", 2 * axes_);
+  TORCH_CHECK(scaling_.factor() >= 1.0, "RotaryEncoder: scaling.factor must be >= 1, got ", scaling_.factor());
   inv_freq_ = register_buffer("inv_freq", inverse_frequencies(rotary_dim_ / axes_, options.base()));
+  attention_factor_ = scale_frequencies(inv_freq_, scaling_, 1).attention_factor;
+  if (xpos_) {
+    TORCH_CHECK(axes_ == 1, "RotaryEncoder: xPos is 1-D, got ", axes_, " axes");
+    TORCH_CHECK(geometry.causal, "xPos is defined for causal attention only (Sun et al. 2022): its decay favours ",
+                "earlier keys, which a bidirectional stack would also see after the query");
+    TORCH_CHECK(scale_base_ > 0, "RotaryEncoder: scale_base must be positive, got ", scale_base_);
+    constexpr double gamma = 0.4;
+    auto i = torch::arange(rotary_dim_ / 2, torch::kDouble);
+    zeta_ = register_buffer("zeta",
+                            ((2.0 * i / static_cast<double>(rotary_dim_) + gamma) / (1.0 + gamma)).to(torch::kFloat));
+  }
 }
 
 torch::Tensor RotaryEncoder::angles(const Positions& positions) const {
   TORCH_CHECK(positions.axes() == axes_, "RotaryEncoder: expected positions with ", axes_,
               " coordinates per token, got ", positions.axes());
-  auto coords = positions.coordinates().to(inv_freq_.dtype());  // (..., T, N)
+  const auto coords = positions.coordinates();  // (..., T, N)
+  // dynamic NTK follows the length of the call: its largest position + 1
+  const int64_t length = follows_length() ? coords.max().item<int64_t>() + 1 : 0;
+  const auto f = scale_frequencies(inv_freq_, scaling_, length);
+  auto c = coords.to(f.inv_freq.dtype());
+  if (f.position_divisor != 1.0) c = c / f.position_divisor;
   // (..., T, N, r/2/N) -> (..., T, r/2): block a holds axis a's angles
-  return (coords.unsqueeze(-1) * inv_freq_).flatten(-2);
+  return (c.unsqueeze(-1) * f.inv_freq).flatten(-2);
+}
+
+torch::Tensor RotaryEncoder::xpos_scale(const Positions& positions, double sign) const {
+  TORCH_CHECK(xpos_, "RotaryEncoder: xpos_scale without xPos");
+  auto exponent = positions.values().to(torch::kDouble) * (sign / scale_base_);           // (..., T)
+  return torch::pow(zeta_.to(torch::kDouble), exponent.unsqueeze(-1)).to(torch::kFloat);  // (..., T, r/2)
 }
 
 const std::vector<torch::Tensor>& RotaryEncoder::tables(const Positions& positions, const torch::Tensor& like) const {
   return positions.derived(this, like.scalar_type(), [&] {
-    auto a = angles(positions);                   // (T, r/2) or (B, T, r/2)
-    if (positions.batched()) a = a.unsqueeze(1);  // (B, 1, T, r/2): broadcast over heads
-    return std::vector<torch::Tensor>{a.cos().to(like.scalar_type()), a.sin().to(like.scalar_type())};
+    const auto dtype = like.scalar_type();
+    auto a = angles(positions);  // (T, r/2) or (B, T, r/2), float
+    auto cos = a.cos(), sin = a.sin();
+    if (attention_factor_ != 1.0) cos = cos * attention_factor_, sin = sin * attention_factor_;  // YaRN
+    auto batched = [&](torch::Tensor t) { return positions.batched() ? t.unsqueeze(1) : t; };    // (B, 1, T, r/2)
+    if (!xpos_) return std::vector<torch::Tensor>{batched(cos).to(dtype), batched(sin).to(dtype)};
+    auto up = xpos_scale(positions, 1.0), down = xpos_scale(positions, -1.0);
+    return std::vector<torch::Tensor>{batched(cos * up).to(dtype), batched(sin * up).to(dtype),
+                                      batched(cos * down).to(dtype), batched(sin * down).to(dtype)};
   });
 }
 
+torch::Tensor RotaryEncoder::apply(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin,
+                                   bool batched) const {
+  const bool interleaved = layout_ == RotaryLayout::interleaved;
+  if (!batched && impl_ == RotaryImpl::fused && rotary_fused_supports(x))
+    return rotary_fused(x, cos, sin, -2, interleaved);
+  if (!batched && impl_ == RotaryImpl::script) return rotary_script(x, cos, sin, -2, interleaved);
+  return rotary_eager_broadcast(x, cos, sin, interleaved);
+}
+
+torch::Tensor RotaryEncoder::scale_passthrough(torch::Tensor x) const {
+  if (attention_factor_ == 1.0 || rotary_dim_ == head_dim_) return x;
+  return torch::cat(
+      {x.narrow(-1, 0, rotary_dim_), x.narrow(-1, rotary_dim_, head_dim_ - rotary_dim_) * attention_factor_}, -1);
+}
+
 torch::Tensor RotaryEncoder::rotate(const torch::Tensor& x, const Positions& positions) {
+  TORCH_CHECK(!xpos_, "RotaryEncoder: xPos scales queries and keys differently; rotate them with rotate_pair");
   TORCH_CHECK(x.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", x.size(-1));
   const auto& t = tables(positions, x);
-  const bool interleaved = layout_ == RotaryLayout::interleaved;
-  if (!positions.batched() && impl_ == RotaryImpl::fused && rotary_fused_supports(x))
-    return rotary_fused(x, t[0], t[1], -2, interleaved);
-  if (!positions.batched() && impl_ == RotaryImpl::script) return rotary_script(x, t[0], t[1], -2, interleaved);
-  return rotary_eager_broadcast(x, t[0], t[1], interleaved);
+  return scale_passthrough(apply(x, t[0], t[1], positions.batched()));
 }
 
 std::pair<torch::Tensor, torch::Tensor> RotaryEncoder::rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
                                                                    const Positions& positions) {
+  TORCH_CHECK(q.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", q.size(-1));
+  const auto& t = tables(positions, q);
+  if (xpos_) return {apply(q, t[0], t[1], positions.batched()), apply(k, t[2], t[3], positions.batched())};
   if (!positions.batched() && impl_ == RotaryImpl::fused && rotary_fused_supports(q) && q.size(-2) == k.size(-2)) {
-    TORCH_CHECK(q.size(-1) == head_dim_, "RotaryEncoder: expected head_dim ", head_dim_, ", got ", q.size(-1));
-    const auto& t = tables(positions, q);
-    return rotary_fused_qk(q, k, t[0], t[1], -2, layout_ == RotaryLayout::interleaved);
+    auto [rq, rk] = rotary_fused_qk(q, k, t[0], t[1], -2, layout_ == RotaryLayout::interleaved);
+    return {scale_passthrough(rq), scale_passthrough(rk)};
   }
   return {rotate(q, positions), rotate(k, positions)};
-}
-
-// --- T5 relative bias ------------------------------------------------------------
-
-T5BiasEncoder::T5BiasEncoder(const PositionOptions& options, const PositionGeometry& geometry)
-    : num_buckets_(options.num_buckets()), max_distance_(options.max_distance()), bidirectional_(!geometry.causal) {
-  const int64_t exact = (bidirectional_ ? num_buckets_ / 2 : num_buckets_) / 2;
-  TORCH_CHECK(exact >= 1, "T5BiasEncoder: num_buckets too small, got ", num_buckets_);
-  TORCH_CHECK(max_distance_ > exact, "T5BiasEncoder: max_distance (", max_distance_,
-              ") must exceed the exact-bucket range (", exact, ")");
-  table_ = register_module("table", torch::nn::Embedding(num_buckets_, geometry.heads));
-}
-
-torch::Tensor t5_relative_bucket(const torch::Tensor& relative, bool bidirectional, int64_t num_buckets,
-                                 int64_t max_distance) {
-  auto bucket = torch::zeros_like(relative);
-  torch::Tensor n;
-  if (bidirectional) {
-    num_buckets /= 2;
-    bucket = bucket + (relative > 0).to(torch::kLong) * num_buckets;
-    n = relative.abs();
-  } else {
-    n = (-relative).clamp_min(0);
-  }
-  const int64_t max_exact = num_buckets / 2;
-  auto is_small = n < max_exact;
-  // log-spaced buckets from max_exact up to max_distance; clamp n >= 1 before the log
-  auto nf = n.clamp_min(1).to(torch::kFloat);
-  auto large = max_exact + (torch::log(nf / static_cast<double>(max_exact)) /
-                            std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)) *
-                            static_cast<double>(num_buckets - max_exact))
-                               .to(torch::kLong);
-  large = large.clamp_max(num_buckets - 1);
-  return bucket + torch::where(is_small, n, large);
-}
-
-torch::Tensor T5BiasEncoder::logit_bias(const Positions& q, const Positions& k) {
-  TORCH_CHECK(q.axes() == 1 && k.axes() == 1, "T5BiasEncoder: expected 1-D positions, got ", q.axes(), " and ",
-              k.axes(), " axes");
-  const auto &q_positions = q.values(), &k_positions = k.values();
-  TORCH_CHECK(q_positions.dim() == k_positions.dim(), "T5BiasEncoder: query and key positions must both be shared ",
-              "or both batched, got ", q_positions.sizes(), " and ", k_positions.sizes());
-  auto relative = k_positions.unsqueeze(-2) - q_positions.unsqueeze(-1);  // (..., Tq, Tk)
-  auto buckets = t5_relative_bucket(relative, bidirectional_, num_buckets_, max_distance_);
-  auto bias = table_(buckets);                        // (..., Tq, Tk, H)
-  bias = bias.movedim(-1, -3);                        // (..., H, Tq, Tk)
-  return bias.dim() == 3 ? bias.unsqueeze(0) : bias;  // (1|B, H, Tq, Tk)
 }
 
 // --- factory and names -------------------------------------------------------------
@@ -178,17 +177,29 @@ PositionEncoder make_position_encoder(const PositionOptions& options, const Posi
       return std::make_shared<RotaryEncoder>(options, geometry, 1);
     case PositionType::rotary_nd:
       return std::make_shared<RotaryEncoder>(options, geometry, options.axes());
+    case PositionType::xpos:
+      return std::make_shared<RotaryEncoder>(options, geometry, 1, true);
+    case PositionType::alibi:
+      return std::make_shared<AlibiEncoder>(options, geometry);
+    case PositionType::kerple:
+      return std::make_shared<KerpleEncoder>(options, geometry);
+    case PositionType::fire:
+      return std::make_shared<FireEncoder>(options, geometry);
   }
   TORCH_INTERNAL_ASSERT(false, "unhandled PositionType");
 }
 
 namespace {
-const EnumNames<PositionType, 6> kPositionNames{{{PositionType::none, "none"},
-                                                 {PositionType::sinusoidal, "sinusoidal"},
-                                                 {PositionType::learned, "learned"},
-                                                 {PositionType::t5_bias, "t5_bias"},
-                                                 {PositionType::rotary, "rotary"},
-                                                 {PositionType::rotary_nd, "rotary_nd"}}};
+const EnumNames<PositionType, 10> kPositionNames{{{PositionType::none, "none"},
+                                                  {PositionType::sinusoidal, "sinusoidal"},
+                                                  {PositionType::learned, "learned"},
+                                                  {PositionType::t5_bias, "t5_bias"},
+                                                  {PositionType::rotary, "rotary"},
+                                                  {PositionType::rotary_nd, "rotary_nd"},
+                                                  {PositionType::alibi, "alibi"},
+                                                  {PositionType::xpos, "xpos"},
+                                                  {PositionType::kerple, "kerple"},
+                                                  {PositionType::fire, "fire"}}};
 const EnumNames<SinusoidLayout, 2> kSinusoidNames{
     {{SinusoidLayout::interleaved, "interleaved"}, {SinusoidLayout::concat, "concat"}}};
 const EnumNames<RotaryLayout, 2> kRotaryNames{

@@ -1,11 +1,15 @@
 #pragma once
 /// Position encoders: the seam through which every kind of position information
-/// reaches a Transformer (Vaswani et al. 2017, 3.5; Su et al. 2021; Raffel et al. 2020).
+/// reaches a Transformer (Vaswani et al. 2017, 3.5; Su et al. 2021; Raffel et al. 2020;
+/// Press et al. 2022; Sun et al. 2022; Chi et al. 2022; Li et al. 2024).
 ///
 /// An encoder implements up to three hooks, each a no-op by default:
 ///   embed(x, positions)            additive encodings (sinusoidal, learned)
-///   rotate(x, positions)           rotation of queries and keys (rotary, axial rotary)
-///   logit_bias(q_pos, k_pos)       additive attention-logit bias (T5 relative bias)
+///   rotate(x, positions)           rotation of queries and keys (rotary, axial rotary, xPos)
+///   logit_bias(q_pos, k_pos)       additive attention-logit bias (T5, ALiBi, Kerple, FIRE);
+///                                  encoders whose bias depends on key_pos - query_pos
+///                                  alone also give it per distance (relative_bias), which
+///                                  attention takes as an (H, Tq + Tk - 1) table
 /// Positions (position/positions.h) are absolute int64 coordinates, shared by the batch
 /// or per sequence, with N coordinates per token for multi-dimensional encoders. Every
 /// hook takes positions, so incremental decoding passes the step offset in them.
@@ -17,10 +21,11 @@
 
 #include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/position/positions.h"
+#include "ropelab/position/rope_scaling.h"
 
 namespace ropelab {
 
-enum class PositionType { none, sinusoidal, learned, t5_bias, rotary, rotary_nd };
+enum class PositionType { none, sinusoidal, learned, t5_bias, rotary, rotary_nd, alibi, xpos, kerple, fire };
 /// Sinusoid layout: `interleaved` is the paper's (sin at even dims, cos at odd);
 /// `concat` is fairseq / tensor2tensor's [sin | cos].
 enum class SinusoidLayout { interleaved, concat };
@@ -51,6 +56,14 @@ struct PositionOptions {
   /// t5_bias: bucket count and the distance beyond which buckets saturate.
   TORCH_ARG(int64_t, num_buckets) = 32;
   TORCH_ARG(int64_t, max_distance) = 128;
+  /// xpos: positions over which the per-dimension decay zeta_i acts (zeta_i^(n/scale_base)).
+  TORCH_ARG(double, scale_base) = 512.0;
+  /// fire: hidden width of the MLP f_theta, and the initial threshold L of the
+  /// normaliser psi(max(L, i)) (learned from there).
+  TORCH_ARG(int64_t, fire_hidden) = 32;
+  TORCH_ARG(double, fire_threshold) = 512.0;
+  /// rotary, rotary_nd: RoPE scaling for contexts past the training context.
+  TORCH_ARG(RopeScalingOptions, scaling);
 };
 
 /// Shapes an encoder is built for; fixed by the stack that owns it.
@@ -78,11 +91,22 @@ class PositionEncoderImpl : public torch::nn::Module {
     return {rotate(q, positions), rotate(k, positions)};
   }
 
+  /// Whether every token's encoding depends on the length of the whole sequence (dynamic
+  /// NTK scaling). Incremental decoding then recomputes the prefix at each step: a cache
+  /// would keep keys and hidden states computed for a shorter sequence.
+  virtual bool follows_length() const { return false; }
+
   /// Whether logit_bias() returns a tensor.
   virtual bool has_logit_bias() const { return false; }
   /// Additive logit bias, broadcastable to (B, H, Tq, Tk); undefined when the
   /// encoder has none. Computed once per stack and shared by its layers.
   virtual torch::Tensor logit_bias(const Positions& q_positions, const Positions& k_positions) { return {}; }
+  /// Whether the bias depends on key_pos - query_pos alone: relative_bias() then gives it.
+  virtual bool bias_is_relative() const { return false; }
+  /// relative (any shape, int64 key_pos - query_pos) -> bias (H, ...). Relative encoders only.
+  virtual torch::Tensor relative_bias(const torch::Tensor& relative) {
+    TORCH_INTERNAL_ASSERT(false, "relative_bias on an encoder without a relative bias");
+  }
 
   /// Number of coordinates per token the encoder expects (1 for sequences).
   virtual int64_t axes() const { return 1; }
@@ -94,6 +118,10 @@ using PositionEncoder = std::shared_ptr<PositionEncoderImpl>;
 PositionEncoder make_position_encoder(const PositionOptions& options, const PositionGeometry& geometry);
 
 /// Converts between enum values and their YAML spellings; throws on an unknown name.
+/// The (H, Tq + Tk - 1) table of a relative encoder for Tq queries aligned with the last
+/// Tq of Tk keys: column c holds the bias of key_pos - query_pos = c - (Tk - 1).
+torch::Tensor relative_bias_table(PositionEncoderImpl& encoder, int64_t tq, int64_t tk, const torch::Device& device);
+
 std::string to_string(PositionType type);
 std::string to_string(SinusoidLayout layout);
 std::string to_string(RotaryLayout layout);

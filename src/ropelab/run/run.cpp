@@ -51,19 +51,33 @@ void RunPaths::keep_numbered(int64_t step, int64_t keep) const {
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i]);
 }
 
-LoadedRun open_run_untrained(const std::string& dir) {
+std::string run_override_error(const std::string& assignment) {
+  const auto key = assignment.substr(0, assignment.find('='));
+  for (const std::string stack : {"model.position.", "model.encoder_position.", "model.decoder_position."})
+    for (const std::string allowed : {"scaling.", "rotary_impl"})
+      if (key.rfind(stack + allowed, 0) == 0) return "";
+  if (key.rfind("decode.", 0) == 0 || key == "data.eval_tokens") return "";
+  return "--set " + assignment +
+         ": a trained run takes only model.position.scaling.*, model.position.rotary_impl, decode.* and "
+         "data.eval_tokens (other keys would not match its parameters)";
+}
+
+LoadedRun open_run_untrained(const std::string& dir, const std::vector<std::string>& overrides) {
   RunPaths paths(dir);
   if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": run directory not found");
+  for (const auto& o : overrides)
+    if (auto error = run_override_error(o); !error.empty()) throw std::runtime_error(error);
   LoadedRun run;
-  run.config = load_config({{paths.config}, {}});
+  run.config = load_config({{paths.config}, overrides});
   run.tokenizer = load_tokenizer(run.config.tokenizer, dir);
   run.task = make_task(run.config);
   run.model = run.task->build_model(run.tokenizer->vocab_size());
   return run;
 }
 
-LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device) {
-  auto run = open_run_untrained(dir);
+LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device,
+                   const std::vector<std::string>& overrides) {
+  auto run = open_run_untrained(dir, overrides);
   load_checkpoint(RunPaths(dir).checkpoint(checkpoint), run.model->module());
   run.model->module().to(device);
   run.model->module().eval();

@@ -36,9 +36,17 @@ struct LoadedRun {
   std::unique_ptr<Task> task;
   std::shared_ptr<TaskModel> model;
 };
-LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device);
+/// `overrides` (KEY=VALUE) change the run's config for this use only; they may touch
+/// only what leaves the trained parameters as they are (see run_override_error).
+LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device,
+                   const std::vector<std::string>& overrides = {});
 
 /// The run's config, tokenizer and task with a freshly initialised model (no checkpoint).
-LoadedRun open_run_untrained(const std::string& dir);
+LoadedRun open_run_untrained(const std::string& dir, const std::vector<std::string>& overrides = {});
+
+/// Empty when `assignment` (KEY=VALUE) may change a trained run's config: RoPE scaling
+/// (model.position.scaling.*, per stack too), model.position.rotary_impl, decode.* and
+/// data.eval_tokens; otherwise the one-line error.
+std::string run_override_error(const std::string& assignment);
 
 }  // namespace ropelab

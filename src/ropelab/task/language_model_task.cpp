@@ -14,7 +14,8 @@ namespace {
 
 class LanguageModelState : public TransformerDecoderState {
  public:
-  LanguageModelState(LanguageModel net, bool use_cache) : TransformerDecoderState(use_cache), net_(std::move(net)) {}
+  LanguageModelState(LanguageModel net, bool use_cache)
+      : TransformerDecoderState(use_cache && net->decoder->decodes_incrementally()), net_(std::move(net)) {}
 
  private:
   torch::Tensor run(const torch::Tensor& tokens, DecoderCache* cache) override { return net_->forward(tokens, cache); }

@@ -26,7 +26,9 @@ namespace {
 class TranslationState : public TransformerDecoderState {
  public:
   TranslationState(Seq2Seq net, Memory memory, bool use_cache)
-      : TransformerDecoderState(use_cache), net_(std::move(net)), memory_(std::move(memory)) {}
+      : TransformerDecoderState(use_cache && net->decoder->decodes_incrementally()),
+        net_(std::move(net)),
+        memory_(std::move(memory)) {}
 
  private:
   torch::Tensor run(const torch::Tensor& tokens, DecoderCache* cache) override {

@@ -68,6 +68,38 @@ struct Shape {
   bool hidden(int64_t b, int64_t i, int64_t j) const { return (causal && j > i + Tk - Tq) || (pad && pad[b * Tk + j]); }
 };
 
+/// The logit bias as the kernels read it: a relative table (H, Tq + Tk - 1), row i of
+/// head h starting at column Tq - 1 - i, and/or a dense (1|B, H, Tq, Tk) tensor.
+template <typename T>
+struct Bias {
+  const T* relative = nullptr;
+  const T* dense = nullptr;
+  bool dense_per_batch = false;  // (B, ...) rather than (1, ...)
+  /// Adds the bias of (batch b, head h) to the row-major scores S (Tq x Tk).
+  void add(T* s, const Shape& sh, int64_t b, int64_t h) const {
+    const int64_t columns = sh.Tq + sh.Tk - 1;
+    for (int64_t i = 0; i < sh.Tq; ++i) {
+      T* row = s + i * sh.Tk;
+      if (relative) {
+        const T* r = relative + h * columns + (sh.Tq - 1 - i);
+        for (int64_t j = 0; j < sh.Tk; ++j) row[j] += r[j];
+      }
+      if (dense) {
+        const T* d = dense + ((dense_per_batch ? b : 0) * sh.H + h) * sh.Tq * sh.Tk + i * sh.Tk;
+        for (int64_t j = 0; j < sh.Tk; ++j) row[j] += d[j];
+      }
+    }
+  }
+};
+
+template <typename T>
+Bias<T> bias_of(const torch::Tensor& dense, const torch::Tensor& relative, int64_t B) {
+  Bias<T> bias;
+  if (relative.numel()) bias.relative = relative.data_ptr<T>();
+  if (dense.numel()) bias.dense = dense.data_ptr<T>(), bias.dense_per_batch = dense.size(0) == B && B > 1;
+  return bias;
+}
+
 /// Row-wise masked softmax of S (Tq x Tk, row-major) in place. A row with every key
 /// hidden becomes uniform, as the unfused path's finite fill value gives.
 template <typename T>
@@ -92,8 +124,8 @@ void masked_softmax(T* s, const Shape& sh, int64_t b) {
 }
 
 template <typename T>
-void forward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, torch::Tensor& probs,
-                    torch::Tensor& out, const Shape& sh, T scale) {
+void forward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const Bias<T>& bias,
+                    torch::Tensor& probs, torch::Tensor& out, const Shape& sh, T scale) {
   at::parallel_for(0, sh.B * sh.H, 1, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / sh.H, h = bh % sh.H;
@@ -101,6 +133,7 @@ void forward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch:
       T* P = probs.data_ptr<T>() + bh * sh.Tq * sh.Tk;  // (Tq, Tk) row-major
       // Row-major X (r x c, ld) is column-major X^T (c x r, ld); so S^T = K Q^T.
       gemm(true, false, sh.Tk, sh.Tq, sh.Dh, scale, K.ptr, K.ld, Q.ptr, Q.ld, T(0), P, sh.Tk);
+      bias.add(P, sh, b, h);  // computed here per (head, row), never as a (B, H, Tq, Tk) tensor
       masked_softmax(P, sh, b);
       // O^T = V^T P^T, written into out (B, Tq, H, Dh)
       T* O = out.data_ptr<T>() + b * out.stride(0) + h * out.stride(2);
@@ -109,10 +142,18 @@ void forward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch:
   });
 }
 
+/// Where the backward kernel leaves the logit gradient dS of each (batch, head) for the
+/// biases: summed per relative column into (B*H, Tq + Tk - 1), or copied into (B, H, Tq, Tk).
+template <typename T>
+struct BiasGrad {
+  T* relative = nullptr;
+  T* dense = nullptr;
+};
+
 template <typename T>
 void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& probs,
                      const torch::Tensor& grad_out, torch::Tensor& dq, torch::Tensor& dk, torch::Tensor& dv,
-                     const Shape& sh, T scale) {
+                     const BiasGrad<T>& dbias, const Shape& sh, T scale) {
   at::parallel_for(0, sh.B * sh.H, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> dp(static_cast<size_t>(sh.Tq * sh.Tk));
     for (int64_t bh = begin; bh < end; ++bh) {
@@ -135,7 +176,12 @@ void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch
         T dot = 0;
         for (int64_t j = 0; j < sh.Tk; ++j) dot += row[j] * p[j];
         for (int64_t j = 0; j < sh.Tk; ++j) row[j] = p[j] * (row[j] - dot);
+        if (dbias.relative) {  // each column of the table collects its diagonal of dS
+          T* r = dbias.relative + bh * (sh.Tq + sh.Tk - 1) + (sh.Tq - 1 - i);
+          for (int64_t j = 0; j < sh.Tk; ++j) r[j] += row[j];
+        }
       }
+      if (dbias.dense) std::copy(dp.begin(), dp.end(), dbias.dense + bh * sh.Tq * sh.Tk);
       // dQ = scale dS K  ->  dQ^T = K^T dS^T
       gemm(false, false, sh.Dh, sh.Tq, sh.Tk, scale, K.ptr, K.ld, dp.data(), sh.Tk, T(0), dQ, dq.stride(1));
       // dK = scale dS^T Q  ->  dK^T = Q^T dS
@@ -150,17 +196,23 @@ Shape shape_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tens
 
 class FusedAttention : public torch::autograd::Function<FusedAttention> {
  public:
+  /// dense and relative: the biases, empty when absent (autograd Functions take no
+  /// undefined tensors).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const torch::Tensor& pad, bool causal) {
+                               const torch::Tensor& v, const torch::Tensor& pad, bool causal,
+                               const torch::Tensor& dense, const torch::Tensor& relative) {
     const auto sh = shape_of(q, k, pad, causal);
     auto opts = q.options();
     auto probs = torch::empty({sh.B, sh.H, sh.Tq, sh.Tk}, opts);
     auto out = torch::empty({sh.B, sh.Tq, sh.H, sh.Dh}, opts);
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "fused_attention_forward", [&] {
-      forward_kernel<scalar_t>(q, k, v, probs, out, sh, static_cast<scalar_t>(1.0 / std::sqrt(double(sh.Dh))));
+      forward_kernel<scalar_t>(q, k, v, bias_of<scalar_t>(dense, relative, sh.B), probs, out, sh,
+                               static_cast<scalar_t>(1.0 / std::sqrt(double(sh.Dh))));
     });
     ctx->save_for_backward({q, k, v, probs, pad});
     ctx->saved_data["causal"] = causal;
+    ctx->saved_data["dense_sizes"] = dense.sizes();
+    ctx->saved_data["relative_columns"] = relative.numel() ? relative.size(1) : int64_t(0);
     return out.permute({0, 2, 1, 3});  // (B, H, Tq, Dh) view
   }
 
@@ -173,30 +225,60 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
     auto dq = torch::empty({sh.B, sh.Tq, sh.H, sh.Dh}, q.options());
     auto dk = torch::empty({sh.B, sh.Tk, sh.H, sh.Dh}, k.options());
     auto dv = torch::empty({sh.B, sh.Tk, sh.H, sh.Dh}, v.options());
+    const auto dense_sizes = ctx->saved_data["dense_sizes"].toIntVector();
+    const int64_t columns = ctx->saved_data["relative_columns"].toInt();
+    torch::Tensor d_relative, d_dense;  // per (batch, head), reduced over the batch below
+    // needs_input_grad counts tensor inputs only: q, k, v, pad, dense (4), relative (5)
+    if (columns && ctx->needs_input_grad(5)) d_relative = torch::zeros({sh.B * sh.H, columns}, q.options());
+    if (!dense_sizes.empty() && dense_sizes[0] > 0 && ctx->needs_input_grad(4))
+      d_dense = torch::empty({sh.B, sh.H, sh.Tq, sh.Tk}, q.options());
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "fused_attention_backward", [&] {
-      backward_kernel<scalar_t>(q, k, v, probs, grad_out, dq, dk, dv, sh,
+      BiasGrad<scalar_t> dbias;
+      if (d_relative.defined()) dbias.relative = d_relative.data_ptr<scalar_t>();
+      if (d_dense.defined()) dbias.dense = d_dense.data_ptr<scalar_t>();
+      backward_kernel<scalar_t>(q, k, v, probs, grad_out, dq, dk, dv, dbias, sh,
                                 static_cast<scalar_t>(1.0 / std::sqrt(double(sh.Dh))));
     });
-    return {dq.permute({0, 2, 1, 3}), dk.permute({0, 2, 1, 3}), dv.permute({0, 2, 1, 3}), torch::Tensor(),
-            torch::Tensor()};
+    if (d_relative.defined()) d_relative = d_relative.view({sh.B, sh.H, columns}).sum(0);
+    if (d_dense.defined() && dense_sizes[0] != sh.B) d_dense = d_dense.sum(0, true);
+    return {dq.permute({0, 2, 1, 3}),
+            dk.permute({0, 2, 1, 3}),
+            dv.permute({0, 2, 1, 3}),
+            torch::Tensor(),
+            torch::Tensor(),
+            d_dense,
+            d_relative};
   }
 };
 
 }  // namespace
 
-bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& dense_bias, const torch::Tensor& relative_bias) {
   const auto type = q.scalar_type();
   const bool blas_ok = type == torch::kFloat ? blas().sgemm != nullptr : type == torch::kDouble && blas().dgemm;
-  return blas_ok && q.device().is_cpu() && k.scalar_type() == type && v.scalar_type() == type && q.stride(-1) == 1 &&
-         k.stride(-1) == 1 && v.stride(-1) == 1;
+  const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2);
+  const bool dense_ok =
+      !dense_bias.defined() || (dense_bias.scalar_type() == type && dense_bias.device().is_cpu() &&
+                                dense_bias.dim() == 4 && (dense_bias.size(0) == 1 || dense_bias.size(0) == B) &&
+                                dense_bias.size(1) == H && dense_bias.size(2) == Tq && dense_bias.size(3) == Tk);
+  const bool relative_ok =
+      !relative_bias.defined() ||
+      (relative_bias.scalar_type() == type && relative_bias.device().is_cpu() && relative_bias.dim() == 2 &&
+       relative_bias.size(0) == H && relative_bias.size(1) == Tq + Tk - 1);
+  return blas_ok && dense_ok && relative_ok && q.device().is_cpu() && k.scalar_type() == type &&
+         v.scalar_type() == type && q.stride(-1) == 1 && k.stride(-1) == 1 && v.stride(-1) == 1;
 }
 
 torch::Tensor fused_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                  const torch::Tensor& key_padding_mask, bool causal) {
-  // autograd Functions take no undefined tensors: "no mask" is an empty one
-  auto pad = key_padding_mask.defined() ? key_padding_mask.to(torch::kBool).contiguous()
-                                        : torch::empty({0}, torch::TensorOptions().dtype(torch::kBool));
-  return FusedAttention::apply(q, k, v, pad, causal);
+                                  const torch::Tensor& key_padding_mask, bool causal, const torch::Tensor& dense_bias,
+                                  const torch::Tensor& relative_bias) {
+  // autograd Functions take no undefined tensors: "none" is an empty one
+  auto empty = [&](torch::ScalarType type) { return torch::empty({0}, torch::TensorOptions().dtype(type)); };
+  auto pad = key_padding_mask.defined() ? key_padding_mask.to(torch::kBool).contiguous() : empty(torch::kBool);
+  auto dense = dense_bias.defined() ? dense_bias.contiguous() : empty(q.scalar_type());
+  auto relative = relative_bias.defined() ? relative_bias.contiguous() : empty(q.scalar_type());
+  return FusedAttention::apply(q, k, v, pad, causal, dense, relative);
 }
 
 }  // namespace ropelab

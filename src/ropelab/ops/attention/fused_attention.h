@@ -4,7 +4,9 @@
 /// out of the fused QKV projection, no (B*H)-long loop of tiny dispatched matmuls as in
 /// LibTorch 1.13's CPU bmm), masks applied inside the softmax, output written straight
 /// into the (B, Tq, H, Dh) layout the output projection reads. Backward is fused the
-/// same way. Float and double; no logit bias, no attention dropout (callers fall back:
+/// same way. A position encoder's logit bias is added per (head, row) inside the kernel,
+/// from a relative table (H, Tq + Tk - 1) or a dense (1|B, H, Tq, Tk) tensor, with its
+/// gradient. Float and double; no attention dropout (callers fall back:
 /// attention/backend.cpp). One CPU build and no dispatch table (ops/dispatch.h): its
 /// matrix products are BLAS calls, and BLAS picks its own instruction set.
 
@@ -13,13 +15,18 @@
 namespace ropelab {
 
 /// Whether the fused kernel can run: CPU tensors of float or double, a BLAS with
-/// sgemm_/dgemm_ loaded, and last dimensions of unit stride.
-bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+/// sgemm_/dgemm_ loaded, last dimensions of unit stride, and biases (when defined) of
+/// q's dtype in the shapes fused_attention_cpu takes.
+bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {});
 
 /// q (B, H, Tq, Dh), k and v (B, H, Tk, Dh); key_padding_mask (B, Tk) bool or undefined.
 /// Query i sees key j when j <= i + Tk - Tq (causal) and key j is not padding.
+/// dense_bias (1|B, H, Tq, Tk) and relative_bias (H, Tq + Tk - 1), each optional, are
+/// added to the scaled logits: query i and key j get relative_bias[h][j - i + Tq - 1].
 /// -> (B, H, Tq, Dh), a permuted view of a contiguous (B, Tq, H, Dh) tensor.
 torch::Tensor fused_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                  const torch::Tensor& key_padding_mask, bool causal);
+                                  const torch::Tensor& key_padding_mask, bool causal,
+                                  const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {});
 
 }  // namespace ropelab

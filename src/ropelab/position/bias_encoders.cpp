@@ -1,0 +1,157 @@
+// Position encoders that act through an additive attention-logit bias: T5, ALiBi,
+// Kerple and FIRE (declared in position/encoders.h).
+#include <cmath>
+
+#include "ropelab/position/encoders.h"
+
+namespace ropelab {
+
+// --- relative biases ------------------------------------------------------------------
+
+torch::Tensor RelativeBiasEncoder::logit_bias(const Positions& q, const Positions& k) {
+  TORCH_CHECK(q.axes() == 1 && k.axes() == 1, "relative position bias: expected 1-D positions, got ", q.axes(), " and ",
+              k.axes(), " axes");
+  const auto &q_positions = q.values(), &k_positions = k.values();
+  TORCH_CHECK(q_positions.dim() == k_positions.dim(), "relative position bias: query and key positions must both ",
+              "be shared or both batched, got ", q_positions.sizes(), " and ", k_positions.sizes());
+  auto relative = k_positions.unsqueeze(-2) - q_positions.unsqueeze(-1);  // (..., Tq, Tk)
+  auto bias = relative_bias(relative);                                    // (H, ..., Tq, Tk)
+  return bias.dim() == 3 ? bias.unsqueeze(0) : bias.transpose(0, 1);      // (1|B, H, Tq, Tk)
+}
+
+torch::Tensor relative_bias_table(PositionEncoderImpl& encoder, int64_t tq, int64_t tk, const torch::Device& device) {
+  TORCH_CHECK(encoder.bias_is_relative(), "relative_bias_table: the encoder's bias is not relative");
+  // column c <-> key_pos - query_pos = c - (Tk - 1), from -(Tk - 1) to Tq - 1
+  auto relative = torch::arange(-(tk - 1), tq, torch::TensorOptions().dtype(torch::kLong).device(device));
+  return encoder.relative_bias(relative);  // (H, Tq + Tk - 1)
+}
+
+namespace {
+/// (H) per-head values viewed to broadcast against a tensor of `dims` dimensions.
+torch::Tensor per_head(const torch::Tensor& values, int64_t dims) {
+  std::vector<int64_t> shape(static_cast<size_t>(dims) + 1, 1);
+  shape[0] = values.size(0);
+  return values.view(shape);
+}
+}  // namespace
+
+// --- T5 ------------------------------------------------------------------------------
+
+T5BiasEncoder::T5BiasEncoder(const PositionOptions& options, const PositionGeometry& geometry)
+    : num_buckets_(options.num_buckets()), max_distance_(options.max_distance()), bidirectional_(!geometry.causal) {
+  const int64_t exact = (bidirectional_ ? num_buckets_ / 2 : num_buckets_) / 2;
+  TORCH_CHECK(exact >= 1, "T5BiasEncoder: num_buckets too small, got ", num_buckets_);
+  TORCH_CHECK(max_distance_ > exact, "T5BiasEncoder: max_distance (", max_distance_,
+              ") must exceed the exact-bucket range (", exact, ")");
+  table_ = register_module("table", torch::nn::Embedding(num_buckets_, geometry.heads));
+}
+
+torch::Tensor t5_relative_bucket(const torch::Tensor& relative, bool bidirectional, int64_t num_buckets,
+                                 int64_t max_distance) {
+  auto bucket = torch::zeros_like(relative);
+  torch::Tensor n;
+  if (bidirectional) {
+    num_buckets /= 2;
+    bucket = bucket + (relative > 0).to(torch::kLong) * num_buckets;
+    n = relative.abs();
+  } else {
+    n = (-relative).clamp_min(0);
+  }
+  const int64_t max_exact = num_buckets / 2;
+  auto is_small = n < max_exact;
+  // log-spaced buckets from max_exact up to max_distance; clamp n >= 1 before the log
+  auto nf = n.clamp_min(1).to(torch::kFloat);
+  auto large = max_exact + (torch::log(nf / static_cast<double>(max_exact)) /
+                            std::log(static_cast<double>(max_distance) / static_cast<double>(max_exact)) *
+                            static_cast<double>(num_buckets - max_exact))
+                               .to(torch::kLong);
+  large = large.clamp_max(num_buckets - 1);
+  return bucket + torch::where(is_small, n, large);
+}
+
+torch::Tensor T5BiasEncoder::relative_bias(const torch::Tensor& relative) {
+  auto buckets = t5_relative_bucket(relative, bidirectional_, num_buckets_, max_distance_);
+  return table_(buckets).movedim(-1, 0);  // (..., H) -> (H, ...)
+}
+
+// --- ALiBi ---------------------------------------------------------------------------
+
+std::vector<double> alibi_slopes(int64_t heads) {
+  TORCH_CHECK(heads > 0, "alibi_slopes: heads must be positive, got ", heads);
+  auto geometric = [](int64_t n) {  // start^h, h = 1..n, start = 2^(-8/n)
+    std::vector<double> out;
+    const double start = std::pow(2.0, -8.0 / static_cast<double>(n));
+    for (int64_t h = 1; h <= n; ++h) out.push_back(std::pow(start, static_cast<double>(h)));
+    return out;
+  };
+  int64_t power = 1;
+  while (power * 2 <= heads) power *= 2;
+  auto slopes = geometric(power);
+  const auto doubled = geometric(2 * power);
+  for (size_t i = 0; static_cast<int64_t>(slopes.size()) < heads; i += 2) slopes.push_back(doubled[i]);
+  return slopes;
+}
+
+AlibiEncoder::AlibiEncoder(const PositionOptions& options, const PositionGeometry& geometry) {
+  (void)options;
+  slopes_ = register_buffer("slopes", torch::tensor(alibi_slopes(geometry.heads), torch::kDouble).to(torch::kFloat));
+}
+
+torch::Tensor AlibiEncoder::relative_bias(const torch::Tensor& relative) {
+  return -per_head(slopes_, relative.dim()) * relative.abs().to(slopes_.dtype()).unsqueeze(0);
+}
+
+// --- Kerple ----------------------------------------------------------------------------
+
+namespace {
+constexpr double kKerpleMin = 1e-2;  // the authors' clamp keeping r1, r2 > 0
+}
+
+KerpleEncoder::KerpleEncoder(const PositionOptions& options, const PositionGeometry& geometry) {
+  (void)options;
+  r1 = register_parameter("r1", torch::rand({geometry.heads}) * 2.0);
+  r2 = register_parameter("r2", torch::rand({geometry.heads}));
+}
+
+torch::Tensor KerpleEncoder::relative_bias(const torch::Tensor& relative) {
+  const auto dims = relative.dim();
+  auto distance = relative.abs().to(r1.scalar_type()).unsqueeze(0);
+  return -per_head(r1.clamp_min(kKerpleMin), dims) * torch::log1p(per_head(r2.clamp_min(kKerpleMin), dims) * distance);
+}
+
+// --- FIRE ------------------------------------------------------------------------------
+
+FireEncoder::FireEncoder(const PositionOptions& options, const PositionGeometry& geometry)
+    : threshold_(options.fire_threshold()) {
+  TORCH_CHECK(options.fire_hidden() > 0, "FireEncoder: fire_hidden must be positive, got ", options.fire_hidden());
+  TORCH_CHECK(threshold_ > 0, "FireEncoder: fire_threshold must be positive, got ", threshold_);
+  hidden = register_module("hidden", torch::nn::Linear(1, options.fire_hidden()));
+  out = register_module("out", torch::nn::Linear(options.fire_hidden(), geometry.heads));
+  c = register_parameter("c", torch::tensor(0.1));
+  threshold_scale = register_parameter("threshold_scale", torch::tensor(1.0));
+}
+
+torch::Tensor FireEncoder::logit_bias(const Positions& q, const Positions& k) {
+  TORCH_CHECK(q.axes() == 1 && k.axes() == 1, "FireEncoder: expected 1-D positions, got ", q.axes(), " and ", k.axes(),
+              " axes");
+  const auto qp = q.values().to(c.scalar_type()), kp = k.values().to(c.scalar_type());
+  TORCH_CHECK(qp.dim() == kp.dim(), "FireEncoder: query and key positions must both be shared or both batched, got ",
+              qp.sizes(), " and ", kp.sizes());
+  auto psi = [&](const torch::Tensor& x) { return torch::log(c.abs() * x + 1.0); };
+  const auto threshold = (threshold_scale * threshold_).abs();
+  auto normaliser = (psi(torch::maximum(qp, threshold)) + 1e-6).unsqueeze(-1);  // (..., Tq, 1)
+  // Rows of queries at a time when no gradient is kept: the MLP's (rows, Tk, hidden)
+  // activations then stay small at long evaluation contexts.
+  const int64_t tq = qp.size(-1), rows = torch::GradMode::is_enabled() ? tq : 256;
+  std::vector<torch::Tensor> parts;
+  for (int64_t start = 0; start < tq; start += rows) {
+    const auto n = std::min(rows, tq - start);
+    auto distance = (qp.narrow(-1, start, n).unsqueeze(-1) - kp.unsqueeze(-2)).abs();  // (..., n, Tk)
+    auto x = (psi(distance) / normaliser.narrow(-2, start, n)).unsqueeze(-1);          // (..., n, Tk, 1)
+    parts.push_back(out(torch::relu(hidden(x))));                                      // (..., n, Tk, H)
+  }
+  auto bias = (parts.size() == 1 ? parts[0] : torch::cat(parts, -3)).movedim(-1, -3);  // (..., H, Tq, Tk)
+  return bias.dim() == 3 ? bias.unsqueeze(0) : bias;                                   // (1|B, H, Tq, Tk)
+}
+
+}  // namespace ropelab

@@ -1,0 +1,52 @@
+#pragma once
+/// RoPE scaling: rotary frequencies and angles changed for contexts longer than the
+/// training context, without retraining. Scaling changes only the angles (and, for YaRN,
+/// one scalar folded into the cos/sin tables), so every rotary implementation, the fused
+/// kernel included, takes the scaled tables unchanged.
+///
+/// With s = factor, r the rotated dimensions, theta_i = base^(-2i/r) (i = 0 .. r/2-1) and
+/// L = original_max, the training context:
+///   linear       positions / s                          (Chen et al. 2023, position interpolation)
+///   ntk          base' = base * s^(r / (r - 2))           ("NTK-aware" scaling)
+///   dynamic_ntk  ntk with s = max(1, length / L), length = the largest position + 1 of the
+///                call, so it grows as a sequence is decoded
+///   yarn         theta_i' = (1 - g_i) theta_i / s + g_i theta_i, with r_i = L theta_i / (2 pi)
+///                rotations over the training context and g_i = clamp((r_i - beta_slow) /
+///                (beta_fast - beta_slow), 0, 1); attention temperature sqrt(1/t) = 0.1 ln s + 1
+///                multiplies q and k (Peng et al. 2023, "YaRN", 3.2-3.4, the paper's continuous
+///                ramp; its reference code rounds the ramp's ends to whole dimensions)
+
+#include <torch/torch.h>
+
+#include <string>
+
+namespace ropelab {
+
+enum class RopeScalingType { none, linear, ntk, dynamic_ntk, yarn };
+
+struct RopeScalingOptions {
+  TORCH_ARG(RopeScalingType, type) = RopeScalingType::none;
+  /// The extension ratio s (>= 1); dynamic_ntk takes it from the length instead.
+  TORCH_ARG(double, factor) = 1.0;
+  /// The training context L (dynamic_ntk, yarn); 0 = data.context for language models.
+  TORCH_ARG(int64_t, original_max) = 0;
+  /// yarn: the ramp runs from beta_slow to beta_fast rotations over the training context.
+  TORCH_ARG(double, beta_fast) = 32.0;
+  TORCH_ARG(double, beta_slow) = 1.0;
+};
+
+/// The scaled rotary frequencies of one call.
+struct ScaledFrequencies {
+  torch::Tensor inv_freq;         // (r/2) float: angle(n, i) = n / position_divisor * inv_freq[i]
+  double position_divisor = 1.0;  // linear: s
+  double attention_factor = 1.0;  // yarn: q and k are each multiplied by it
+};
+
+/// `inv_freq` (r/2) = base^(-2i/r) scaled by `options`; `length` (the largest position + 1)
+/// matters for dynamic_ntk only.
+ScaledFrequencies scale_frequencies(const torch::Tensor& inv_freq, const RopeScalingOptions& options, int64_t length);
+
+std::string to_string(RopeScalingType type);
+RopeScalingType parse_rope_scaling_type(const std::string& name);
+
+}  // namespace ropelab
