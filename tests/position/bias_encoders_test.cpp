@@ -78,6 +78,24 @@ TEST_F(BiasEncoders, FireIsTheMlpOfTheNormalisedDistance) {
     }
 }
 
+// Without gradient FIRE writes its bias in blocks of query rows (long evaluation contexts);
+// the blocks must give the bias computed in one piece, for shared and batched positions and
+// for queries that are the last rows of the keys (Tq < Tk).
+TEST_F(BiasEncoders, FireRowBlocksEqualTheWholeBias) {
+  auto encoder = make_position_encoder(PositionOptions().type(PositionType::fire).fire_hidden(6).fire_threshold(50),
+                                       PositionGeometry{24, 3, true});
+  const auto keys = torch::arange(300);
+  for (const auto& queries : {torch::arange(300), torch::arange(290, 300), torch::stack({keys, keys + 7})}) {
+    const auto& k = queries.dim() == 2 ? torch::stack({keys, keys + 7}) : keys;
+    auto whole = encoder->logit_bias(queries, k);
+    torch::NoGradGuard no_grad;
+    auto blocks = encoder->logit_bias(queries, k);
+    ASSERT_EQ(blocks.sizes(), whole.sizes());
+    EXPECT_TRUE(blocks.is_contiguous());
+    EXPECT_LT(max_diff(blocks, whole), 1e-6) << queries.sizes();
+  }
+}
+
 // The bias of a relative encoder depends on i - j alone: shifting every position leaves it.
 TEST_F(BiasEncoders, RelativeBiasesAreTranslationInvariant) {
   for (auto type : kRelative)

@@ -140,18 +140,27 @@ torch::Tensor FireEncoder::logit_bias(const Positions& q, const Positions& k) {
   auto psi = [&](const torch::Tensor& x) { return torch::log(c.abs() * x + 1.0); };
   const auto threshold = (threshold_scale * threshold_).abs();
   auto normaliser = (psi(torch::maximum(qp, threshold)) + 1e-6).unsqueeze(-1);  // (..., Tq, 1)
-  // Rows of queries at a time when no gradient is kept: the MLP's (rows, Tk, hidden)
-  // activations then stay small at long evaluation contexts.
-  const int64_t tq = qp.size(-1), rows = torch::GradMode::is_enabled() ? tq : 256;
-  std::vector<torch::Tensor> parts;
-  for (int64_t start = 0; start < tq; start += rows) {
-    const auto n = std::min(rows, tq - start);
-    auto distance = (qp.narrow(-1, start, n).unsqueeze(-1) - kp.unsqueeze(-2)).abs();  // (..., n, Tk)
-    auto x = (psi(distance) / normaliser.narrow(-2, start, n)).unsqueeze(-1);          // (..., n, Tk, 1)
-    parts.push_back(out(torch::relu(hidden(x))));                                      // (..., n, Tk, H)
+  auto mlp = [&](const torch::Tensor& qrows, const torch::Tensor& norm) {       // -> (..., n, Tk, H)
+    auto distance = (qrows.unsqueeze(-1) - kp.unsqueeze(-2)).abs();             // (..., n, Tk)
+    return out(torch::relu(hidden((psi(distance) / norm).unsqueeze(-1))));
+  };
+  torch::Tensor bias;  // (..., H, Tq, Tk), contiguous as the attention kernel reads it
+  if (torch::GradMode::is_enabled()) {
+    bias = mlp(qp, normaliser).movedim(-1, -3).contiguous();
+  } else {
+    // Blocks of query rows written in place: the MLP's (rows, Tk, hidden) activations stay
+    // small at long evaluation contexts, and no second (H, Tq, Tk) copy is made.
+    const int64_t tq = qp.size(-1), rows = 128;
+    auto sizes = qp.sizes().vec();
+    sizes.insert(sizes.end() - 1, out->options.out_features());
+    sizes.push_back(kp.size(-1));
+    bias = torch::empty(sizes, c.options());
+    for (int64_t start = 0; start < tq; start += rows) {
+      const auto n = std::min(rows, tq - start);
+      bias.narrow(-2, start, n).copy_(mlp(qp.narrow(-1, start, n), normaliser.narrow(-2, start, n)).movedim(-1, -3));
+    }
   }
-  auto bias = (parts.size() == 1 ? parts[0] : torch::cat(parts, -3)).movedim(-1, -3);  // (..., H, Tq, Tk)
-  return bias.dim() == 3 ? bias.unsqueeze(0) : bias;                                   // (1|B, H, Tq, Tk)
+  return bias.dim() == 3 ? bias.unsqueeze(0) : bias;  // (1|B, H, Tq, Tk)
 }
 
 }  // namespace ropelab
