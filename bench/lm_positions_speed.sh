@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Training throughput of the ablation LM (experiments/lm_sotu_char_small.yaml) for each
 # position encoding (rotary also under YaRN scaling) and for the Performer, on fixed-shape
-# batches (32 x 128 bytes), one thread. Variants are interleaved over REPEATS rounds so
-# drifting machine load affects them alike; prints the CPU, every round and the median.
+# batches (32 x 128 bytes), one thread pinned to one core (`taskset -c 0`: unpinned, the
+# BLAS threads spread over a second core part of the time and the figures split into two
+# clusters ~35% apart). Variants are interleaved over REPEATS rounds so drifting machine load
+# affects them alike; prints the CPU, every round, the median and its ratio to rotary's.
 #   bash bench/lm_positions_speed.sh [REPEATS] [BUILD]
 set -euo pipefail
 repeats=${1:-3}
@@ -19,13 +21,15 @@ for ((r = 1; r <= repeats; ++r)); do
     args=(--set "model.position.type=${v##* }")
     [[ $v == performer* ]] && args+=(--set "$performer")
     [[ $v == yarn* ]] && args+=(--set "$yarn")
-    tps=$("$build/ropelab" bench train "$config" "${args[@]}" --vocab 256 --batch 32 --length 128 \
+    tps=$(taskset -c 0 "$build/ropelab" bench train "$config" "${args[@]}" --vocab 256 --batch 32 --length 128 \
           --threads 1 --steps 20 --json | sed -n 's/.*"target_tokens_per_s":\([0-9.]*\).*/\1/p')
     runs[$v]+="$tps "
   done
 done
-printf '| variant | target tokens/s per round | median |\n|---|---|---|\n'
+median() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+rotary=$(median "${runs[rotary]}")
+printf '| variant | target tokens/s per round | median | median / rotary |\n|---|---|---|---|\n'
 for v in "${variants[@]}"; do
-  median=$(tr ' ' '\n' <<<"${runs[$v]}" | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  printf '| %s | %s | %.0f |\n' "$v" "$(printf '%.0f ' ${runs[$v]})" "$median"
+  m=$(median "${runs[$v]}")
+  printf '| %s | %s | %.0f | %.3f |\n' "$v" "$(printf '%.0f ' ${runs[$v]})" "$m" "$(bc -l <<<"$m / $rotary")"
 done
