@@ -140,24 +140,28 @@ torch::Tensor FireEncoder::logit_bias(const Positions& q, const Positions& k) {
   auto psi = [&](const torch::Tensor& x) { return torch::log(c.abs() * x + 1.0); };
   const auto threshold = (threshold_scale * threshold_).abs();
   auto normaliser = (psi(torch::maximum(qp, threshold)) + 1e-6).unsqueeze(-1);  // (..., Tq, 1)
-  auto mlp = [&](const torch::Tensor& qrows, const torch::Tensor& norm) {       // -> (..., n, Tk, H)
-    auto distance = (qrows.unsqueeze(-1) - kp.unsqueeze(-2)).abs();             // (..., n, Tk)
-    return out(torch::relu(hidden((psi(distance) / norm).unsqueeze(-1))));
+  const int64_t tq = qp.size(-1);
+  auto rows_of_bias = [&](int64_t start, int64_t n) {  // query rows [start, start + n) -> (..., H, n, Tk)
+    auto distance = (qp.narrow(-1, start, n).unsqueeze(-1) - kp.unsqueeze(-2)).abs();  // (..., n, Tk)
+    auto x = (psi(distance) / normaliser.narrow(-2, start, n)).unsqueeze(-1);          // (..., n, Tk, 1)
+    return out(torch::relu(hidden(x))).movedim(-1, -3);
   };
-  torch::Tensor bias;  // (..., H, Tq, Tk), contiguous as the attention kernel reads it
+  // With gradient the MLP's activations are kept for backward whatever the blocking, so the
+  // bias is one piece (a view; the fused kernel makes it contiguous). Without, blocks of
+  // query rows are written in place into one contiguous tensor: the (rows, Tk, hidden)
+  // activations stay small at long evaluation contexts and no second (H, Tq, Tk) copy is made.
+  torch::Tensor bias;
   if (torch::GradMode::is_enabled()) {
-    bias = mlp(qp, normaliser).movedim(-1, -3).contiguous();
+    bias = rows_of_bias(0, tq);
   } else {
-    // Blocks of query rows written in place: the MLP's (rows, Tk, hidden) activations stay
-    // small at long evaluation contexts, and no second (H, Tq, Tk) copy is made.
-    const int64_t tq = qp.size(-1), rows = 128;
-    auto sizes = qp.sizes().vec();
+    constexpr int64_t rows = 128;
+    auto sizes = qp.sizes().vec();  // (..., Tq) -> (..., H, Tq, Tk)
     sizes.insert(sizes.end() - 1, out->options.out_features());
     sizes.push_back(kp.size(-1));
     bias = torch::empty(sizes, c.options());
     for (int64_t start = 0; start < tq; start += rows) {
       const auto n = std::min(rows, tq - start);
-      bias.narrow(-2, start, n).copy_(mlp(qp.narrow(-1, start, n), normaliser.narrow(-2, start, n)).movedim(-1, -3));
+      bias.narrow(-2, start, n).copy_(rows_of_bias(start, n));
     }
   }
   return bias.dim() == 3 ? bias.unsqueeze(0) : bias;  // (1|B, H, Tq, Tk)
