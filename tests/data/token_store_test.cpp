@@ -1,4 +1,6 @@
 // The memory-mapped token store against in-memory examples.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -58,4 +60,41 @@ TEST_F(Store, TokenStoreMatchesInMemoryExamples) {
 
   std::filesystem::resize_file(store_path + ".index", 10);
   EXPECT_EQ(error_of([&] { TokenStore broken(store_path); }), store_path + ".index: truncated token store");
+}
+
+// A store is written under temporary names: unfinished, nothing is left under the final
+// names (a reader never maps a partial store) and the temporary files are removed.
+TEST_F(Store, AStoreAppearsOnlyWhenFinished) {
+  const auto path = (dir_ / "train").string();
+  {
+    TokenStore::Writer writer(path);
+    writer.add(Example{{4, 5}, {6}});
+    EXPECT_TRUE(std::filesystem::exists(path + ".tokens.tmp"));
+    EXPECT_FALSE(std::filesystem::exists(path + ".tokens"));
+  }  // destroyed unfinished (an exception on the way)
+  EXPECT_FALSE(std::filesystem::exists(path + ".tokens.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".index.tmp"));
+  TokenStore::Writer writer(path);
+  writer.add(Example{{4, 5}, {6}});
+  writer.finish();
+  EXPECT_FALSE(std::filesystem::exists(path + ".tokens.tmp"));
+  EXPECT_EQ(TokenStore(path).size(), 1u);
+}
+
+// The space check's estimate, from the first MiB, holds the store that is then written.
+TEST_F(Store, TheSizeEstimateHoldsTheStore) {
+  std::string text;
+  for (int i = 0; text.size() < (3u << 20); ++i) text += "line " + std::to_string(i * 7919 % 100003) + " of text\n";
+  const auto corpus = write("corpus.txt", text);
+  const auto tokenizer = train_tokenizer(TokenizerOptions().type(TokenizerType::byte), std::vector<std::string>{}, "");
+  const auto path = (dir_ / "train").string();
+  write_lm_store(corpus, *tokenizer, 64, path);
+  const auto written = std::filesystem::file_size(path + ".tokens") + std::filesystem::file_size(path + ".index");
+  const auto estimate = estimate_store_bytes({corpus}, *tokenizer);
+  EXPECT_GE(estimate, written);
+  EXPECT_LE(estimate, 2 * written);  // LM chunks hold many lines: the index is over-counted
+  // a pipe has no size and can be read once: no estimate
+  const auto fifo = (dir_ / "pipe").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(estimate_store_bytes({corpus, fifo}, *tokenizer), 0u);
 }

@@ -100,8 +100,8 @@ void for_each_pair(const DataOptions& options, const std::string& path,
   }
   if (options.format() == CorpusFormat::text)
     throw std::runtime_error(path + ": data.format text holds no sentence pairs");
-  const auto src_path = path + "." + options.source_lang();
-  const auto tgt_path = path + "." + options.target_lang();
+  const auto files = corpus_files(options, path);
+  const auto &src_path = files[0], &tgt_path = files[1];
   LineReader src_reader(src_path), tgt_reader(tgt_path);
   std::string src, tgt;
   while (true) {
@@ -116,6 +116,11 @@ void for_each_pair(const DataOptions& options, const std::string& path,
     }
     emit(src, tgt, src_reader.number());
   }
+}
+
+std::vector<std::string> corpus_files(const DataOptions& options, const std::string& path) {
+  if (options.format() != CorpusFormat::parallel) return {path};
+  return {path + "." + options.source_lang(), path + "." + options.target_lang()};
 }
 
 ParallelText read_parallel(const DataOptions& options, const std::string& path) {

@@ -37,6 +37,10 @@ void for_each_pair(const DataOptions& options, const std::string& path,
                    const std::function<void(std::string& source, std::string& target, int64_t line)>& fn,
                    int64_t* skipped_empty = nullptr);
 
+/// The files a corpus at `path` is read from: `path` itself (tsv, text) or
+/// `path.SRC` and `path.TGT` (parallel).
+std::vector<std::string> corpus_files(const DataOptions& options, const std::string& path);
+
 /// Whether `text` is valid UTF-8 (no overlongs, surrogates or values over U+10FFFF).
 bool valid_utf8(const std::string& text);
 

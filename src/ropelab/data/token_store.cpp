@@ -6,8 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
+
+#include "ropelab/data/tokenizer.h"
 
 namespace ropelab {
 
@@ -15,16 +20,40 @@ size_t ExampleView::padded_length(size_t i) const {
   return std::max(examples_[i].source.size(), examples_[i].target.size()) + 1;
 }
 
+uint64_t estimate_store_bytes(const std::vector<std::string>& files, const Tokenizer& tokenizer) {
+  constexpr std::streamsize kSample = 1 << 20;
+  double bytes = 0, sampled_bytes = 0, sampled_tokens = 0, sampled_lines = 0;
+  for (const auto& file : files) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) return 0;
+    bytes += static_cast<double>(std::filesystem::file_size(file, ec));
+    std::ifstream in(file, std::ios::binary);
+    std::streamsize read = 0;
+    for (std::string line; read < kSample && std::getline(in, line);) {
+      read += static_cast<std::streamsize>(line.size()) + 1;
+      sampled_tokens += static_cast<double>(tokenizer.encode(line).size()) + 1;  // + EOS
+      sampled_lines += 1;
+    }
+    sampled_bytes += static_cast<double>(read);
+  }
+  if (sampled_bytes == 0) return 0;
+  const double scale = bytes / sampled_bytes;
+  return static_cast<uint64_t>(1.1 * scale * (4 * sampled_tokens + 16 * sampled_lines)) + 4096;
+}
+
 TokenStore::Writer::Writer(std::string path) : path_(std::move(path)) {
-  tokens_ = std::fopen((path_ + ".tokens").c_str(), "wb");
-  index_ = std::fopen((path_ + ".index").c_str(), "wb");
+  tokens_ = std::fopen((path_ + ".tokens.tmp").c_str(), "wb");
+  index_ = std::fopen((path_ + ".index.tmp").c_str(), "wb");
   if (!tokens_ || !index_)
-    throw std::runtime_error(path_ + ".tokens: cannot open for writing: " + std::strerror(errno));
+    throw std::runtime_error(path_ + ".tokens.tmp: cannot open for writing: " + std::strerror(errno));
 }
 
 TokenStore::Writer::~Writer() {
+  if (!tokens_ && !index_) return;  // finished
   if (tokens_) std::fclose(tokens_);
   if (index_) std::fclose(index_);
+  std::remove((path_ + ".tokens.tmp").c_str());
+  std::remove((path_ + ".index.tmp").c_str());
 }
 
 uint64_t TokenStore::Writer::append_tokens(const std::vector<int64_t>& ids) {
@@ -52,7 +81,19 @@ void TokenStore::Writer::finish() {
   const bool ok = std::fflush(tokens_) == 0 && std::fflush(index_) == 0;
   const int closed = std::fclose(tokens_) | std::fclose(index_);
   tokens_ = index_ = nullptr;
-  if (!ok || closed != 0) throw std::runtime_error(path_ + ".tokens: write failed: " + std::strerror(errno));
+  const auto tokens = path_ + ".tokens", index = path_ + ".index";
+  if (!ok || closed != 0) {
+    const int error = errno;
+    std::remove((tokens + ".tmp").c_str());
+    std::remove((index + ".tmp").c_str());
+    throw std::runtime_error(tokens + ": write failed: " + std::strerror(error));
+  }
+  // The old index goes first: between the renames a reader finds no store, never a
+  // new token file with an old index.
+  std::remove(index.c_str());
+  if (std::rename((tokens + ".tmp").c_str(), tokens.c_str()) != 0 ||
+      std::rename((index + ".tmp").c_str(), index.c_str()) != 0)
+    throw std::runtime_error(tokens + ": cannot rename the token store into place: " + std::strerror(errno));
 }
 
 namespace {

@@ -34,9 +34,18 @@ class ExampleView : public ExampleSet {
   const std::vector<Example>& examples_;
 };
 
+class Tokenizer;
+
+/// About how many bytes a token store of the text in `files` takes (4 per token, 16 per
+/// example, 10% spare), from the tokens per byte of their first MiB; 0 when a file is not a
+/// regular file (a pipe: its size is unknown and it can be read only once).
+uint64_t estimate_store_bytes(const std::vector<std::string>& files, const Tokenizer& tokenizer);
+
 /// Tokenized examples on disk: PATH.tokens (int32 ids) and PATH.index (per example: uint64
 /// offset, uint32 source and target lengths), both memory-mapped read-only. Written once
-/// by a streaming Writer; only the pages a batch touches are read.
+/// by a streaming Writer, under PATH.tokens.tmp and PATH.index.tmp until finish() renames
+/// them into place: a reader never maps a partial store. Only the pages a batch touches
+/// are read.
 class TokenStore : public ExampleSet {
  public:
   class Writer {
@@ -52,7 +61,8 @@ class TokenStore : public ExampleSet {
     /// Appends a pair's tokens and its span.
     void add(const Example& example);
     uint64_t tokens() const { return tokens_written_; }
-    /// Flushes and closes; throws naming the file on a write error (a full disk).
+    /// Flushes, closes and renames the files into place; throws naming the file on a write
+    /// error (a full disk). A Writer destroyed unfinished removes its temporary files.
     void finish();
 
    private:

@@ -1,6 +1,7 @@
 #include "ropelab/data/tokenizer.h"
 
 #include "ropelab/build_config.h"
+#include "ropelab/util/files.h"
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // dlmopen
@@ -91,10 +92,9 @@ class WordTokenizer : public Tokenizer {
   int64_t vocab_size() const override { return static_cast<int64_t>(words_.size()); }
 
   void save(const std::string& dir) const override {
-    const auto path = (fs::path(dir) / "vocab.txt").string();
-    std::ofstream out(path);
-    for (const auto& w : words_) out << w << '\n';
-    if (!out) throw std::runtime_error(path + ": cannot write vocabulary");
+    std::string text;
+    for (const auto& w : words_) text += w + '\n';
+    write_file_atomically((fs::path(dir) / "vocab.txt").string(), text);
   }
 
  private:
@@ -235,13 +235,17 @@ void write_training_lines(std::ostream& out, const std::string& text, size_t max
 std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, const TextSource& texts,
                                                const std::string& work_dir) {
   fs::create_directories(work_dir);
+  // Every file under a temporary name until it is complete: a run killed here leaves no
+  // spm_input.txt or spm.model that a reader could take for a finished one.
   const auto input = (fs::path(work_dir) / "spm_input.txt").string();
   {
-    std::ofstream out(input);
+    std::ofstream out(input + ".tmp");
     texts([&](const std::string& t) { write_training_lines(out, t); });
-    if (!out) throw std::runtime_error(input + ": cannot write SentencePiece training text");
+    out.close();
+    if (!out) throw std::runtime_error(input + ".tmp: cannot write SentencePiece training text");
   }
-  const auto prefix = (fs::path(work_dir) / "spm").string();
+  fs::rename(input + ".tmp", input);
+  const auto prefix = (fs::path(work_dir) / "spm.tmp").string();
   const std::string args = "--input=" + input + " --model_prefix=" + prefix +
                            " --vocab_size=" + std::to_string(options.vocab_size()) +
                            " --model_type=unigram --character_coverage=1.0 --pad_id=0 --unk_id=1 --bos_id=2"
@@ -251,7 +255,11 @@ std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, 
   const int failed = shim().train(args.c_str(), error, sizeof error);
   fs::remove(input);
   if (failed) throw std::runtime_error("SentencePiece training failed: " + std::string(error));
-  return std::make_unique<SentencePieceTokenizer>(prefix + ".model");
+  const auto model = (fs::path(work_dir) / "spm.model").string();
+  std::error_code no_vocab;  // the piece list beside the model, for people; not needed to load it
+  fs::rename(prefix + ".vocab", (fs::path(work_dir) / "spm.vocab").string(), no_vocab);
+  fs::rename(prefix + ".model", model);
+  return std::make_unique<SentencePieceTokenizer>(model);
 }
 
 }  // namespace
