@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "ropelab/build_config.h"
 #include "ropelab/config/config.h"
+#include "ropelab/run/ownership.h"
 #include "runtime_env.h"
 
 std::vector<std::string>& ropelab::apps::command_line() {
@@ -78,6 +79,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const ropelab::ConfigError& e) {
     std::cerr << who << ": config error: " << e.what() << std::endl;
+    return 2;
+  } catch (const ropelab::RunDirRefused& e) {
+    std::cerr << who << ": usage error: " << e.what() << std::endl;
     return 2;
   } catch (const c10::Error& e) {
     std::cerr << who << ": error: " << e.what_without_backtrace() << std::endl;

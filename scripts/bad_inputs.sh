@@ -93,7 +93,19 @@ if "$ropelab" train "$demo" -o spm "${tiny[@]}" "${spm[@]}" >/dev/null 2>&1; the
   cp -r spm badspm && printf 'not a model' >badspm/spm.model
   row "corrupt SentencePiece model" "" "$ropelab" eval --run badspm
 fi
-row "full disk while saving (ulimit -f)" "" bash -c "trap '' XFSZ; ulimit -f 64; exec \"$ropelab\" train \"$demo\" -o full --set train.steps=2 --set train.valid_every=0"
+row "checkpoint larger than the space left (ulimit -f)" "" bash -c "trap '' XFSZ; ulimit -f 64; exec \"$ropelab\" train \"$demo\" -o full --set train.steps=2 --set train.valid_every=0"
+
+# --- run directories ---------------------------------------------------------------------
+row "train -o over a trained run of another config" "" "$ropelab" train "$demo" -o good "${tiny[@]}" --set train.steps=3
+row "--resume where there is no run" "" "$ropelab" train --resume -o nowhere
+mkdir half && cp good/config.yaml half/  # what a run killed during tokenization leaves
+row "--resume of a run killed before its first checkpoint" "no checkpoint yet" "$ropelab" train --resume -o half
+"$ropelab" train "$demo" -o busy --set train.steps=100000 --set train.valid_every=0 >busy.out 2>&1 &
+pid=$!
+for _ in $(seq 100); do grep -q '^step' busy.out 2>/dev/null && break; sleep 0.2; done
+row "a second writer while a run trains" "" "$ropelab" train "$demo" -o busy "${tiny[@]}"
+kill -TERM "$pid"
+wait "$pid"
 
 # --- training ----------------------------------------------------------------------------
 row "non-finite loss (lr 1e30), 3 skips allowed" "diverged" "$ropelab" train "$demo" -o nan "${tiny[@]}" \

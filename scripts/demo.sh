@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # make demo: prepare the English-Spanish Bible corpus, train the toy translator
 # (experiments/toy_en_es.yaml, ~10 minutes on 2 CPU cores), score the 622 test verses
-# with BLEU and chrF, and show a few source / reference / translation triples.
+# with BLEU and chrF, and show a few source / reference / translation triples. Run again,
+# it continues the run in runs/toy_en_es (finished: nothing to train) and evaluates again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash data/prepare.sh
 run=runs/toy_en_es
-rm -rf "$run"
 build/ropelab train experiments/toy_en_es.yaml -o "$run"
 echo
 echo "== test split: build/ropelab eval --run $run --split test"

@@ -3,7 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run=runs/demo_tiny
-rm -rf "$run"
 build/ropelab train experiments/demo_tiny.yaml -o "$run"
 echo
 echo "== translations (build/ropelab translate --run $run < data/demo/test.en)"

@@ -17,6 +17,16 @@ RunPaths::RunPaths(std::string d)
       metrics((fs::path(dir) / "metrics.jsonl").string()),
       data((fs::path(dir) / "data").string()) {}
 
+bool run_started_with(const std::string& dir, const Config& config) {
+  try {
+    auto saved = load_config({{RunPaths(dir).config}, {}});
+    saved.train.threads(config.train.threads()).device(config.train.device());
+    return dump_config(saved) == dump_config(config);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 std::string RunPaths::checkpoint(const std::string& which) const {
   if (which == "best") return fs::exists(best) ? best : last;  // a run without validation has no best
   if (which == "last") return last;

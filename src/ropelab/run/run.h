@@ -29,6 +29,10 @@ struct RunPaths {
   void keep_numbered(int64_t step, int64_t keep) const;
 };
 
+/// Whether the run in `dir` was started from `config`: its config.yaml is `config` but for
+/// train.threads and train.device, which change no result. False without a readable one.
+bool run_started_with(const std::string& dir, const Config& config);
+
 /// A trained run loaded for inference, in eval mode on `device`.
 struct LoadedRun {
   Config config;

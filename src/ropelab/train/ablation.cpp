@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "ropelab/run/metrics_log.h"
+#include "ropelab/run/run.h"
 #include "ropelab/task/task.h"
 #include "ropelab/train/plot.h"
 #include "ropelab/util/runtime.h"
@@ -47,17 +48,6 @@ double json_number(const std::string& path, const std::string& key) {
   if (!json.is_object() || !json.contains(key) || !json[key].is_number())
     return std::numeric_limits<double>::quiet_NaN();
   return json[key].get<double>();
-}
-
-/// Whether the run in `dir` was started from `config` (threads and device aside).
-bool same_experiment(const std::string& dir, const Config& config) {
-  try {
-    auto saved = load_config({{dir + "/config.yaml"}, {}});
-    saved.train.threads(config.train.threads()).device(config.train.device());
-    return dump_config(saved) == dump_config(config);
-  } catch (const std::exception&) {
-    return false;
-  }
 }
 
 struct Job {
@@ -112,7 +102,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       const auto config = variant_config(spec, variant, seed);
       if (!fs::exists(job.dir + "/ablation.done"))
         for (const auto& other : finished)
-          if (same_experiment(other, config)) {
+          if (run_started_with(other, config)) {
             job.dir = other, job.log = other + ".log";
             break;
           }
@@ -131,7 +121,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
         for (const auto& eval : make_task(config)->ablation_evals(spec.eval_contexts)) add(eval.file, eval.args);
         return evals;
       };
-      const bool same = same_experiment(job.dir, config);
+      const bool same = run_started_with(job.dir, config);
       if (fs::exists(job.dir + "/ablation.done") && same) {
         const auto missing = evaluations(true);  // a finished run: only evaluations it lacks
         if (missing.empty()) continue;
@@ -140,10 +130,10 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
         continue;
       }
       std::string train = exe + " train";
-      if (fs::exists(job.dir + "/checkpoint_last.pt") && same) {
-        train += " --resume";  // an interrupted run of this very config continues
-      } else {                 // new, or made by another config: start over
-        train = "rm -rf " + quote(job.dir) + " && " + train;
+      if (same) {
+        train += " --resume";  // an interrupted run of this very config continues (or restarts)
+      } else {                 // new, or made by another config, which is moved aside, never deleted
+        train += " --overwrite";
         for (const auto& f : spec.base) train += " " + quote(f);
         for (const auto& s : spec.set) train += " --set " + quote(s);
         for (const auto& s : variant.overrides) train += " --set " + quote(s);

@@ -34,25 +34,33 @@ volatile std::sig_atomic_t g_forward_signal = 0;
 extern "C" void on_launcher_signal(int signal) { g_forward_signal = signal; }
 }  // namespace
 
-int launch_workers(const std::vector<std::string>& argv, int64_t nproc) {
+int launch_workers(const std::vector<std::string>& argv, int64_t nproc,
+                   const std::vector<std::pair<std::string, std::string>>& env) {
   const std::string port = std::to_string(free_port());
   std::vector<pid_t> workers;
   for (int64_t rank = 0; rank < nproc; ++rank) {
     const auto r = std::to_string(rank), n = std::to_string(nproc);
-    workers.push_back(spawn(argv,
-                            {{"RANK", r},
-                             {"LOCAL_RANK", r},
-                             {"WORLD_SIZE", n},
-                             {"LOCAL_WORLD_SIZE", n},
-                             {"MASTER_ADDR", "127.0.0.1"},
-                             {"MASTER_PORT", port}},
-                            "--nproc"));
+    std::vector<std::pair<std::string, std::string>> variables{{"RANK", r},
+                                                               {"LOCAL_RANK", r},
+                                                               {"WORLD_SIZE", n},
+                                                               {"LOCAL_WORLD_SIZE", n},
+                                                               {"MASTER_ADDR", "127.0.0.1"},
+                                                               {"MASTER_PORT", port}};
+    variables.insert(variables.end(), env.begin(), env.end());
+    workers.push_back(spawn(argv, variables, "--nproc"));
   }
   std::cout << "launched " << nproc << " workers (MASTER_PORT " << port << "):";
   for (auto pid : workers) std::cout << ' ' << pid;
   std::cout << std::endl;
-  auto old_int = std::signal(SIGINT, on_launcher_signal);
-  auto old_term = std::signal(SIGTERM, on_launcher_signal);
+  // Without SA_RESTART (which std::signal sets): the signal interrupts waitpid, so it is
+  // forwarded at once instead of after the workers end on their own.
+  struct sigaction forward {
+  }, old_int{}, old_term{};
+  forward.sa_handler = on_launcher_signal;
+  sigemptyset(&forward.sa_mask);
+  forward.sa_flags = 0;
+  ::sigaction(SIGINT, &forward, &old_int);
+  ::sigaction(SIGTERM, &forward, &old_term);
   int exit_code = 0;
   for (size_t running = workers.size(); running > 0; --running) {
     const auto child = wait_any("--nproc", [&] {
@@ -62,8 +70,8 @@ int launch_workers(const std::vector<std::string>& argv, int64_t nproc) {
     });
     if (child.code != 0 && exit_code == 0) exit_code = child.code;
   }
-  std::signal(SIGINT, old_int);
-  std::signal(SIGTERM, old_term);
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
   return exit_code;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ropelab {
@@ -11,6 +12,8 @@ namespace ropelab {
 /// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free
 /// loopback port), forwards SIGINT/SIGTERM to them and waits for all. Returns the first
 /// non-zero exit status (a worker that fails makes the others fail within the timeout).
-int launch_workers(const std::vector<std::string>& argv, int64_t nproc);
+/// `env` adds variables of the caller's (the run lock's descriptor).
+int launch_workers(const std::vector<std::string>& argv, int64_t nproc,
+                   const std::vector<std::pair<std::string, std::string>>& env = {});
 
 }  // namespace ropelab

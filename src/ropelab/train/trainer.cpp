@@ -8,11 +8,14 @@
 #include <iostream>
 #include <thread>
 
+#include "ropelab/data/text.h"
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/metrics_log.h"
+#include "ropelab/run/ownership.h"
 #include "ropelab/run/run.h"
 #include "ropelab/train/plot.h"
+#include "ropelab/util/files.h"
 #include "ropelab/util/runtime.h"
 #include "ropelab/util/stop_signals.h"
 
@@ -129,6 +132,9 @@ TrainingData load_training_data(const Task& task, const RunPaths& paths, bool re
   }
   fs::create_directories(paths.data);
   const auto store = (fs::path(paths.data) / "train").string();
+  if (builder)
+    require_space(paths.data, estimate_store_bytes(corpus_files(d, d.train()), *data.tokenizer),
+                  store + ".tokens (the training split, tokenized)");
   const std::string summary = builder ? task.write_training_store(*data.tokenizer, store) : "";
   data.train = task.open_training_store(*data.tokenizer, store);
   if (!d.valid().empty()) data.valid = task.read_examples(d.valid(), *data.tokenizer);
@@ -244,8 +250,10 @@ Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
   torch::manual_seed(static_cast<uint64_t>(t_.seed()));
 
   task_ = make_task(config);
+  // The config first: a run killed in what follows is recognised as one that stopped before
+  // its first checkpoint, and --resume can start it again.
+  if (!resume && writer_) write_file_atomically(paths_.config, dump_config(config));
   data_ = load_training_data(*task_, paths_, resume, group_.get());
-  if (!resume && writer_) std::ofstream(paths_.config) << dump_config(config);
 
   model_ = task_->build_model(data_.tokenizer->vocab_size());
   auto& module = model_->module();

@@ -1,0 +1,178 @@
+#include "ropelab/run/ownership.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace ropelab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lock_path(const std::string& dir) { return (fs::path(dir) / ".lock").string(); }
+
+/// "12 KiB", "3.4 MiB", "2.1 GiB".
+std::string human_bytes(uint64_t bytes) {
+  char text[32];
+  const double b = static_cast<double>(bytes);
+  if (bytes < (1ULL << 20))
+    std::snprintf(text, sizeof text, "%.0f KiB", b / 1024);
+  else if (bytes < (1ULL << 30))
+    std::snprintf(text, sizeof text, "%.1f MiB", b / (1 << 20));
+  else
+    std::snprintf(text, sizeof text, "%.1f GiB", b / (1 << 30));
+  return text;
+}
+
+}  // namespace
+
+RunLock RunLock::acquire(const std::string& dir, const std::string& holder) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir + ": cannot create the run directory: " + ec.message());
+  const auto path = lock_path(dir);
+  RunLock lock;
+  lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock.fd_ < 0) throw std::runtime_error(path + ": cannot open the run's lock file: " + std::strerror(errno));
+  if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) throw std::runtime_error(path + ": cannot lock: " + std::strerror(errno));
+    std::ifstream in(path);
+    std::string pid, command;
+    in >> pid;
+    std::getline(in >> std::ws, command);
+    throw std::runtime_error(dir + ": in use by another training process (PID " + (pid.empty() ? "unknown" : pid) +
+                             (command.empty() ? "" : ": " + command) +
+                             "); wait for it to end, or choose another run directory");
+  }
+  // Ours now: say who holds it, for whoever is refused next.
+  const std::string text = std::to_string(::getpid()) + " " + holder + "\n";
+  if (::ftruncate(lock.fd_, 0) != 0 || ::pwrite(lock.fd_, text.data(), text.size(), 0) < 0)
+    throw std::runtime_error(path + ": cannot write the lock holder: " + std::strerror(errno));
+  return lock;
+}
+
+RunLock RunLock::inherit(const std::string& dir, int fd) {
+  const auto path = lock_path(dir);
+  struct stat given {
+  }, expected{};
+  if (fd < 0 || ::fstat(fd, &given) != 0 || ::stat(path.c_str(), &expected) != 0 || given.st_dev != expected.st_dev ||
+      given.st_ino != expected.st_ino)
+    throw std::runtime_error(std::string(kRunLockFdVariable) + "=" + std::to_string(fd) + " is not the lock of " + dir);
+  // The launcher's open file description already holds the lock: this succeeds at once.
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
+    throw std::runtime_error(path + ": the inherited lock is not held: " + std::strerror(errno));
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  RunLock lock;
+  lock.fd_ = fd;
+  return lock;
+}
+
+RunLock::RunLock(RunLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+
+RunLock& RunLock::operator=(RunLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int RunLock::share_with_children() const {
+  if (fd_ < 0 || ::fcntl(fd_, F_SETFD, 0) != 0) throw std::runtime_error("run lock: cannot share with the workers");
+  return fd_;
+}
+
+RunState run_state(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(fs::path(dir) / "config.yaml", ec)) return RunState::none;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind("checkpoint_", 0) == 0 && entry.path().extension() == ".pt") return RunState::trained;
+  }
+  return RunState::unfinished;
+}
+
+std::string move_run_aside(const std::string& dir) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
+  auto base = fs::path(dir).lexically_normal().string();
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  std::string target = base + ".old-" + stamp;
+  for (int n = 2; fs::exists(target); ++n) target = base + ".old-" + stamp + "-" + std::to_string(n);
+  std::error_code ec;
+  fs::rename(dir, target, ec);
+  if (ec) throw std::runtime_error(dir + ": cannot move the old run aside to " + target + ": " + ec.message());
+  return target;
+}
+
+RunPlan plan_run(const std::string& dir, RunRequest request, bool same_config) {
+  const auto state = run_state(dir);
+  RunPlan plan;
+  switch (request) {
+    case RunRequest::resume:
+      if (state == RunState::none)
+        throw RunDirRefused(dir + ": no run to resume (no config.yaml); start one with: ropelab train CONFIG -o " +
+                            dir);
+      plan.resume = state == RunState::trained;
+      if (!plan.resume)
+        plan.message =
+            dir + ": no checkpoint yet (the run stopped before its first save): starting it again from step 0";
+      return plan;
+    case RunRequest::overwrite:
+      if (state != RunState::none) {
+        plan.moved_to = move_run_aside(dir);
+        plan.message = dir + ": the previous run was moved to " + plan.moved_to;
+      }
+      return plan;
+    case RunRequest::start:
+      if (state == RunState::unfinished)
+        plan.message = dir + ": reusing a run directory without checkpoints (a run that stopped before its first save)";
+      if (state != RunState::trained) return plan;
+      if (!same_config)
+        throw RunDirRefused(dir +
+                            " holds a trained run of another config: continue it with --resume, start again with "
+                            "--overwrite (the old run is moved to " +
+                            dir + ".old-TIMESTAMP), or choose another -o");
+      plan.resume = true;
+      plan.message = dir + " holds a run of this same config: continuing it (--overwrite starts again)";
+      return plan;
+  }
+  throw std::logic_error("unhandled RunRequest");
+}
+
+void require_space(const std::string& dir, uint64_t bytes, const std::string& what) {
+  struct statvfs fs_info {};
+  if (::statvfs(dir.c_str(), &fs_info) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(fs_info.f_bavail) * fs_info.f_frsize;
+    if (bytes > free_bytes)
+      throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but " + dir + " has " +
+                               human_bytes(free_bytes) + " free; nothing was written");
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      bytes > static_cast<uint64_t>(limit.rlim_cur))
+    throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but this process may write files of at most " +
+                             human_bytes(limit.rlim_cur) + " (ulimit -f); nothing was written");
+}
+
+}  // namespace ropelab

@@ -1,0 +1,80 @@
+#pragma once
+/// Who may write a run directory, and what `train` does with one that holds a run.
+///
+/// A training process (and every worker of a data-parallel run, which inherit the
+/// launcher's descriptor) holds an exclusive `flock` on RUN/.lock for as long as it lives;
+/// the kernel releases it when the process dies, so a killed run never leaves a stale lock.
+/// Readers (eval, translate, average, generate) take no lock: checkpoints are renamed into
+/// place, so a reader sees the old or the new file, never a torn one.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace ropelab {
+
+/// A refusal the user resolves by choosing another flag or directory (exit 2).
+class RunDirRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// An exclusive lock on DIR/.lock, held until destruction (or the process's end).
+class RunLock {
+ public:
+  /// Creates DIR if needed and locks it for this process; `holder` (the command line) is
+  /// written into the lock file for whoever is refused. Throws naming DIR and the holder's
+  /// PID and command when another process holds it.
+  static RunLock acquire(const std::string& dir, const std::string& holder);
+  /// A lock a parent process took and passed down as descriptor `fd` (checked to be DIR's).
+  static RunLock inherit(const std::string& dir, int fd);
+  RunLock() = default;
+  RunLock(RunLock&& other) noexcept;
+  RunLock& operator=(RunLock&& other) noexcept;
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+  ~RunLock();
+  bool held() const { return fd_ >= 0; }
+  /// Lets child processes inherit the lock: clears close-on-exec and returns the descriptor.
+  int share_with_children() const;
+
+ private:
+  int fd_ = -1;
+};
+
+/// The environment variable that hands a launcher's lock descriptor to its workers.
+inline constexpr const char* kRunLockFdVariable = "ROPELAB_RUN_LOCK_FD";
+
+/// What a run directory holds.
+enum class RunState {
+  none,        // no config.yaml: nothing of a run (or a directory that is not one)
+  unfinished,  // a config but no checkpoint: a run stopped before its first save
+  trained,     // at least one checkpoint
+};
+RunState run_state(const std::string& dir);
+
+/// What the user asked `train -o DIR` to do.
+enum class RunRequest { start, resume, overwrite };
+
+/// The decision for `train -o DIR`, taken while holding DIR's lock.
+struct RunPlan {
+  bool resume = false;   // load checkpoint_last.pt and continue
+  std::string message;   // what was decided, for the log ("" when there is nothing to say)
+  std::string moved_to;  // --overwrite: where the old run went
+};
+
+/// Decides what `train` does with DIR. `same_config`: this invocation's config is the one
+/// the run there was started with (run_started_with). A trained run is continued when asked
+/// (--resume) or when the config is the same; with another config it is refused
+/// (RunDirRefused) unless --overwrite, which moves it aside to DIR.old-YYYYMMDD-HHMMSS. An
+/// unfinished run starts again from step 0, saying so. --resume without a run is refused.
+RunPlan plan_run(const std::string& dir, RunRequest request, bool same_config);
+
+/// Moves DIR to a free name DIR.old-YYYYMMDD-HHMMSS[-N] and returns it.
+std::string move_run_aside(const std::string& dir);
+
+/// Throws, naming `what` and the sizes, when `bytes` will not fit in DIR's file system
+/// (free space for an unprivileged user) or exceed this process's file-size limit.
+void require_space(const std::string& dir, uint64_t bytes, const std::string& what);
+
+}  // namespace ropelab

@@ -1,0 +1,165 @@
+// Run-directory ownership: the lock, what `train` decides for each state, space checks.
+#include "ropelab/run/ownership.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "../test_util.h"
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+
+using Ownership = ropelab::testing::TempDir;  // a fresh directory per test
+
+namespace {
+/// Makes DIR look like a run: a config, and a checkpoint when `trained`.
+void make_run(const std::filesystem::path& dir, bool trained) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.yaml") << "task: lm\n";
+  if (trained) std::ofstream(dir / "checkpoint_last.pt") << "weights";
+}
+}  // namespace
+
+// A second lock on the same directory is refused, naming the holder; released, it is free.
+TEST_F(Ownership, TheLockIsExclusiveAndNamesItsHolder) {
+  const auto run = (dir_ / "run").string();
+  auto first = std::make_unique<RunLock>(RunLock::acquire(run, "ropelab train a.yaml -o run"));
+  EXPECT_TRUE(first->held());
+  // flock belongs to an open file description: a second open in this process conflicts too
+  const auto message = error_of([&] { RunLock::acquire(run, "ropelab train b.yaml -o run"); });
+  EXPECT_NE(message.find(run + ": in use by another training process (PID " + std::to_string(::getpid()) +
+                         ": ropelab train a.yaml -o run)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+  first.reset();
+  EXPECT_TRUE(RunLock::acquire(run, "ropelab train b.yaml -o run").held());
+}
+
+// The kernel releases the lock of a killed holder: no stale lock survives a SIGKILL.
+TEST_F(Ownership, AKilledHolderLeavesNoStaleLock) {
+  const auto run = (dir_ / "run").string();
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto lock = RunLock::acquire(run, "child");
+    const char ok = 1;
+    (void)!::write(ready[1], &ok, 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char ok = 0;
+  ASSERT_EQ(::read(ready[0], &ok, 1), 1);
+  EXPECT_NE(error_of([&] { RunLock::acquire(run, "parent"); }).find("PID " + std::to_string(child) + ": child"),
+            std::string::npos);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_TRUE(RunLock::acquire(run, "parent").held());
+  ::close(ready[0]), ::close(ready[1]);
+}
+
+// Workers inherit the launcher's lock through a descriptor, checked to be the run's.
+TEST_F(Ownership, AnInheritedLockMustBeTheRunsOwn) {
+  const auto run = (dir_ / "run").string(), other = (dir_ / "other").string();
+  auto lock = RunLock::acquire(run, "launcher");
+  const int fd = lock.share_with_children();
+  auto other_lock = RunLock::acquire(other, "someone");
+  EXPECT_NE(error_of([&] { RunLock::inherit(other, ::dup(fd)); }).find("is not the lock of " + other),
+            std::string::npos);
+  EXPECT_TRUE(RunLock::inherit(run, ::dup(fd)).held());  // the same open file description: already ours
+}
+
+TEST_F(Ownership, RunStates) {
+  EXPECT_EQ(run_state((dir_ / "missing").string()), RunState::none);
+  std::filesystem::create_directories(dir_ / "stray");
+  std::ofstream(dir_ / "stray" / "spm_input.txt.tmp") << "half";
+  EXPECT_EQ(run_state((dir_ / "stray").string()), RunState::none);
+  make_run(dir_ / "half", false);
+  std::filesystem::create_directories(dir_ / "half" / "data");
+  EXPECT_EQ(run_state((dir_ / "half").string()), RunState::unfinished);
+  make_run(dir_ / "done", true);
+  EXPECT_EQ(run_state((dir_ / "done").string()), RunState::trained);
+}
+
+// What `train -o DIR` does, for every request and state.
+TEST_F(Ownership, PlansForEveryRequestAndState) {
+  const auto none = (dir_ / "none").string(), half = (dir_ / "half").string(), done = (dir_ / "done").string();
+  make_run(half, false);
+  make_run(done, true);
+
+  auto p = plan_run(none, RunRequest::start, false);
+  EXPECT_FALSE(p.resume);
+  EXPECT_EQ(p.message, "");
+  p = plan_run(half, RunRequest::start, false);
+  EXPECT_FALSE(p.resume);
+  EXPECT_NE(p.message.find("reusing a run directory without checkpoints"), std::string::npos) << p.message;
+  p = plan_run(done, RunRequest::start, true);  // the same config: continued, as fairseq does
+  EXPECT_TRUE(p.resume);
+  EXPECT_NE(p.message.find("holds a run of this same config: continuing it"), std::string::npos) << p.message;
+  try {
+    plan_run(done, RunRequest::start, false);
+    ADD_FAILURE() << "another config over a trained run was not refused";
+  } catch (const RunDirRefused& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(done + " holds a trained run of another config"), std::string::npos) << m;
+    EXPECT_NE(m.find("--resume"), std::string::npos) << m;
+    EXPECT_NE(m.find("--overwrite"), std::string::npos) << m;
+  }
+
+  EXPECT_THROW(plan_run(none, RunRequest::resume, false), RunDirRefused);
+  p = plan_run(half, RunRequest::resume, false);
+  EXPECT_FALSE(p.resume);
+  EXPECT_NE(p.message.find("starting it again from step 0"), std::string::npos) << p.message;
+  EXPECT_TRUE(plan_run(done, RunRequest::resume, false).resume);
+
+  EXPECT_EQ(plan_run(none, RunRequest::overwrite, false).moved_to, "");
+  p = plan_run(done, RunRequest::overwrite, false);
+  EXPECT_FALSE(p.resume);
+  EXPECT_EQ(p.moved_to.rfind(done + ".old-", 0), 0u) << p.moved_to;
+  EXPECT_FALSE(std::filesystem::exists(done));
+  EXPECT_TRUE(std::filesystem::exists(p.moved_to + "/checkpoint_last.pt"));  // kept, not deleted
+}
+
+// Two moves in one second take two names.
+TEST_F(Ownership, MovingAsideNeverReplacesAnEarlierOldRun) {
+  const auto run = (dir_ / "run").string();
+  make_run(run, true);
+  const auto first = move_run_aside(run);
+  make_run(run, true);
+  const auto second = move_run_aside(run + "/");
+  EXPECT_NE(first, second);
+  EXPECT_TRUE(std::filesystem::exists(first + "/checkpoint_last.pt"));
+  EXPECT_TRUE(std::filesystem::exists(second + "/checkpoint_last.pt"));
+}
+
+TEST_F(Ownership, RequiredSpaceAgainstTheDiskAndTheFileSizeLimit) {
+  const auto dir = dir_.string();
+  EXPECT_NO_THROW(require_space(dir, 4096, "small"));
+  auto m = error_of([&] { require_space(dir, uint64_t{1} << 60, "big.pt"); });
+  EXPECT_EQ(m.rfind("big.pt: needs 1073741824.0 GiB but " + dir + " has ", 0), 0u) << m;
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 64 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  m = error_of([&] { require_space(dir, 100 * 1024, "c.pt"); });
+  const bool fits = [&] {
+    try {
+      require_space(dir, 60 * 1024, "c.pt");
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }();
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  EXPECT_EQ(m,
+            "c.pt: needs 100 KiB but this process may write files of at most 64 KiB (ulimit -f); nothing was written");
+  EXPECT_TRUE(fits);
+}
