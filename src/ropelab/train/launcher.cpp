@@ -6,10 +6,16 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
+#include "ropelab/run/ownership.h"
+#include "ropelab/run/run.h"
+#include "ropelab/train/trainer.h"
 #include "ropelab/util/subprocess.h"
 
 namespace ropelab {
@@ -33,6 +39,55 @@ int free_port() {
 volatile std::sig_atomic_t g_forward_signal = 0;
 extern "C" void on_launcher_signal(int signal) { g_forward_signal = signal; }
 }  // namespace
+
+void run_train_command(const TrainInvocation& in, const std::function<Config()>& load) {
+  const bool launcher = in.nproc > 1 && !std::getenv("RANK");
+  const char* inherited = std::getenv(kRunLockFdVariable);
+  const char* rank = std::getenv("RANK");
+  std::string holder;  // the command line, named to a second writer
+  for (const auto& word : in.command_line) holder += (holder.empty() ? "" : " ") + word;
+  RunLock lock;
+  RunPlan plan;
+  std::optional<Config> config;
+  if (inherited) {  // a worker of `--nproc`: the launcher holds the lock and has decided
+    lock = RunLock::inherit(in.run_dir, std::atoi(inherited));
+    plan.resume = in.resume;
+  } else if (rank && std::atoi(rank) != 0) {  // another launcher's worker: rank 0 owns the directory
+    plan.resume = in.resume && std::filesystem::exists(RunPaths(in.run_dir).last);
+  } else {
+    const auto request = in.resume ? RunRequest::resume : in.overwrite ? RunRequest::overwrite : RunRequest::start;
+    if (request == RunRequest::resume && !std::filesystem::is_directory(in.run_dir))
+      plan_run(in.run_dir, request, false);  // refuses (nothing to resume) without creating the directory
+    lock = RunLock::acquire(in.run_dir, holder);
+    // Workers of another launcher cannot learn rank 0's decision: they continue only when told.
+    const bool may_continue = !rank;
+    if (request == RunRequest::resume) plan = plan_run(in.run_dir, request, false);
+    config = load();
+    if (request != RunRequest::resume)
+      plan = plan_run(in.run_dir, request, may_continue && run_started_with(in.run_dir, *config));
+    if (!plan.moved_to.empty()) lock = RunLock::acquire(in.run_dir, holder);
+    if (!plan.message.empty()) std::cout << plan.message << std::endl;
+  }
+  if (launcher) {  // this command line again for each worker, without --nproc, deciding --resume
+    std::vector<std::string> argv{"/proc/self/exe"};
+    const auto& line = in.command_line;
+    for (size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == "--nproc")
+        ++i;
+      else if (line[i].rfind("--nproc=", 0) != 0 && line[i] != "--resume" && line[i] != "--overwrite")
+        argv.push_back(line[i]);
+    }
+    if (plan.resume) argv.push_back("--resume");
+    if (!plan.resume && in.resume) argv.insert(argv.end(), {"-c", RunPaths(in.run_dir).config});
+    const auto fd = std::to_string(lock.share_with_children());
+    if (const int code = launch_workers(argv, in.nproc, {{kRunLockFdVariable, fd}})) {
+      throw std::runtime_error("train --nproc " + std::to_string(in.nproc) + ": a worker exited with status " +
+                               std::to_string(code));
+    }
+    return;
+  }
+  train(config ? *config : load(), in.run_dir, plan.resume);
+}
 
 int launch_workers(const std::vector<std::string>& argv, int64_t nproc,
                    const std::vector<std::pair<std::string, std::string>>& env) {

@@ -1,12 +1,31 @@
 #pragma once
-/// `ropelab train --nproc N`: local data-parallel workers, torchrun-style.
+/// `ropelab train` once its flags are parsed: the run directory taken (lock, decision) and
+/// training in this process or in N local data-parallel workers, torchrun-style.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ropelab/config/config.h"
+
 namespace ropelab {
+
+/// What `ropelab train` was asked.
+struct TrainInvocation {
+  std::string run_dir;
+  std::vector<std::string> command_line;  // argv: the lock's holder line, and the workers' command
+  bool resume = false, overwrite = false;
+  int64_t nproc = 1;
+};
+
+/// Takes the run directory (RunLock, plan_run: continue, start, refuse or move aside), then
+/// trains here or launches `nproc` workers that share the lock and are told whether to
+/// resume. `load` gives the effective config (with --resume, the run's own). A worker of
+/// another launcher (RANK set) leaves the directory to rank 0, which then never continues
+/// a run by itself: its workers could not learn that it did.
+void run_train_command(const TrainInvocation& invocation, const std::function<Config()>& load);
 
 /// Runs `argv` (argv[0] a path) as N workers with the torchrun variables set (RANK,
 /// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free
