@@ -66,16 +66,18 @@ TEST_F(Store, TokenStoreMatchesInMemoryExamples) {
 // names (a reader never maps a partial store) and the temporary files are removed.
 TEST_F(Store, AStoreAppearsOnlyWhenFinished) {
   const auto path = (dir_ / "train").string();
+  Example example;
+  example.source = {4, 5}, example.target = {6};
   {
     TokenStore::Writer writer(path);
-    writer.add(Example{{4, 5}, {6}});
+    writer.add(example);
     EXPECT_TRUE(std::filesystem::exists(path + ".tokens.tmp"));
     EXPECT_FALSE(std::filesystem::exists(path + ".tokens"));
   }  // destroyed unfinished (an exception on the way)
   EXPECT_FALSE(std::filesystem::exists(path + ".tokens.tmp"));
   EXPECT_FALSE(std::filesystem::exists(path + ".index.tmp"));
   TokenStore::Writer writer(path);
-  writer.add(Example{{4, 5}, {6}});
+  writer.add(example);
   writer.finish();
   EXPECT_FALSE(std::filesystem::exists(path + ".tokens.tmp"));
   EXPECT_EQ(TokenStore(path).size(), 1u);

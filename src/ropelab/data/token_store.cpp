@@ -52,6 +52,10 @@ TokenStore::Writer::~Writer() {
   if (!tokens_ && !index_) return;  // finished
   if (tokens_) std::fclose(tokens_);
   if (index_) std::fclose(index_);
+  discard();
+}
+
+void TokenStore::Writer::discard() const {
   std::remove((path_ + ".tokens.tmp").c_str());
   std::remove((path_ + ".index.tmp").c_str());
 }
@@ -84,8 +88,7 @@ void TokenStore::Writer::finish() {
   const auto tokens = path_ + ".tokens", index = path_ + ".index";
   if (!ok || closed != 0) {
     const int error = errno;
-    std::remove((tokens + ".tmp").c_str());
-    std::remove((index + ".tmp").c_str());
+    discard();
     throw std::runtime_error(tokens + ": write failed: " + std::strerror(error));
   }
   // The old index goes first: between the renames a reader finds no store, never a

@@ -66,6 +66,8 @@ class TokenStore : public ExampleSet {
     void finish();
 
    private:
+    /// Removes the temporary files (an unfinished or failed store).
+    void discard() const;
     std::string path_;
     std::FILE* tokens_ = nullptr;
     std::FILE* index_ = nullptr;

@@ -94,7 +94,7 @@ class WordTokenizer : public Tokenizer {
   void save(const std::string& dir) const override {
     std::string text;
     for (const auto& w : words_) text += w + '\n';
-    write_file_atomically((fs::path(dir) / "vocab.txt").string(), text);
+    write_file_atomically((fs::path(dir) / "vocab.txt").string(), text, "vocabulary");
   }
 
  private:

@@ -1,27 +1,13 @@
 #include "ropelab/run/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
-#include "ropelab/run/ownership.h"
+#include "ropelab/util/files.h"
 
 namespace ropelab {
 
 namespace {
-
-void fsync_path(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw std::runtime_error(path + ": cannot open for fsync");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw std::runtime_error(path + ": fsync failed");
-}
 
 const char* kProgressKeys[] = {"progress.step", "progress.epoch", "progress.batch", "progress.bad_validations"};
 
@@ -42,41 +28,16 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   archive.write("progress.best_valid", torch::tensor(progress.best_valid, torch::kDouble));
   archive.write("progress.seconds", torch::tensor(progress.seconds, torch::kDouble));
 
-  // The archive is built in memory first, so its size is known before anything is written:
-  // a checkpoint that cannot fit stops here, with the previous one untouched. It is then
-  // written through our own descriptor: LibTorch's file writer throws from its destructor
-  // when a write fails, which terminates the process.
+  // The archive is built in memory first, so its size is known before anything is written
+  // (a checkpoint that cannot fit stops before it starts), then written through our own
+  // checked calls: LibTorch's file writer throws from its destructor when a write fails,
+  // which terminates the process.
   std::string bytes;
   archive.save_to([&](const void* data, size_t n) -> size_t {
     bytes.append(static_cast<const char*>(data), n);
     return n;
   });
-  const auto dir = std::filesystem::path(path).parent_path().empty()
-                       ? std::string(".")
-                       : std::filesystem::path(path).parent_path().string();
-  require_space(dir, bytes.size(), path);
-  const auto tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(path + ": cannot write checkpoint: " + std::strerror(errno));
-  int error = 0;
-  for (const char* p = bytes.data(); p < bytes.data() + bytes.size() && error == 0;) {
-    const ssize_t w = ::write(fd, p, static_cast<size_t>(bytes.data() + bytes.size() - p));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0)
-      error = errno;
-    else
-      p += w;
-  }
-  if (error == 0 && ::fsync(fd) != 0) error = errno;
-  if (::close(fd) != 0 && error == 0) error = errno;
-  if (error != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": cannot write checkpoint (disk full?): " + std::strerror(error));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(path + ": cannot rename checkpoint into place: " + ec.message());
-  fsync_path(dir);
+  write_file_atomically(path, bytes, "checkpoint");
 }
 
 void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer* optimizer,

@@ -2,18 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 namespace ropelab {
 
@@ -22,19 +18,6 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string lock_path(const std::string& dir) { return (fs::path(dir) / ".lock").string(); }
-
-/// "12 KiB", "3.4 MiB", "2.1 GiB".
-std::string human_bytes(uint64_t bytes) {
-  char text[32];
-  const double b = static_cast<double>(bytes);
-  if (bytes < (1ULL << 20))
-    std::snprintf(text, sizeof text, "%.0f KiB", b / 1024);
-  else if (bytes < (1ULL << 30))
-    std::snprintf(text, sizeof text, "%.1f MiB", b / (1 << 20));
-  else
-    std::snprintf(text, sizeof text, "%.1f GiB", b / (1 << 30));
-  return text;
-}
 
 }  // namespace
 
@@ -158,21 +141,6 @@ RunPlan plan_run(const std::string& dir, RunRequest request, bool same_config) {
       return plan;
   }
   throw std::logic_error("unhandled RunRequest");
-}
-
-void require_space(const std::string& dir, uint64_t bytes, const std::string& what) {
-  struct statvfs fs_info {};
-  if (::statvfs(dir.c_str(), &fs_info) == 0) {
-    const uint64_t free_bytes = static_cast<uint64_t>(fs_info.f_bavail) * fs_info.f_frsize;
-    if (bytes > free_bytes)
-      throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but " + dir + " has " +
-                               human_bytes(free_bytes) + " free; nothing was written");
-  }
-  struct rlimit limit {};
-  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      bytes > static_cast<uint64_t>(limit.rlim_cur))
-    throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but this process may write files of at most " +
-                             human_bytes(limit.rlim_cur) + " (ulimit -f); nothing was written");
 }
 
 }  // namespace ropelab

@@ -7,7 +7,6 @@
 /// Readers (eval, translate, average, generate) take no lock: checkpoints are renamed into
 /// place, so a reader sees the old or the new file, never a torn one.
 
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -72,9 +71,5 @@ RunPlan plan_run(const std::string& dir, RunRequest request, bool same_config);
 
 /// Moves DIR to a free name DIR.old-YYYYMMDD-HHMMSS[-N] and returns it.
 std::string move_run_aside(const std::string& dir);
-
-/// Throws, naming `what` and the sizes, when `bytes` will not fit in DIR's file system
-/// (free space for an unprivileged user) or exceed this process's file-size limit.
-void require_space(const std::string& dir, uint64_t bytes, const std::string& what);
 
 }  // namespace ropelab

@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -12,7 +11,6 @@
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/metrics_log.h"
-#include "ropelab/run/ownership.h"
 #include "ropelab/run/run.h"
 #include "ropelab/train/plot.h"
 #include "ropelab/util/files.h"
@@ -252,7 +250,7 @@ Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
   task_ = make_task(config);
   // The config first: a run killed in what follows is recognised as one that stopped before
   // its first checkpoint, and --resume can start it again.
-  if (!resume && writer_) write_file_atomically(paths_.config, dump_config(config));
+  if (!resume && writer_) write_file_atomically(paths_.config, dump_config(config), "config");
   data_ = load_training_data(*task_, paths_, resume, group_.get());
 
   model_ = task_->build_model(data_.tokenizer->vocab_size());

@@ -1,27 +1,84 @@
 #include "ropelab/util/files.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 
 namespace ropelab {
 
-void write_file_atomically(const std::string& path, const std::string& text) {
+namespace {
+
+/// "12 KiB", "3.4 MiB", "2.1 GiB".
+std::string human_bytes(uint64_t bytes) {
+  char text[32];
+  const double b = static_cast<double>(bytes);
+  if (bytes < (1ULL << 20))
+    std::snprintf(text, sizeof text, "%.0f KiB", b / 1024);
+  else if (bytes < (1ULL << 30))
+    std::snprintf(text, sizeof text, "%.1f MiB", b / (1 << 20));
+  else
+    std::snprintf(text, sizeof text, "%.1f GiB", b / (1 << 30));
+  return text;
+}
+
+void fsync_path(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(path + ": cannot open for fsync");
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) throw std::runtime_error(path + ": fsync failed");
+}
+
+}  // namespace
+
+void require_space(const std::string& dir, uint64_t bytes, const std::string& what) {
+  struct statvfs fs_info {};
+  if (::statvfs(dir.c_str(), &fs_info) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(fs_info.f_bavail) * fs_info.f_frsize;
+    if (bytes > free_bytes)
+      throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but " + dir + " has " +
+                               human_bytes(free_bytes) + " free; nothing was written");
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      bytes > static_cast<uint64_t>(limit.rlim_cur))
+    throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but this process may write files of at most " +
+                             human_bytes(limit.rlim_cur) + " (ulimit -f); nothing was written");
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  const auto dir = parent.empty() ? std::string(".") : parent.string();
+  require_space(dir, bytes.size(), path);
   const auto tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw std::runtime_error(path + ": cannot write");
-    }
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(path + ": cannot write " + what + ": " + std::strerror(errno));
+  int error = 0;
+  for (const char* p = bytes.data(); p < bytes.data() + bytes.size() && error == 0;) {
+    const ssize_t w = ::write(fd, p, static_cast<size_t>(bytes.data() + bytes.size() - p));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0)
+      error = errno;
+    else
+      p += w;
+  }
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot write " + what + " (disk full?): " + std::strerror(error));
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(path + ": cannot rename into place: " + ec.message());
+  if (ec) throw std::runtime_error(path + ": cannot rename " + what + " into place: " + ec.message());
+  fsync_path(dir);
 }
 
 }  // namespace ropelab

@@ -1,12 +1,22 @@
 #pragma once
-/// Files that readers never see half-written.
+/// Files that readers never see half-written, and writes that are refused before they start
+/// when they cannot fit.
 
+#include <cstdint>
 #include <string>
 
 namespace ropelab {
 
-/// Writes `text` to PATH through PATH.tmp and a rename: readers see the old or the new
-/// file, never a partial one. Throws naming PATH on a write error.
-void write_file_atomically(const std::string& path, const std::string& text);
+/// Throws "WHAT: needs N but DIR has M free; nothing was written" when `bytes` will not fit
+/// in DIR's file system (the space an unprivileged user may fill), or the same with the
+/// limit when it exceeds this process's file-size limit (ulimit -f).
+void require_space(const std::string& dir, uint64_t bytes, const std::string& what);
+
+/// Writes `bytes` to PATH so that a reader, or a crash at any moment, finds the old file or
+/// the new one, never a part: the space is checked first (require_space), PATH.tmp is
+/// written with checked write calls and fsynced, renamed over PATH, and the directory is
+/// fsynced. On an error PATH.tmp is removed, PATH is untouched, and the one-line message
+/// names PATH and `what`: "PATH: cannot write WHAT (disk full?): REASON".
+void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what);
 
 }  // namespace ropelab

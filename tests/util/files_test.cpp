@@ -1,0 +1,80 @@
+// Writes refused before they start, and files never seen half-written.
+#include "ropelab/util/files.h"
+
+#include <sys/resource.h>
+
+#include <csignal>
+#include <filesystem>
+
+#include "../test_util.h"
+#include "ropelab/run/run.h"
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+
+using Files = ropelab::testing::TempDir;  // a fresh directory per test
+
+TEST_F(Files, RequiredSpaceAgainstTheDiskAndTheFileSizeLimit) {
+  const auto dir = dir_.string();
+  EXPECT_NO_THROW(require_space(dir, 4096, "small"));
+  auto m = error_of([&] { require_space(dir, uint64_t{1} << 60, "big.pt"); });
+  EXPECT_EQ(m.rfind("big.pt: needs 1073741824.0 GiB but " + dir + " has ", 0), 0u) << m;
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 64 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  m = error_of([&] { require_space(dir, 100 * 1024, "c.pt"); });
+  const bool fits = [&] {
+    try {
+      require_space(dir, 60 * 1024, "c.pt");
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }();
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  EXPECT_EQ(m,
+            "c.pt: needs 100 KiB but this process may write files of at most 64 KiB (ulimit -f); nothing was written");
+  EXPECT_TRUE(fits);
+}
+
+// An atomic write replaces the whole file or nothing: a failing write (the temporary file is
+// /dev/full) leaves the old contents and no temporary file.
+TEST_F(Files, AnAtomicWriteReplacesAllOrNothing) {
+  const auto path = write("config.yaml", "old\n");
+  write_file_atomically(path, "new\n", "config");
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "new\n");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::create_symlink("/dev/full", path + ".tmp");
+  EXPECT_EQ(error_of([&] { write_file_atomically(path, "newer\n", "config"); }),
+            path + ": cannot write config (disk full?): No space left on device");
+  std::ifstream again(path);
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()), "new\n");
+  EXPECT_FALSE(std::filesystem::is_symlink(path + ".tmp"));
+}
+
+// The numbered copy of the last checkpoint is checked like any checkpoint before it is made.
+TEST_F(Files, ANumberedCheckpointThatCannotFitIsNotStarted) {
+  RunPaths paths(dir_.string());
+  write("checkpoint_last.pt", std::string(100 * 1024, 'x'));
+  paths.keep_numbered(5, 3);
+  EXPECT_TRUE(std::filesystem::exists(paths.numbered(5)));
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 64 * 1024;
+  const auto handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const auto m = error_of([&] { paths.keep_numbered(10, 3); });
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, handler);
+  EXPECT_EQ(m,
+            paths.numbered(10) +
+                ": needs 100 KiB but this process may write files of at most 64 KiB (ulimit -f); nothing was written");
+  EXPECT_FALSE(std::filesystem::exists(paths.numbered(10) + ".tmp"));
+  EXPECT_FALSE(std::filesystem::exists(paths.numbered(10)));
+  EXPECT_EQ(paths.numbered_checkpoints().size(), 1u);
+}
