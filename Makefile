@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test lint demo demo-tiny clean sanitize fuzz format
+.PHONY: all deps configure build test lint demo demo-tiny clean sanitize fuzz format cuda-check
 
 all: build
 
@@ -27,10 +27,14 @@ test: lint build
 # Every C++ file git tracks follows .clang-format: `make format` rewrites them, `make lint`
 # (part of `make test`) fails on the first that does not.
 CXX_FILES = $(shell git ls-files '*.cpp' '*.h' '*.cu' '*.inc')
+
+# The build-config switches are 0 or 1 (ropelab/build_config.h): test them with #if, which
+# -Werror=undef turns into an error where the header is missing; #ifdef would be always true.
 lint: deps
 	@clang-format --dry-run --Werror $(CXX_FILES)
 	@echo "lint: $(words $(CXX_FILES)) C++ files follow .clang-format"
-
+	@! git grep -n -E '#\s*if(n?def\s+|.*defined\s*\(?\s*)ROPELAB_WITH_' -- $(CXX_FILES) || \
+	  { echo "lint: ROPELAB_WITH_* is always defined (0 or 1): use #if, not #ifdef or defined()"; exit 1; }
 
 demo: build
 	bash scripts/demo.sh
@@ -52,8 +56,13 @@ fuzz:
 	cmake --build build-fuzz -j $(JOBS) --target ropelab_fuzz_config ropelab_fuzz_corpus ropelab_fuzz_bleu
 	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
+# Compiles the CUDA kernels with nvcc and the CUDA branches of the C++ code (no GPU needed;
+# see README.md, "CUDA"); with a CUDA-enabled LibTorch it builds and links everything.
+cuda-check: deps
+	bash scripts/cuda_check.sh
+
 format:
 	clang-format -i $(CXX_FILES)
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-fuzz build-cuda build-cuda-check build-gpu

@@ -2,15 +2,18 @@
 
 #include <torch/csrc/autograd/profiler_legacy.h>
 
+#include "ropelab/build_config.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/run/run.h"
 #include "ropelab/train/trainer.h"
-#ifdef ROPELAB_WITH_CUDA
+#if ROPELAB_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
+#include <cstdio>
 #include <fstream>
 
 namespace ropelab {
@@ -106,7 +109,11 @@ std::vector<RotaryBenchRow> bench_rotary(const RotaryBenchOptions& o, const torc
       [&] { return std::make_pair(rotary_eager(q, cos, sin, 0, false), rotary_eager(k, cos, sin, 0, false)); });
   run("script",
       [&] { return std::make_pair(rotary_script(q, cos, sin, 0, false), rotary_script(k, cos, sin, 0, false)); });
-  if (device.is_cpu()) run("fused", [&] { return rotary_fused_qk(q, k, cos, sin, 0, false); });
+  if (rotary_fused_supports(q))
+    run("fused", [&] { return rotary_fused_qk(q, k, cos, sin, 0, false); });
+  else
+    std::fprintf(stderr, "bench rotary: no fused kernel for %s on %s; its row is left out\n",
+                 std::string(c10::toString(o.dtype)).c_str(), device.str().c_str());
   for (auto& row : rows) row.ratio = row.timing.median / rows.front().timing.median;
   return rows;
 }
@@ -146,16 +153,19 @@ AttentionBenchResult bench_attention(const AttentionBenchOptions& o, const torch
   detail::synchronize(device);
   const double resident = proc_status_mib("VmRSS");
   if (device.is_cpu()) reset_peak_rss();
-#ifdef ROPELAB_WITH_CUDA
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index() < 0 ? 0 : device.index());
+#if ROPELAB_WITH_CUDA
+  // The GPU the tensors are on: `cuda` with no index is the current one.
+  const auto gpu = device.is_cuda() ? (device.has_index() ? device.index() : c10::cuda::current_device()) : 0;
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(gpu));
 #endif
   AttentionBenchResult result;
   result.timing = time_repeats(step, o.warmup, o.repeats, device);
   if (device.is_cpu()) result.peak_mib = proc_status_mib("VmHWM") - resident;
-#ifdef ROPELAB_WITH_CUDA
+#if ROPELAB_WITH_CUDA
   if (device.is_cuda()) {
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index() < 0 ? 0 : device.index());
-    const auto aggregate = static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(gpu));
+    // StatType::AGGREGATE, which is 0 in every LibTorch; the enum moved namespaces in 2.x.
+    const size_t aggregate = 0;
     const double inputs = 4.0 * static_cast<double>(q.numel() + k.numel() + v.numel() + weights.numel());
     result.peak_mib = (static_cast<double>(stats.allocated_bytes[aggregate].peak) - inputs) / (1024.0 * 1024.0);
   }

@@ -1,12 +1,23 @@
 #include "ropelab/train/distributed.h"
 
+#include <torch/version.h>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "ropelab/build_config.h"
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+#if ROPELAB_WITH_GLOO
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO  // ProcessGroupGloo.hpp is guarded by it (Debian's LibTorch has Gloo)
 #endif
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef ROPELAB_WITH_NCCL
+#endif
+#if ROPELAB_WITH_NCCL
 #ifndef USE_C10D_NCCL
 #define USE_C10D_NCCL
 #endif
@@ -48,9 +59,17 @@ LaunchEnv LaunchEnv::from_environment() {
   return env;
 }
 
+// Gloo's and NCCL's process groups derive from c10d::ProcessGroup in LibTorch 1.x and from
+// c10d::Backend (same collectives) in 2.x.
+#if TORCH_VERSION_MAJOR >= 2
+using ProcessGroupBase = c10d::Backend;
+#else
+using ProcessGroupBase = c10d::ProcessGroup;
+#endif
+
 struct DataParallel::Group {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  c10::intrusive_ptr<ProcessGroupBase> group;
   std::string backend;
   std::chrono::milliseconds timeout;
   torch::Device device{torch::kCPU};
@@ -69,7 +88,7 @@ DataParallel::DataParallel(const LaunchEnv& env, const torch::Device& device, st
   group_->device = device;
   const int rank = static_cast<int>(env.rank), size = static_cast<int>(env.world_size);
   if (device.is_cuda()) {
-#ifdef ROPELAB_WITH_NCCL
+#if ROPELAB_WITH_NCCL
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = timeout;
     group_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(group_->store, rank, size, options);
@@ -78,10 +97,16 @@ DataParallel::DataParallel(const LaunchEnv& env, const torch::Device& device, st
     throw std::runtime_error("distributed training on CUDA needs a LibTorch built with NCCL");
 #endif
   } else {
+#if ROPELAB_WITH_GLOO
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
     options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(env.master_addr));
     group_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(group_->store, rank, size, options);
     group_->backend = "gloo";
+#else
+    throw std::runtime_error(
+        "distributed training on the CPU needs Gloo: this ropelab was built without it "
+        "(-DROPELAB_WITH_GLOO=OFF)");
+#endif
   }
 }
 
