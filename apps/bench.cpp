@@ -41,7 +41,7 @@ void add_bench_train(CLI::App& bench) {
       sources.overrides.insert(sources.overrides.begin(), kTrainBenchDefaults.begin(), kTrainBenchDefaults.end());
     a->flags.append_overrides(sources.overrides);
     const auto config = load_config(sources);
-    const auto device = parse_device(config.train.device());
+    const auto device = use_device(config.train.device());
     const auto threads = set_threads(config.train.threads());
     const auto r = bench_train(config, a->options, device);
     if (a->flags.json_line({{"bench", "train"},

@@ -18,7 +18,7 @@ void RuntimeFlags::append_overrides(std::vector<std::string>& overrides) const {
 
 torch::Device RuntimeFlags::apply() const {
   set_threads(threads < 0 ? 0 : threads);
-  return parse_device(device_or("cpu"));
+  return use_device(device_or("cpu"));
 }
 
 void BenchFlags::add_to(CLI::App& app, const char* json_help) {

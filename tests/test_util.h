@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers for ropelab's tests.
 
+#include <c10/core/impl/FakeGuardImpl.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ropelab/build_config.h"
 #include "ropelab/model/transformer.h"
@@ -84,6 +86,37 @@ std::string error_of(F&& f) {
   return "";
 }
 
+/// For its lifetime, CUDA's device guard is c10's FakeGuardImpl: eight pretend GPUs whose
+/// "current device" is a variable the test reads. Code that makes a GPU current
+/// (c10::DeviceGuard, make_current) can then be checked on a machine without one, or
+/// without a CUDA LibTorch. Restores whatever guard was registered before.
+class FakeCudaGuard {
+ public:
+  using Impl = c10::impl::FakeGuardImpl<c10::DeviceType::CUDA>;
+  FakeCudaGuard() : saved_(slot().exchange(&impl_)) { Impl::setDeviceIndex(0); }
+  ~FakeCudaGuard() { slot().store(saved_); }
+  FakeCudaGuard(const FakeCudaGuard&) = delete;
+  FakeCudaGuard& operator=(const FakeCudaGuard&) = delete;
+  /// The index of the current pretend GPU.
+  static int64_t current() { return Impl::getDeviceIndex(); }
+
+ private:
+  static std::atomic<const c10::impl::DeviceGuardImplInterface*>& slot() {
+    return c10::impl::device_guard_impl_registry[static_cast<size_t>(c10::DeviceType::CUDA)];
+  }
+  Impl impl_;
+  const c10::impl::DeviceGuardImplInterface* saved_;
+};
+
+/// The devices a device-parameterised test runs on: the CPU, and CUDA where there is one.
+inline std::vector<torch::Device> test_devices() { return {torch::kCPU, torch::Device(torch::kCUDA, 0)}; }
+
+/// Skips the test (GTEST_SKIP in the caller) unless `device` exists here.
+#define ROPELAB_SKIP_WITHOUT(device)                                                                           \
+  if ((device).is_cuda() &&                                                                                    \
+      (!torch::cuda::is_available() || (device).index() >= static_cast<int64_t>(torch::cuda::device_count()))) \
+  GTEST_SKIP() << "no " << (device) << " here"
+
 /// Max absolute difference.
 inline double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
@@ -93,11 +126,13 @@ inline double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
 /// gives the logits of the full teacher-forced pass (LM: a 2-token prompt, then 1 at a time).
 /// Each incremental decoding step against recomputing the whole prefix up to that step
 /// (which is what a decoder without a cache does; dynamic NTK's angles depend on it).
-inline void expect_cached_decoding_matches_full(const TransformerOptions& options, double tolerance) {
+inline void expect_cached_decoding_matches_full(const TransformerOptions& options, double tolerance,
+                                                const torch::Device& device = torch::kCPU) {
   Seq2Seq model(options);
+  model->to(device);
   model->eval();
-  auto src = torch::tensor({{5, 6, 7, 8, 0}, {9, 10, 11, 12, 13}});
-  auto tgt = torch::randint(1, options.vocab_size(), {2, 6});
+  auto src = torch::tensor({{5, 6, 7, 8, 0}, {9, 10, 11, 12, 13}}).to(device);
+  auto tgt = torch::randint(1, options.vocab_size(), {2, 6}).to(device);
   auto memory = model->encode(src);
   DecoderCache state;
   for (int64_t t = 0; t < 6; ++t)
@@ -106,6 +141,7 @@ inline void expect_cached_decoding_matches_full(const TransformerOptions& option
               tolerance)
         << "seq2seq step " << t;
   LanguageModel lm(options);
+  lm->to(device);
   lm->eval();
   DecoderCache lm_state;
   EXPECT_LT(max_diff(lm(tgt.narrow(1, 0, 2), &lm_state), lm(tgt.narrow(1, 0, 2))), tolerance);

@@ -68,6 +68,20 @@ TEST(CpuKernelDispatch, TablePicksByDeviceAndLevel) {
   EXPECT_NE(message.find("cuda_op: runs on CPU or CUDA tensors; got meta"), std::string::npos) << message;
 }
 
+namespace {
+int64_t current_gpu() { return ropelab::testing::FakeCudaGuard::current(); }
+}  // namespace
+
+TEST(CpuKernelDispatch, RunMakesTheTensorsGpuCurrentForTheCallOnly) {
+  ropelab::testing::FakeCudaGuard fake;  // eight pretend GPUs, cuda:0 current
+  const DispatchTable<int64_t (*)()> table{"op", [] { return int64_t{-1}; }, [] { return int64_t{-1}; }, &current_gpu};
+  EXPECT_EQ(table.run(torch::Device(torch::kCUDA, 2)), 2);  // the kernel saw cuda:2 current
+  EXPECT_EQ(current_gpu(), 0);                              // and the caller's GPU is back
+  EXPECT_EQ(table.run(torch::Device(torch::kCUDA, 0)), 0);
+  EXPECT_EQ(table.run(torch::kCPU), -1);  // the CPU entry, with no GPU touched
+  EXPECT_EQ(current_gpu(), 0);
+}
+
 TEST(CpuKernelDispatch, LevelNames) {
   EXPECT_EQ(parse_cpu_kernels("baseline"), CpuKernels::baseline);
   EXPECT_EQ(parse_cpu_kernels("avx2"), CpuKernels::avx2);

@@ -140,14 +140,16 @@ TEST_F(Rotary, BadArgumentsAreNamed) {
   EXPECT_NE(message.find("cos/sin must be (T, r/2) with T = 6, got [5, 8]"), std::string::npos) << message;
 }
 
-TEST_F(Rotary, CudaKernelMatchesEager) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  auto x = torch::randn({6, 2, 3, 16}, torch::kCUDA);
-  auto [c, s] = tables(6, 6, 1, torch::kFloat);
-  for (bool interleaved : {false, true}) {
-    auto eager = rotary_eager(x, c.cuda(), s.cuda(), 0, interleaved);
-    EXPECT_LT(max_diff(rotary_fused(x, c, s, 0, interleaved).cpu(), eager.cpu()), 1e-5);
-  }
+// (the kernel on CUDA: tests/devices/devices_test.cpp)
+TEST_F(Rotary, TensorsOnTwoDevicesAreRefused) {
+  // the meta device stands in for a second device: no kernel reads its (absent) data
+  auto q = torch::randn({6, 2, 3, 16});
+  auto elsewhere = torch::empty({6, 2, 3, 16}, torch::TensorOptions().device(torch::kMeta));
+  auto [c, s] = tables(6, 8, 0, torch::kFloat);
+  auto message = ropelab::testing::error_of([&] { rotary_fused_qk(q, elsewhere, c, s, 0, false); });
+  EXPECT_NE(message.find("rotary: q and k must be on one device, got cpu and meta"), std::string::npos) << message;
+  message = ropelab::testing::error_of([&] { rotary_fused(q, c.to(torch::kMeta), s, 0, false); });
+  EXPECT_NE(message.find("rotary: cos/sin are on meta but the rotated tensors on cpu"), std::string::npos) << message;
 }
 
 TEST_F(Rotary, SupportsNamesWhereTheFusedKernelRuns) {

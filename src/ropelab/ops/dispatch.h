@@ -16,11 +16,13 @@
 /// The level is process-wide, not per thread: the kernels' worker threads follow it.
 
 #include <c10/core/Device.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/util/Exception.h>
 
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace ropelab {
 
@@ -75,6 +77,17 @@ struct DispatchTable {
     TORCH_CHECK(cuda.has_value(), op, ": this ropelab was built without CUDA (the Torch it found has none); got ",
                 device);
     return *cuda;
+  }
+
+  /// Calls the implementation for `device` with `device` made current for the call and
+  /// restored after it: a CUDA kernel launched on the current stream then runs on the
+  /// tensors' GPU (cuda:1, a rank's GPU), not on whichever GPU the caller had current.
+  template <typename... Args>
+  decltype(auto) run(const c10::Device& device, Args&&... args) const {
+    const Impl& impl = (*this)(device);
+    c10::OptionalDeviceGuard guard;
+    if (!device.is_cpu()) guard.reset_device(device);
+    return impl(std::forward<Args>(args)...);
   }
 };
 

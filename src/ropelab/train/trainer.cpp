@@ -230,8 +230,9 @@ class Trainer {
 
 Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
     : config_(config), t_(config.train), paths_(run_dir), launch_(LaunchEnv::from_environment()) {
-  device_ = parse_device(t_.device());
-  if (launch_.distributed() && device_.is_cuda()) device_ = torch::Device(torch::kCUDA, launch_.local_rank);
+  // Each rank on its own GPU, made current before anything touches CUDA (NCCL's communicator,
+  // the kernels' current stream).
+  device_ = use_device(t_.device(), launch_.local_rank, launch_.local_world_size);
   // Ranks on one machine share its cores unless train.threads says otherwise.
   threads_ = set_threads(
       t_.threads() > 0 || !launch_.distributed()

@@ -1,5 +1,7 @@
 #include "ropelab/util/runtime.h"
 
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -22,6 +24,36 @@ torch::Device parse_device(const std::string& name) {
                                " CUDA devices exist");
   }
   return *device;
+}
+
+torch::Device device_for_rank(const torch::Device& configured, int64_t local_rank, int64_t local_world_size,
+                              int64_t cuda_devices) {
+  if (!configured.is_cuda()) return configured;
+  if (configured.has_index()) {
+    if (local_world_size > 1)
+      throw std::runtime_error("device " + configured.str() + " names one GPU but " + std::to_string(local_world_size) +
+                               " ranks run on this machine; use device cuda (rank i computes on cuda:LOCAL_RANK)");
+    return configured;
+  }
+  if (local_rank >= cuda_devices)
+    throw std::runtime_error("device cuda: LOCAL_RANK " + std::to_string(local_rank) +
+                             " computes on cuda:" + std::to_string(local_rank) + " but this machine has " +
+                             std::to_string(cuda_devices) + " CUDA device" + (cuda_devices == 1 ? "" : "s") +
+                             "; start at most one rank per GPU (--nproc)");
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
+}
+
+void make_current(const torch::Device& device) {
+  if (device.is_cpu()) return;
+  TORCH_CHECK(device.has_index(), "make_current: ", device, " has no index (use device_for_rank first)");
+  c10::impl::getDeviceGuardImpl(device.type())->setDevice(device);
+}
+
+torch::Device use_device(const std::string& name, int64_t local_rank, int64_t local_world_size) {
+  const auto device = device_for_rank(parse_device(name), local_rank, local_world_size,
+                                      static_cast<int64_t>(torch::cuda::device_count()));
+  make_current(device);
+  return device;
 }
 
 int64_t set_threads(int64_t threads) {

@@ -7,6 +7,7 @@
 #include "ropelab/ops/dispatch.h"
 #include "ropelab/ops/rotary/rotary_cpu.h"
 #if ROPELAB_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "ropelab/ops/rotary/rotary_cuda.h"
@@ -14,6 +15,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
+#include <c10/util/Optional.h>
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/script.h>
 
@@ -109,9 +111,12 @@ std::vector<torch::Tensor> rotate_all_cpu(const std::vector<torch::Tensor>& xs, 
 
 #if ROPELAB_WITH_CUDA
 /// The CUDA entry: the kernel (rotary_cuda.cu) on contiguous copies, one launch per tensor
-/// on the current stream; float and double.
+/// on the current stream of the tensors' GPU; float and double.
 std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
                                            const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
+  // The launch below uses the current device's context: make it the tensors' GPU, also when
+  // this entry is called without the dispatch table's guard.
+  const c10::cuda::CUDAGuard guard(xs[0].device());
   std::vector<torch::Tensor> outs;
   for (const auto& x0 : xs) {
     auto x = x0.contiguous();
@@ -157,7 +162,13 @@ std::vector<torch::Tensor> rotate_all(const std::vector<torch::Tensor>& xs, cons
                                 : " tensors (this ropelab was built without CUDA: the Torch it "
                                   "found has none)",
               "; use rotary_impl eager or script on ", device);
-  return kRotary(device)(xs, cos, sin, time_dim, interleaved, sign);
+  for (const auto& x : xs)
+    TORCH_CHECK(x.device() == device, "rotary: q and k must be on one device, got ", device, " and ", x.device());
+  // The tables may stay on the CPU (each kernel copies them where it needs them).
+  for (const auto* table : {&cos, &sin})
+    TORCH_CHECK(table->device() == device || table->device().is_cpu(), "rotary: cos/sin are on ", table->device(),
+                " but the rotated tensors on ", device, "; keep the tables on the CPU or on ", device);
+  return kRotary.run(device, xs, cos, sin, time_dim, interleaved, sign);
 }
 
 class RotaryFunction : public torch::autograd::Function<RotaryFunction> {
