@@ -429,6 +429,7 @@ double max_parameter_difference(const std::string& a, const std::string& b) {
 }  // namespace
 
 TEST(Cli, TwoWorkersTrainLikeOneProcessOnTheCombinedBatches) {
+  if (!ROPELAB_WITH_GLOO) GTEST_SKIP() << "built without Gloo (ROPELAB_WITH_GLOO=OFF)";
   const auto root = fresh_dir("dp");
   const auto single = (root / "single").string(), nproc = (root / "nproc").string(),
              torchrun = (root / "torchrun").string();
@@ -458,7 +459,22 @@ TEST(Cli, TwoWorkersTrainLikeOneProcessOnTheCombinedBatches) {
   std::filesystem::remove_all(root);
 }
 
+TEST(Cli, TwoGpusTrainLikeOneGpuOnTheCombinedBatches) {
+  if (!ROPELAB_WITH_NCCL || torch::cuda::device_count() < 2)
+    GTEST_SKIP() << "needs two CUDA devices and a LibTorch with NCCL";
+  const auto root = fresh_dir("dp_cuda");
+  const auto single = (root / "single").string(), nccl = (root / "nccl").string();
+  train_tiny(single, "", "--device cuda");
+  train_tiny(nccl, "", "--device cuda --nproc 2");
+  EXPECT_LT(max_parameter_difference(single, nccl), 1e-4);
+  // the check has teeth: a run on half the data ends elsewhere
+  train_tiny((root / "other").string(), "", "--device cuda --set train.max_tokens=200");
+  EXPECT_GT(max_parameter_difference(single, (root / "other").string()), 1e-3);
+  std::filesystem::remove_all(root);
+}
+
 TEST(Cli, KillingOneWorkerStopsTheOtherWithAnErrorWithinTheTimeout) {
+  if (!ROPELAB_WITH_GLOO) GTEST_SKIP() << "built without Gloo (ROPELAB_WITH_GLOO=OFF)";
   const auto root = fresh_dir("dpkill");
   const auto run_dir = (root / "run").string(), log = (root / "log").string();
   const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
@@ -722,6 +738,7 @@ cat {RUN}.second.log
 // Every worker of a data-parallel run holds the launcher's lock (one open file description);
 // each run of `ablate --jobs 2` holds its own.
 TEST(Cli, DataParallelWorkersAndAblateRunsHoldTheirLocks) {
+  if (!ROPELAB_WITH_GLOO) GTEST_SKIP() << "built without Gloo (ROPELAB_WITH_GLOO=OFF)";
   const auto root = fresh_dir("locks");
   const auto run_dir = (root / "dp").string();
   const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The first check on a machine with an NVIDIA GPU: one command, one table.
+#
+#   scripts/gpu_check.sh            on the GPU machine, from the repository root
+#   scripts/gpu_check.sh --pack     on a Debian bookworm machine with apt, beforehand
+#
+# On the GPU machine it needs nvcc, CMake, Ninja, g++ and a Python whose torch has CUDA
+# (`python3 -c "import torch; print(torch.utils.cmake_prefix_path)"`). It
+#   1. builds ropelab against that LibTorch in build-gpu (Gloo off: PyTorch's wheels ship no
+#      Gloo headers; NCCL from the wheel's nvidia-nccl package when present);
+#   2. runs the device tests (tests/devices, Device.*, the CUDA tests of the other suites);
+#   3. runs bench rotary, bench attention and bench train with --device cuda;
+#   4. prints one table (also written to build-gpu/gpu_check.md) and exits non-zero if a
+#      step failed.
+# CLI11, yaml-cpp, nlohmann-json, GoogleTest and SentencePiece come from the system when
+# CMake finds them; otherwise from the Debian packages that `--pack` downloads into
+# .gpu-deps/ (carry that folder to a machine without internet). They are unpacked into / with
+# `cp --no-clobber`: nothing already there is replaced.
+#
+# GPU_CHECK_DEVICE=cpu runs the same steps on the CPU with the Torch CMake finds (a dry run
+# of this script where there is no GPU); GPU_CHECK_BUILD names the build directory.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+deps_dir=.gpu-deps
+deb_packages=(libcli11-dev libyaml-cpp-dev libyaml-cpp0.7 nlohmann-json3-dev libgtest-dev libsentencepiece-dev
+  libsentencepiece0 pkgconf pkgconf-bin libpkgconf3)
+
+die() {
+  echo "gpu_check: $*" >&2
+  exit 1
+}
+
+if [ "${1:-}" = --pack ]; then
+  mkdir -p "$deps_dir"
+  (cd "$deps_dir" && apt-get download "${deb_packages[@]}") || die "apt-get download failed"
+  echo "gpu_check: $(ls "$deps_dir"/*.deb | wc -l) packages in $deps_dir ($(du -sh "$deps_dir" | cut -f1)); carry it"
+  exit 0
+fi
+[ $# -eq 0 ] || die "unknown argument '$1' (usage: scripts/gpu_check.sh [--pack])"
+
+device=${GPU_CHECK_DEVICE:-cuda}
+build=${GPU_CHECK_BUILD:-build-gpu}
+rows=()
+failed=0
+row() { # step, result, figures
+  rows+=("| $1 | $2 | $3 |")
+  [ "$2" = FAILED ] && failed=1
+  return 0
+}
+
+# --- the LibTorch and the GPU ---------------------------------------------------------------
+cmake_flags=(-DCMAKE_BUILD_TYPE=Release)
+if [ "$device" = cuda ]; then
+  command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || die "nvcc not found"
+  command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
+  info=$(python3 - <<'PY'
+import os, torch
+assert torch.version.cuda, "this torch has no CUDA"
+assert torch.cuda.is_available(), "torch sees no GPU"
+major, minor = torch.cuda.get_device_capability(0)
+import glob, sys
+# nccl.h from the nvidia-nccl wheel torch depends on (its folder differs between CUDA versions)
+headers = [h for base in sys.path for h in glob.glob(os.path.join(base, "nvidia", "**", "nccl.h"), recursive=True)]
+nccl = os.path.dirname(headers[0]) if headers else ""
+print(torch.utils.cmake_prefix_path, f"{major}.{minor}", torch.__version__, torch.version.cuda,
+      torch.cuda.device_count(), torch.cuda.get_device_name(0).replace(" ", "_"), nccl or "-")
+PY
+  ) || die "python3's torch cannot drive a GPU here (see above)"
+  read -r torch_prefix capability torch_version cuda_version gpus gpu_name nccl_include <<<"$info"
+  echo "gpu_check: torch $torch_version (CUDA $cuda_version) at $torch_prefix; $gpus x ${gpu_name//_/ } (sm $capability)"
+  export TORCH_CUDA_ARCH_LIST=$capability
+  cmake_flags+=(-DCMAKE_PREFIX_PATH="$torch_prefix" -DROPELAB_WITH_GLOO=OFF)
+  [ "$nccl_include" != - ] && cmake_flags+=(-DNCCL_INCLUDE_DIR="$nccl_include")
+  row "GPU" ok "$gpus x ${gpu_name//_/ }, torch $torch_version, CUDA $cuda_version"
+fi
+
+# --- dependencies from .gpu-deps where the system lacks them ---------------------------------
+if ls "$deps_dir"/*.deb >/dev/null 2>&1 && ! [ -f /usr/include/yaml-cpp/yaml.h ]; then
+  stage=$(mktemp -d)
+  for deb in "$deps_dir"/*.deb; do dpkg -x "$deb" "$stage" || die "$deb: cannot unpack"; done
+  cp -rn "$stage"/. / && ldconfig
+  echo "gpu_check: unpacked $(ls "$deps_dir"/*.deb | wc -l) packages from $deps_dir into / (nothing replaced)"
+fi
+
+# --- build -----------------------------------------------------------------------------------
+mkdir -p "$build"
+start=$SECONDS
+if cmake -S . -B "$build" -G Ninja "${cmake_flags[@]}" >"$build/gpu_check.configure.log" 2>&1 &&
+  cmake --build "$build" -j "$(nproc)" >"$build/gpu_check.build.log" 2>&1; then
+  row build ok "$(grep -o 'CUDA kernels [A-Z]*' "$build/gpu_check.configure.log" | head -1), $((SECONDS - start)) s"
+else
+  tail -30 "$build/gpu_check.configure.log" "$build/gpu_check.build.log" 2>/dev/null
+  row build FAILED "see $build/gpu_check.configure.log and $build/gpu_check.build.log"
+fi
+cli=$build/ropelab
+
+# --- tests -----------------------------------------------------------------------------------
+if [ -x "$build/ropelab_tests" ]; then
+  filter='Devices/*:Cuda.*:Device.*:CpuKernelDispatch.Run*:Rotary.*:Transformer.CudaMatchesCpu:Cli.TwoGpus*'
+  log=$build/gpu_check.tests.log
+  ROPELAB_CLI=$PWD/$cli "$build/ropelab_tests" --gtest_filter="$filter" >"$log" 2>&1
+  code=$?
+  passed=$(grep -c '^\[       OK \]' "$log")
+  skipped=$(grep -c '^\[  SKIPPED \] .*(' "$log")
+  failures=$(grep '^\[  FAILED  \] .*(' "$log" | sed 's/^\[  FAILED  \] //; s/ (.*//' | tr '\n' ' ')
+  [ $code -eq 0 ] && result=ok || result=FAILED
+  row "device tests" "$result" "$passed passed, $skipped skipped${failures:+, failed: $failures}"
+else
+  row "device tests" FAILED "no test binary"
+fi
+
+# --- benchmarks ------------------------------------------------------------------------------
+bench() { # name, figures-from-json (python expression over rows), arguments...
+  local name=$1 summary=$2
+  shift 2
+  local log=$build/gpu_check.bench_$name.log
+  if "$cli" bench "$name" --device "$device" --json "$@" >"$log" 2>&1; then
+    row "bench $name" ok "$(python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]; print($summary)" "$log")"
+  else
+    row "bench $name" FAILED "$(tail -1 "$log")"
+  fi
+}
+if [ -x "$cli" ]; then
+  bench rotary "', '.join(f\"{r['method']} {r['median_ms']:.3f} ms\" for r in rows)" --repeats 20
+  bench attention "'; '.join(f\"T={r['T']} softmax {r['softmax_ms']:.2f} ms {r['softmax_peak_mib']:.0f} MiB, performer {r['performer_ms']:.2f} ms {r['performer_peak_mib']:.0f} MiB\" for r in rows)" --seq 1024 4096 --mode causal
+  bench train "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, {r['parameters']} parameters\" for r in rows)" --steps 20 --warmup 5
+fi
+
+# --- the table -------------------------------------------------------------------------------
+{
+  echo "ropelab gpu_check on $(hostname), $(date -u +%Y-%m-%dT%H:%MZ), device $device"
+  echo
+  echo "| step | result | figures |"
+  echo "| --- | --- | --- |"
+  printf '%s\n' "${rows[@]}"
+} | tee "$build/gpu_check.md" 2>/dev/null || true
+exit $failed

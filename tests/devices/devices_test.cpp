@@ -1,0 +1,193 @@
+// The same computations on every device: each test is parameterised over the device (cpu,
+// cuda:0) and, for the kernels, the dtype, and skips where the device does not exist here
+// (ctest lists those as skipped). References are computed on the CPU in double.
+// scripts/gpu_check.sh runs them on a machine with a GPU.
+#include "../test_util.h"
+#include "ropelab/attention/performer.h"
+#include "ropelab/ops/rotary/rotary.h"
+
+using namespace ropelab;
+using ropelab::testing::max_diff;
+using ropelab::testing::test_devices;
+
+namespace {
+
+std::string device_name(const torch::Device& device) { return device.is_cpu() ? "cpu" : "cuda"; }
+
+/// cos/sin tables (T, half) in double on the CPU.
+std::pair<torch::Tensor, torch::Tensor> tables(int64_t T, int64_t half) {
+  auto inv = torch::pow(10000.0, -torch::arange(half, torch::kDouble) / static_cast<double>(half));
+  auto angles = torch::arange(T, torch::kDouble).unsqueeze(1) * inv;
+  return {angles.cos(), angles.sin()};
+}
+
+/// Largest error allowed against the double reference, for values of order 1.
+double tolerance(torch::Dtype dtype) {
+  return dtype == torch::kDouble ? 1e-12 : dtype == torch::kFloat ? 1e-5 : 3e-2;  // bf16: 8 bits of mantissa
+}
+
+// --- the fused rotary kernel ------------------------------------------------------------
+
+class RotaryOnDevice : public ::testing::TestWithParam<std::tuple<torch::Device, torch::Dtype>> {
+ protected:
+  void SetUp() override { torch::manual_seed(0); }
+};
+
+/// An input of `shape` seen through `view`, and the time dimension of the view.
+struct Case {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::function<torch::Tensor(const torch::Tensor&)> view;
+  int64_t time_dim;
+};
+
+const std::vector<Case> kCases = {
+    {"[T,B,H,Dh]", {6, 2, 3, 16}, [](const torch::Tensor& x) { return x; }, 0},
+    {"[B,H,T,Dh]", {2, 3, 6, 16}, [](const torch::Tensor& x) { return x; }, -2},
+    // the q slice of a fused (B, T, 3, H, Dh) projection: strided, not contiguous
+    {"qkv slice", {2, 6, 3, 3, 16}, [](const torch::Tensor& x) { return x.select(2, 0); }, 1},
+    // (B, T, H, Dh) seen as (B, H, T, Dh) by a transpose
+    {"transposed", {2, 6, 3, 16}, [](const torch::Tensor& x) { return x.transpose(1, 2); }, 2},
+};
+
+TEST_P(RotaryOnDevice, ForwardAndBackwardMatchTheEagerFormulaInDouble) {
+  const auto [device, dtype] = GetParam();
+  ROPELAB_SKIP_WITHOUT(device);
+  auto probe = torch::empty({1, 1, 1, 16}, torch::TensorOptions().device(device).dtype(dtype));
+  if (!rotary_fused_supports(probe)) GTEST_SKIP() << "no fused rotary kernel for " << dtype << " on " << device;
+  for (const auto& c : kCases) {
+    for (bool interleaved : {false, true}) {
+      for (int64_t half : {8, 4}) {  // full and partial rotary
+        SCOPED_TRACE(c.name + (interleaved ? " interleaved" : " halves") + " r/2=" + std::to_string(half));
+        auto base = torch::randn(c.shape, torch::kDouble);
+        auto x_ref = c.view(base).detach().requires_grad_(true);
+        auto x = c.view(base.to(device, dtype)).detach().requires_grad_(true);
+        const int64_t T = x.size(c.time_dim < 0 ? c.time_dim + x.dim() : c.time_dim);
+        auto [cos, sin] = tables(T, half);
+        auto weights = torch::randn(x_ref.sizes(), torch::kDouble);  // a loss that weighs every output
+        auto reference = rotary_eager(x_ref, cos, sin, c.time_dim, interleaved);
+        auto grad_ref = torch::autograd::grad({(reference * weights).sum()}, {x_ref})[0];
+        // the tables stay in float on the CPU, as the position encoders pass them
+        auto out = rotary_fused(x, cos.to(torch::kFloat), sin.to(torch::kFloat), c.time_dim, interleaved);
+        ASSERT_EQ(out.device(), x.device());
+        ASSERT_EQ(out.scalar_type(), dtype);
+        auto grad = torch::autograd::grad({(out * weights.to(device, dtype)).sum()}, {x})[0];
+        // float tables bound double's accuracy at float's
+        const double tol = std::max(tolerance(dtype), 1e-6);
+        EXPECT_LT(max_diff(out.cpu(), reference), tol);
+        EXPECT_LT(max_diff(grad.cpu(), grad_ref), 4 * tol);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, RotaryOnDevice,
+                         ::testing::Combine(::testing::ValuesIn(test_devices()),
+                                            ::testing::Values(torch::kFloat, torch::kDouble, torch::kBFloat16)),
+                         [](const auto& info) {
+                           return device_name(std::get<0>(info.param)) + "_" +
+                                  std::string(c10::toString(std::get<1>(info.param)));
+                         });
+
+// --- models --------------------------------------------------------------------------------
+
+class ModelOnDevice : public ::testing::TestWithParam<torch::Device> {
+ protected:
+  void SetUp() override { torch::manual_seed(0); }
+};
+
+TEST_P(ModelOnDevice, CachedDecodingEqualsRecomputation) {
+  const auto device = GetParam();
+  ROPELAB_SKIP_WITHOUT(device);
+  for (auto position :
+       {PositionOptions().type(PositionType::rotary),
+        PositionOptions().type(PositionType::rotary).layout(RotaryLayout::interleaved).fraction(0.5),
+        PositionOptions().type(PositionType::alibi), PositionOptions().type(PositionType::sinusoidal)}) {
+    SCOPED_TRACE(to_string(position.type()));
+    ropelab::testing::expect_cached_decoding_matches_full(
+        ropelab::testing::tiny_options().encoder_position(position).decoder_position(position), 1e-5, device);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ModelOnDevice, ::testing::ValuesIn(test_devices()),
+                         [](const auto& info) { return device_name(info.param); });
+
+// --- CUDA only: against the CPU --------------------------------------------------------
+
+/// Two Adam updates of a tiny translator (fused rotary, no dropout) on `device`, from the
+/// same initial parameters; returns the parameters afterwards, on the CPU.
+std::vector<torch::Tensor> parameters_after_two_updates(const torch::Device& device) {
+  torch::manual_seed(7);
+  const auto rotary = PositionOptions().type(PositionType::rotary);
+  Seq2Seq model(ropelab::testing::tiny_options().encoder_position(rotary).decoder_position(rotary));
+  model->to(device);
+  torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-2).eps(1e-6));
+  auto src = torch::randint(1, 23, {4, 7}).to(device), tgt = torch::randint(1, 23, {4, 6}).to(device);
+  for (int step = 0; step < 2; ++step) {
+    adam.zero_grad();
+    auto logits = model(src, tgt.narrow(1, 0, 5));
+    auto loss =
+        torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, 1, 5).reshape({-1}));
+    loss.backward();
+    adam.step();
+  }
+  std::vector<torch::Tensor> out;
+  for (const auto& p : model->parameters()) out.push_back(p.detach().cpu());
+  return out;
+}
+
+TEST(Cuda, TrainingUpdatesEqualTheCpuUpdates) {
+  const torch::Device gpu(torch::kCUDA, 0);
+  ROPELAB_SKIP_WITHOUT(gpu);
+  const auto cpu = parameters_after_two_updates(torch::kCPU), cuda = parameters_after_two_updates(gpu);
+  ASSERT_EQ(cpu.size(), cuda.size());
+  for (size_t i = 0; i < cpu.size(); ++i) EXPECT_LT(max_diff(cpu[i], cuda[i]), 1e-4) << "parameter " << i;
+}
+
+TEST(Cuda, PerformerMatchesItsCpuResultAndGradients) {
+  const torch::Device device(torch::kCUDA, 0);
+  ROPELAB_SKIP_WITHOUT(device);
+  torch::manual_seed(0);
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "bidirectional");
+    PerformerAttention performer(AttentionOptions().type(AttentionType::performer).num_features(32).chunk_size(5), 16);
+    performer.to(torch::kDouble);
+    auto make = [] { return (torch::randn({2, 2, 12, 16}, torch::kDouble) * 0.6).requires_grad_(true); };
+    auto q = make(), k = make(), v = make();
+    auto cpu_out = performer.forward(AttentionInputs{q, k, v, {}, {}, causal});
+    auto cpu_grads = torch::autograd::grad({cpu_out.sum()}, {q, k, v});
+    performer.to(device);
+    auto qd = q.detach().to(device).requires_grad_(true), kd = k.detach().to(device).requires_grad_(true),
+         vd = v.detach().to(device).requires_grad_(true);
+    auto out = performer.forward(AttentionInputs{qd, kd, vd, {}, {}, causal});
+    ASSERT_EQ(out.device(), device);
+    auto grads = torch::autograd::grad({out.sum()}, {qd, kd, vd});
+    EXPECT_LT(max_diff(out.cpu(), cpu_out), 1e-10);
+    for (size_t i = 0; i < 3; ++i) EXPECT_LT(max_diff(grads[i].cpu(), cpu_grads[i]), 1e-9) << "gradient " << i;
+  }
+}
+
+TEST(Cuda, ASecondGpuComputesWhileTheFirstIsCurrent) {
+  const torch::Device second(torch::kCUDA, 1);
+  ROPELAB_SKIP_WITHOUT(second);  // needs two GPUs
+  torch::manual_seed(0);
+  ASSERT_EQ(c10::impl::getDeviceGuardImpl(torch::kCUDA)->getDevice().index(), 0);
+  auto x = torch::randn({6, 2, 3, 16}, torch::kDouble);
+  auto [cos, sin] = tables(6, 8);
+  auto out = rotary_fused(x.to(second), cos, sin, 0, false);
+  EXPECT_EQ(out.device(), second);
+  EXPECT_LT(max_diff(out.cpu(), rotary_eager(x, cos, sin, 0, false)), 1e-12);
+  EXPECT_EQ(c10::impl::getDeviceGuardImpl(torch::kCUDA)->getDevice().index(), 0);  // restored
+  Seq2Seq model(ropelab::testing::tiny_options());
+  model->eval();
+  auto src = torch::randint(1, 23, {2, 6}), tgt = torch::randint(1, 23, {2, 5});
+  auto expected = model(src, tgt);
+  model->to(second);
+  EXPECT_LT(max_diff(model(src.to(second), tgt.to(second)).cpu(), expected), 1e-4);
+  // q and k on two GPUs are refused, not computed in the wrong context
+  auto message = ropelab::testing::error_of(
+      [&] { rotary_fused_qk(x.to(torch::Device(torch::kCUDA, 0)), x.to(second), cos, sin, 0, false); });
+  EXPECT_NE(message.find("q and k must be on one device"), std::string::npos) << message;
+}
+
+}  // namespace
