@@ -1,22 +1,53 @@
 #!/usr/bin/env bash
-# ropelab's training step against the same model in PyTorch Python (torch.nn.Transformer,
-# Debian's python3-torch on the same LibTorch), measured in one run, alternating, N rounds:
-#   bash bench/compare_train.sh [ROUNDS] [STEPS]      (ROPELAB=PATH: another ropelab build)
-# PyTorch runs twice per round: with its default environment, and with the environment
-# ropelab sets for itself at start-up (bench/README.md, "Runtime environment"), so the
-# comparison isolates the code, not the OpenBLAS/OpenMP/malloc settings.
+# ropelab's training step against the same model and step in PyTorch Python
+# (bench/pytorch_train.py: torch.nn.Transformer set to ropelab's work, Debian's python3-torch
+# on the same LibTorch), N rounds, the order of the variants alternating between rounds:
+#   bash bench/compare_train.sh [ROUNDS=3] [STEPS=20]     (ROPELAB=PATH: another build)
+# Variants: ropelab; PyTorch in the environment ropelab sets for itself (bench/README.md,
+# "Runtime environment"), which isolates the code; PyTorch in its default environment.
+# Prints the CPU and both parameter counts first (they must be equal), then one line per
+# round; the raw output goes to bench/results/compare_train-TIMESTAMP.log as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 steps=${2:-20}
+ropelab=${ROPELAB:-build/ropelab}
 env_fixed=(OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE
-           GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295)
+  GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295)
 grep -q avx512bw /proc/cpuinfo || env_fixed[0]=OPENBLAS_CORETYPE=Haswell
-tps() { sed 's/.*target_tokens_per_s": *\([0-9.]*\).*/\1/'; }
-for r in $(seq "$rounds"); do
-  a=$("${ROPELAB:-build/ropelab}" bench train --threads 2 --steps "$steps" --json | tps)
-  b=$(env "${env_fixed[@]}" /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" --json | tps)
-  c=$(/usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" --json | tps)
-  printf 'round %d: ropelab %.0f tok/s | pytorch same env %.0f (ropelab %.2fx) | pytorch default env %.0f (ropelab %.2fx)\n' \
-    "$r" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$c" "$(echo "$a / $c" | bc -l)"
-done
+log=bench/results/compare_train-$(date -u +%Y%m%d-%H%M%S).log
+
+field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])['$1'])"; }
+run() { # variant -> one JSON line
+  case $1 in
+    ropelab) "$ropelab" bench train --threads 2 --steps "$steps" --json ;;
+    pytorch_same_env) env "${env_fixed[@]}" /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" --json ;;
+    pytorch_default_env) /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" --json ;;
+  esac
+}
+
+{
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+  echo "ropelab: $ropelab ($(git rev-parse --short HEAD)); pytorch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')"
+  echo "rounds $rounds, $steps timed steps each, 2 threads; same env = ${env_fixed[*]}"
+  a=$("$ropelab" bench train --threads 2 --steps 1 --warmup 0 --json | field parameters)
+  b=$(/usr/bin/python3 bench/pytorch_train.py --threads 2 --steps 1 --warmup 0 --json)
+  echo "parameters: ropelab $a, pytorch $(field parameters <<<"$b"); pytorch $b"
+  [ "$a" = "$(field parameters <<<"$b")" ] || { echo "the two models differ in size: not equal work"; exit 1; }
+  variants=(ropelab pytorch_same_env pytorch_default_env)
+  for r in $(seq "$rounds"); do
+    order=("${variants[@]}")
+    [ $((r % 2)) -eq 0 ] && order=(pytorch_default_env pytorch_same_env ropelab)
+    declare -A tps=()
+    for v in "${order[@]}"; do
+      line=$(run "$v")
+      echo "round $r $v $line"
+      tps[$v]=$(field target_tokens_per_s <<<"$line")
+    done
+    printf 'round %d (%s first): ropelab %.0f tok/s | pytorch same env %.0f (ropelab %.2fx) | pytorch default env %.0f (ropelab %.2fx)\n' \
+      "$r" "${order[0]}" "${tps[ropelab]}" "${tps[pytorch_same_env]}" \
+      "$(echo "${tps[ropelab]} / ${tps[pytorch_same_env]}" | bc -l)" "${tps[pytorch_default_env]}" \
+      "$(echo "${tps[ropelab]} / ${tps[pytorch_default_env]}" | bc -l)"
+  done
+} 2>&1 | tee "$log"
+echo "raw log: $log"

@@ -9,6 +9,15 @@ Model: d_model 256, 3+3 layers, 4 heads, d_ff 1024, dropout 0.1, post-LN (nn.Tra
 default), shared embeddings scaled by sqrt(d) with the tied output projection, sinusoidal
 positions. Step: forward, label-smoothed cross-entropy (0.1, pads ignored), backward, Adam
 (0.9, 0.98, 1e-9). Batch: 64 sentences x 32 tokens, source and target, no padding.
+
+Equal work: nn.Transformer does more than ropelab's model unless told otherwise. It drops
+attention weights and the feed-forward's hidden activations, and ends the encoder and the
+decoder with a LayerNorm; ropelab's model (Vaswani et al. 2017's post-LN layer) drops only
+the embeddings and each sublayer's output before the residual sum. So here the attention
+modules' dropout is 0, the feed-forward's inner dropout is nn.Identity, encoder.norm and
+decoder.norm are None, and no padding masks are passed (the batches have no padding; all-
+false masks would make PyTorch merge masks every step). Both sides then have 7,577,600
+parameters; --nn-transformer-defaults measures the unmodified nn.Transformer instead.
 """
 import argparse
 import json
@@ -22,11 +31,20 @@ import torch.nn.functional as F
 
 
 class Model(nn.Module):
-    def __init__(self, vocab, d, heads, layers, ff, dropout, max_len=1024):
+    def __init__(self, vocab, d, heads, layers, ff, dropout, max_len=1024, equal_work=True):
         super().__init__()
         self.embedding = nn.Embedding(vocab, d, padding_idx=0)
         nn.init.normal_(self.embedding.weight, 0, d ** -0.5)
         self.transformer = nn.Transformer(d, heads, layers, layers, ff, dropout, batch_first=True)
+        self.equal_work = equal_work
+        if equal_work:
+            for layer in list(self.transformer.encoder.layers) + list(self.transformer.decoder.layers):
+                layer.self_attn.dropout = 0.0  # no dropout on attention weights
+                if hasattr(layer, 'multihead_attn'):
+                    layer.multihead_attn.dropout = 0.0
+                layer.dropout = nn.Identity()  # the feed-forward's inner dropout
+            self.transformer.encoder.norm = None
+            self.transformer.decoder.norm = None
         self.dropout = nn.Dropout(dropout)
         self.scale = math.sqrt(d)
         pos = torch.arange(max_len).unsqueeze(1)
@@ -41,10 +59,20 @@ class Model(nn.Module):
 
     def forward(self, src, tgt):
         causal = self.transformer.generate_square_subsequent_mask(tgt.size(1)).to(src.device)
-        h = self.transformer(self.embed(src), self.embed(tgt), tgt_mask=causal,
-                             src_key_padding_mask=src.eq(0), tgt_key_padding_mask=tgt.eq(0),
-                             memory_key_padding_mask=src.eq(0))
+        if self.equal_work:  # unpadded batches: no padding masks
+            h = self.transformer(self.embed(src), self.embed(tgt), tgt_mask=causal)
+        else:
+            h = self.transformer(self.embed(src), self.embed(tgt), tgt_mask=causal,
+                                 src_key_padding_mask=src.eq(0), tgt_key_padding_mask=tgt.eq(0),
+                                 memory_key_padding_mask=src.eq(0))
         return F.linear(h, self.embedding.weight)
+
+
+def dropout_sites(model):
+    """Dropout modules with p > 0 and attention modules that drop their weights."""
+    drops = sum(1 for m in model.modules() if isinstance(m, nn.Dropout) and m.p > 0)
+    attention = sum(1 for m in model.modules() if isinstance(m, nn.MultiheadAttention) and m.dropout > 0)
+    return drops, attention
 
 
 def main():
@@ -57,11 +85,13 @@ def main():
     p.add_argument('--warmup', type=int, default=3)
     p.add_argument('--device', default='cpu')
     p.add_argument('--json', action='store_true')
+    p.add_argument('--nn-transformer-defaults', action='store_true',
+                   help="nn.Transformer as it comes: more dropout, final norms, padding masks")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
     dev = torch.device(a.device)
-    model = Model(a.vocab, 256, 4, 3, 1024, 0.1).to(dev).train()
+    model = Model(a.vocab, 256, 4, 3, 1024, 0.1, equal_work=not a.nn_transformer_defaults).to(dev).train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     src = torch.randint(4, a.vocab, (a.batch, a.length), device=dev)
     tgt_in = torch.randint(4, a.vocab, (a.batch, a.length), device=dev)
@@ -87,11 +117,15 @@ def main():
     med = statistics.median(times)
     params = sum(p.numel() for p in model.parameters())
     tps = a.batch * a.length / med
+    drops, attention_drops = dropout_sites(model)
     if a.json:
         print(json.dumps({'bench': 'pytorch_train', 'threads': a.threads, 'parameters': params,
+                          'dropout_modules': drops, 'attention_weight_dropout': attention_drops,
+                          'final_norms': model.transformer.encoder.norm is not None,
                           'step_median_s': med, 'target_tokens_per_s': tps}))
     else:
-        print(f'pytorch nn.Transformer step: {params} parameters, batch {a.batch} x {a.length}, {a.threads} threads')
+        print(f'pytorch nn.Transformer step: {params} parameters, batch {a.batch} x {a.length}, {a.threads} threads, '
+              f'{drops} dropout modules, {attention_drops} attention modules dropping weights')
         print(f'  step median {1e3 * med:.1f} ms (min {1e3 * min(times):.1f}, max {1e3 * max(times):.1f})')
         print(f'  {tps:.0f} target tokens/s')
 
