@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cwctype>
+#include <deque>
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
@@ -151,6 +152,85 @@ std::string lowercase_utf8(const std::string& text) {
   return out;
 }
 
+// --- n-gram counts ------------------------------------------------------------------------
+// Both metrics count the n-grams of one order in one sentence at a time. An n-gram is packed
+// exactly into 128 bits (up to four 32-bit word ids, or six 21-bit code points) and counted
+// in a small open-addressing table, with no allocation per n-gram: several times faster
+// than hashing strings into a node-based map.
+
+namespace {
+
+struct Key {
+  uint64_t hi = 0, lo = 0;
+  bool operator==(const Key& o) const { return hi == o.hi && lo == o.lo; }
+};
+
+/// The n-grams of one order in one sentence: distinct keys with their counts.
+class KeyCounts {
+ public:
+  /// Room for `distinct` keys at most half full.
+  explicit KeyCounts(size_t distinct = 0) { reset(distinct); }
+  /// Empties the table and makes room for `distinct` keys; reuses its memory where it can,
+  /// so that one table serves every sentence of a corpus.
+  void reset(size_t distinct) {
+    size_t capacity = 8;
+    while (capacity < 2 * distinct) capacity <<= 1;
+    if (capacity > slots_.size()) {
+      slots_.assign(capacity, Slot{});
+    } else {
+      for (uint32_t i : occupied_) slots_[i].count = 0;
+    }
+    occupied_.clear();
+    total_ = 0;
+  }
+  void add(const Key& key, int64_t count = 1) {
+    auto& slot = find(key);
+    if (slot.count == 0) slot.key = key, occupied_.push_back(static_cast<uint32_t>(&slot - slots_.data()));
+    slot.count += count;
+    total_ += count;
+  }
+  /// Raises the key's count to `count` if it is lower.
+  void raise(const Key& key, int64_t count) {
+    auto& slot = find(key);
+    if (slot.count == 0) slot.key = key, occupied_.push_back(static_cast<uint32_t>(&slot - slots_.data()));
+    if (count > slot.count) total_ += count - slot.count, slot.count = count;
+  }
+  int64_t count(const Key& key) const { return const_cast<KeyCounts*>(this)->find(key).count; }
+  /// All n-grams, repeats counted.
+  int64_t total() const { return total_; }
+  template <typename F>
+  void for_each(F&& f) const {
+    for (uint32_t i : occupied_) f(slots_[i].key, slots_[i].count);
+  }
+  size_t distinct() const { return occupied_.size(); }
+
+ private:
+  struct Slot {
+    Key key;
+    int64_t count = 0;
+  };
+  Slot& find(const Key& key) {
+    uint64_t h = key.hi * 0x9E3779B97F4A7C15ULL ^ (key.lo + 0x632BE59BD9B4E019ULL);
+    h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 29;
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask)
+      if (slots_[i].count == 0 || slots_[i].key == key) return slots_[i];
+  }
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> occupied_;
+  int64_t total_ = 0;
+};
+
+/// Sum over the keys of min(hypothesis count, reference count): the clipped matches.
+int64_t clipped_matches(const KeyCounts& hyp, const KeyCounts& ref) {
+  int64_t matches = 0;
+  hyp.for_each([&](const Key& key, int64_t count) { matches += std::min(count, ref.count(key)); });
+  return matches;
+}
+
+}  // namespace
+
 // --- BLEU ---------------------------------------------------------------------------------
 
 namespace {
@@ -175,18 +255,51 @@ std::vector<std::string> split_spaces(const std::string& s) {
   return words;
 }
 
-using NgramCounts = std::unordered_map<std::string, int64_t>;
-
-/// All n-grams of orders 1..4, keyed by the words joined with '\x01'.
-NgramCounts count_ngrams(const std::vector<std::string>& words) {
-  NgramCounts counts;
-  for (size_t n = 1; n <= 4; ++n)
-    for (size_t i = 0; i + n <= words.size(); ++i) {
-      std::string key = std::to_string(n);
-      for (size_t k = i; k < i + n; ++k) key += '\x01' + words[k];
-      ++counts[key];
+/// Words as dense ids (from 1), for the length of one corpus score.
+class WordIds {
+ public:
+  std::vector<uint32_t> ids(const std::vector<std::string>& words) {
+    std::vector<uint32_t> out;
+    out.reserve(words.size());
+    for (const auto& w : words) {
+      auto it = ids_.find(w);
+      if (it == ids_.end()) {
+        const auto& stored = words_.emplace_back(w);  // deque: the view below stays valid
+        it = ids_.emplace(std::string_view(stored), static_cast<uint32_t>(ids_.size() + 1)).first;
+      }
+      out.push_back(it->second);
     }
-  return counts;
+    return out;
+  }
+
+ private:
+  std::deque<std::string> words_;
+  std::unordered_map<std::string_view, uint32_t> ids_;
+};
+
+/// The counts of the word n-grams of orders 1..4.
+using NgramCounts = std::array<KeyCounts, 4>;
+
+/// Counts the n-grams of `ids` into `counts` (its tables are reused).
+void count_ngrams(const std::vector<uint32_t>& ids, NgramCounts& counts) {
+  for (size_t n = 1; n <= 4; ++n) {
+    auto& c = counts[n - 1];
+    c.reset(ids.size());
+    for (size_t i = 0; i + n <= ids.size(); ++i) {
+      uint32_t w[4] = {0, 0, 0, 0};
+      for (size_t k = 0; k < n; ++k) w[k] = ids[i + k];
+      c.add({(uint64_t{w[0]} << 32) | w[1], (uint64_t{w[2]} << 32) | w[3]});
+    }
+  }
+}
+
+/// Each key's largest count over the references' counts of one order.
+KeyCounts max_counts(const std::vector<NgramCounts>& refs, size_t n) {
+  size_t distinct = 0;
+  for (const auto& r : refs) distinct += r[n].distinct();
+  KeyCounts out(distinct);
+  for (const auto& r : refs) r[n].for_each([&](const Key& key, int64_t count) { out.raise(key, count); });
+  return out;
 }
 
 std::string rstrip(const std::string& s) {
@@ -227,29 +340,31 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<st
     return tokenize_13a(options.lowercase ? lowercase_utf8(rstrip(s)) : rstrip(s));
   };
   BleuStats total;
+  WordIds vocabulary;
+  std::vector<NgramCounts> ref_counts(refs.size());
+  NgramCounts hyp_counts;
   for (size_t i = 0; i < hyps.size(); ++i) {
-    const auto hyp_words = split_spaces(prepare(hyps[i]));
-    const auto hyp_len = static_cast<int64_t>(hyp_words.size());
-    NgramCounts max_ref;
+    const auto hyp_ids = vocabulary.ids(split_spaces(prepare(hyps[i])));
+    const auto hyp_len = static_cast<int64_t>(hyp_ids.size());
     int64_t ref_len = -1, closest = -1;
-    for (const auto& ref_set : refs) {
-      const auto words = split_spaces(prepare(ref_set[i]));
-      const auto len = static_cast<int64_t>(words.size());
+    for (size_t k = 0; k < refs.size(); ++k) {
+      const auto ids = vocabulary.ids(split_spaces(prepare(refs[k][i])));
+      const auto len = static_cast<int64_t>(ids.size());
       const int64_t diff = std::abs(hyp_len - len);
       if (closest == -1 || diff < closest)
         closest = diff, ref_len = len;
       else if (diff == closest && len < ref_len)
         ref_len = len;
-      for (const auto& [ngram, count] : count_ngrams(words)) max_ref[ngram] = std::max(max_ref[ngram], count);
+      count_ngrams(ids, ref_counts[k]);
     }
     total.hyp_len += hyp_len;
     total.ref_len += ref_len;
-    for (const auto& [ngram, count] : count_ngrams(hyp_words)) {
-      const size_t n = static_cast<size_t>(ngram[0] - '0') - 1;
-      auto it = max_ref.find(ngram);
-      if (it != max_ref.end()) total.matches[n] += std::min(count, it->second);
+    count_ngrams(hyp_ids, hyp_counts);
+    for (size_t n = 0; n < 4; ++n) {
+      total.matches[n] +=
+          clipped_matches(hyp_counts[n], ref_counts.size() == 1 ? ref_counts[0][n] : max_counts(ref_counts, n));
+      total.totals[n] += std::max<int64_t>(0, hyp_len - static_cast<int64_t>(n));
     }
-    for (size_t n = 0; n < 4; ++n) total.totals[n] += std::max<int64_t>(0, hyp_len - static_cast<int64_t>(n));
   }
 
   BleuScore score;
@@ -300,32 +415,36 @@ std::string BleuScore::format() const {
 
 namespace {
 
-using CharNgrams = std::vector<std::unordered_map<std::u32string, int64_t>>;
+/// The character n-grams of orders 1..order (whitespace removed), and how many of each order.
+using CharNgrams = std::vector<KeyCounts>;
 
-CharNgrams char_ngrams(const std::string& line, int order, bool lowercase) {
+/// Counts the character n-grams of `line` into `out` (its tables are reused).
+void char_ngrams(const std::string& line, int order, bool lowercase, CharNgrams& out) {
   const auto text = to_u32(lowercase ? lowercase_utf8(line) : line);
   std::u32string chars;
   for (char32_t c : text)
     if (!is_python_space(c)) chars.push_back(c);
-  CharNgrams out(static_cast<size_t>(order));
-  for (int n = 1; n <= order; ++n)
-    for (size_t i = 0; i + static_cast<size_t>(n) <= chars.size(); ++i)
-      ++out[static_cast<size_t>(n - 1)][chars.substr(i, static_cast<size_t>(n))];
-  return out;
+  out.resize(static_cast<size_t>(order));
+  // keys[i]: the n-gram starting at i, grown by one character per order; code points are
+  // below 2^21, three in each half of the key
+  std::vector<Key> keys(chars.size());
+  for (size_t n = 1; n <= static_cast<size_t>(order); ++n) {
+    auto& counts = out[n - 1];
+    counts.reset(chars.size());
+    for (size_t i = 0; i + n <= chars.size(); ++i) {
+      uint64_t& half = n <= 3 ? keys[i].hi : keys[i].lo;
+      half = (half << 21) | (static_cast<uint64_t>(chars[i + n - 1]) & 0x1FFFFF);
+      counts.add(keys[i]);
+    }
+  }
 }
 
 /// [hyp, ref, match] per order, flattened.
 std::vector<double> chrf_stats(const CharNgrams& hyp, const CharNgrams& ref) {
   std::vector<double> stats;
   for (size_t n = 0; n < hyp.size(); ++n) {
-    int64_t h = 0, r = 0, m = 0;
-    for (const auto& [g, c] : hyp[n]) {
-      h += c;
-      auto it = ref[n].find(g);
-      if (it != ref[n].end()) m += std::min(c, it->second);
-    }
-    for (const auto& entry : ref[n]) r += entry.second;
-    if (ref[n].empty()) h = 0;  // as sacreBLEU: no hypothesis n-grams of an order the reference lacks
+    const int64_t r = ref[n].total(), m = clipped_matches(hyp[n], ref[n]);
+    const int64_t h = r == 0 ? 0 : hyp[n].total();  // as sacreBLEU: none of an order the reference lacks
     stats.insert(stats.end(), {static_cast<double>(h), static_cast<double>(r), static_cast<double>(m)});
   }
   return stats;
@@ -353,12 +472,14 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps, const std::vector<st
                       const ChrfOptions& options) {
   check_counts(hyps, refs);
   std::vector<double> total(static_cast<size_t>(3 * options.char_order), 0.0);
+  CharNgrams h, r;
   for (size_t i = 0; i < hyps.size(); ++i) {
-    const auto h = char_ngrams(hyps[i], options.char_order, options.lowercase);
+    char_ngrams(hyps[i], options.char_order, options.lowercase, h);
     std::vector<double> best;
     double best_f = -1.0;
     for (const auto& ref_set : refs) {  // the reference with the best sentence-level chrF
-      auto stats = chrf_stats(h, char_ngrams(ref_set[i], options.char_order, options.lowercase));
+      char_ngrams(ref_set[i], options.char_order, options.lowercase, r);
+      auto stats = chrf_stats(h, r);
       const double f = chrf_from_stats(stats, options.beta);
       if (f > best_f) best_f = f, best = std::move(stats);
     }
