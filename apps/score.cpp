@@ -13,7 +13,8 @@
 namespace ropelab::apps {
 
 void add_score(CLI::App& cli) {
-  auto* cmd = cli.add_subcommand("score", "score detokenized hypotheses like `sacrebleu REF -i HYP -m bleu chrf`");
+  auto* cmd = cli.add_subcommand(
+      "score", "score detokenized hypotheses like `sacrebleu REF -i HYP -m bleu chrf` (chrF and chrF++)");
   struct Args {
     std::vector<std::string> refs;
     std::string hyp, smooth = "exp";
@@ -41,22 +42,28 @@ void add_score(CLI::App& cli) {
     BleuOptions bleu_options;
     bleu_options.smoothing = parse_bleu_smoothing(a->smooth);
     bleu_options.lowercase = a->lowercase;
-    ChrfOptions chrf_options;
-    chrf_options.lowercase = a->lowercase;
-    // The two metrics are independent passes over the corpus: chrF on a second thread.
-    auto chrf_pass = std::async(std::launch::async, [&] { return corpus_chrf(hyps, refs, chrf_options); });
+    ChrfOptions chrf_options, chrfpp_options = chrf_plus_plus();
+    chrf_options.lowercase = chrfpp_options.lowercase = a->lowercase;
+    // Independent passes over the corpus: chrF and chrF++ on a second thread beside BLEU.
+    auto chrf_pass = std::async(std::launch::async, [&] {
+      return corpus_chrf(hyps, refs, {chrf_options, chrfpp_options});
+    });
     const auto bleu = corpus_bleu(hyps, refs, bleu_options);
-    const auto chrf = chrf_pass.get();
+    const auto chrfs = chrf_pass.get();
+    const auto &chrf = chrfs[0], &chrfpp = chrfs[1];
     if (a->json) {
       const nlohmann::ordered_json json = {{"bleu", bleu.score},
                                            {"bleu_signature", bleu.signature},
                                            {"bleu_line", bleu.format()},
                                            {"chrf", chrf.score},
-                                           {"chrf_signature", chrf.signature}};
+                                           {"chrf_signature", chrf.signature},
+                                           {"chrfpp", chrfpp.score},
+                                           {"chrfpp_signature", chrfpp.signature}};
       std::cout << json.dump() << std::endl;
     } else {
       std::cout << bleu.format() << "\n  " << bleu.signature << '\n'
-                << chrf.format() << "\n  " << chrf.signature << std::endl;
+                << chrf.format() << "\n  " << chrf.signature << '\n'
+                << chrfpp.format() << "\n  " << chrfpp.signature << std::endl;
     }
   });
 }

@@ -4,7 +4,7 @@
 #   bash bench/score_speed.sh OLD_ROPELAB NEW_ROPELAB [ROUNDS=3]
 # The corpus: the Bible training split (data/prepare.sh), Spanish twice then English twice,
 # first 100,000 lines as references; hypotheses drop every fifth word and replace every
-# seventh by "el". Both builds must print the same scores.
+# seventh by "el". The scores both builds print must agree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=$1 new=$2 rounds=${3:-3}
@@ -18,7 +18,9 @@ awk '{n=split($0,w," "); s=""; for(i=1;i<=n;i++){ if(i%5==0) continue; x=w[i]; i
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores; $(wc -l <"$dir/ref") lines, $(wc -w <"$dir/ref") reference words"
 "$old" score --ref "$dir/ref" --hyp "$dir/hyp" >"$dir/old.out"
 "$new" score --ref "$dir/ref" --hyp "$dir/hyp" >"$dir/new.out"
-cmp -s "$dir/old.out" "$dir/new.out" || { echo "the builds disagree:"; diff "$dir/old.out" "$dir/new.out"; exit 1; }
+# the new build may print more metrics after the old ones; those it shares must agree
+head -n "$(wc -l <"$dir/old.out")" "$dir/new.out" | cmp -s - "$dir/old.out" ||
+  { echo "the builds disagree:"; diff "$dir/old.out" "$dir/new.out"; exit 1; }
 cat "$dir/new.out"
 wall() { /usr/bin/time -f %e "$@" score --ref "$dir/ref" --hyp "$dir/hyp" 2>&1 >/dev/null | tail -1; }
 for r in $(seq "$rounds"); do

@@ -33,6 +33,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::check(std::isfinite(bleu.score) && bleu.score >= 0 && bleu.score <= 100 + 1e-9, "BLEU in [0, 100]");
     const auto chrf = corpus_chrf(hyps, {refs});
     fuzz::check(std::isfinite(chrf.score) && chrf.score >= 0 && chrf.score <= 100 + 1e-9, "chrF in [0, 100]");
+    auto pp = chrf_plus_plus();
+    pp.lowercase = lowercase;
+    const auto chrfpp = corpus_chrf(hyps, {refs}, pp);
+    fuzz::check(std::isfinite(chrfpp.score) && chrfpp.score >= 0 && chrfpp.score <= 100 + 1e-9, "chrF++ in [0, 100]");
   }
   if (longest >= 4) fuzz::check(std::abs(corpus_bleu(hyps, {hyps}).score - 100) < 1e-9, "BLEU of identical text");
   return 0;

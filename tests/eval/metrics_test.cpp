@@ -2,6 +2,7 @@
 // case's inputs and sacreBLEU's outputs, written by tests/golden/sacrebleu_golden.py from a sacreBLEU checkout.
 #include "ropelab/eval/metrics.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -38,6 +39,7 @@ BleuScore bleu_of(const json& c) {
 ChrfScore chrf_of(const json& c) {
   ChrfOptions o;
   o.lowercase = c.at("lowercase").get<bool>();
+  o.word_order = c.at("word_order").get<int>();
   return corpus_chrf(c.at("hyps").get<Lines>(), c.at("refs").get<RefSets>(), o);
 }
 
@@ -92,7 +94,32 @@ TEST(Metrics, ChrfMatchesSacrebleu) {
     const auto s = chrf_of(c);
     EXPECT_NEAR(s.score, c.at("score").get<double>(), kTolerance);
     EXPECT_EQ(s.format(), c.at("format").get<std::string>());
+    // the signature up to the version, which names ropelab instead of sacreBLEU
+    const auto signature = c.at("signature").get<std::string>();
+    EXPECT_EQ(s.signature.substr(0, s.signature.find("version:")), signature.substr(0, signature.find("version:")));
   }
+  // chrF++ is among the cases
+  EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [](const json& c) { return c.at("word_order") == 2; }));
+}
+
+TEST(Metrics, ChrfAndChrfPlusPlusInOnePassMatchSacrebleu) {
+  const auto& cases = golden().at("chrf");
+  int pairs = 0;
+  for (const auto& c : cases) {
+    if (c.at("word_order") != 0) continue;
+    const auto name = c.at("name").get<std::string>();
+    SCOPED_TRACE(name);
+    const auto& pp = golden_case("chrf", name + "_chrf++");
+    ChrfOptions plain, plus = chrf_plus_plus();
+    plain.lowercase = plus.lowercase = c.at("lowercase").get<bool>();
+    const auto both =
+        corpus_chrf(c.at("hyps").get<Lines>(), c.at("refs").get<RefSets>(), std::vector<ChrfOptions>{plus, plain});
+    ASSERT_EQ(both.size(), 2u);
+    EXPECT_NEAR(both[0].score, pp.at("score").get<double>(), kTolerance);
+    EXPECT_NEAR(both[1].score, c.at("score").get<double>(), kTolerance);
+    ++pairs;
+  }
+  EXPECT_GE(pairs, 8);
 }
 
 TEST(Metrics, FormatAndSignatureLikeSacrebleu) {

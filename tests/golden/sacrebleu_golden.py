@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Golden BLEU, chrF and 13a-tokenizer values computed by sacreBLEU itself (Post 2018,
+"""Golden BLEU, chrF, chrF++ and 13a-tokenizer values computed by sacreBLEU itself (Post 2018,
 https://github.com/mjpost/sacrebleu), for tests/eval/metrics_test.cpp.
 
 The test inputs are defined here, once. The script imports sacreBLEU from a source
 checkout, scores every case with sacreBLEU's own classes (BLEU().corpus_score,
-CHRF().corpus_score, sacrebleu.tokenizers.tokenizer_13a.Tokenizer13a) and writes the
+CHRF().corpus_score, CHRF(word_order=2).corpus_score for chrF++,
+sacrebleu.tokenizers.tokenizer_13a.Tokenizer13a) and writes the
 inputs and outputs to tests/golden/sacrebleu_golden.json (floats at full double
 precision, cases by name), which the C++ test reads at run time. It also prints them.
 
@@ -97,6 +98,20 @@ CHRF_CASES = [
     # Both references of the first line score the same sentence-level chrF; sacreBLEU keeps the first,
     # which only an evaluation in sacreBLEU's order of floating-point operations reproduces.
     ('tied_references', ['c cd.', 'the cat sat'], [[', bd,b ,a ,c', 'the cat sat'], ['a,d d', 'the cat sat']], False),
+    # chrF prefers the first reference (the same characters), chrF++ the second (the same words)
+    ('best_reference_differs', ['the cat sat on the mat', 'x'],
+     [['thecat saton themat', 'x'], ['the cat sat on the mat !', 'y']], False),
+]
+# chrF++ (word order 2) on every case above, and on these, which exercise its word splitting:
+# one punctuation mark split off the end, else off the start; one-character words kept whole;
+# only ASCII punctuation; a word that is all punctuation.
+CHRF_PP_CASES = CHRF_CASES + [
+    ('punctuation', ['(hi) there, "you" end.. ¡Hola! ok', '- x , ...', 'a.b c;d e'],
+     [['(hi) there , "you" end . ¡Hola ! ok', '- x , ...', 'a.b c;d e'],
+      ['hi there, you end.. Hola! ok', '-x, ..', 'a . b c ; d e']], False),
+    ('words_unicode_lowercase', ['Él dijo: «Sí». ¿Vienes?', 'ÁRBOL grande'],
+     [['él dijo: «sí». ¿vienes?', 'árbol Grande']], True),
+    ('one_word_lines', ['x', 'word', ''], [['x', 'word.', 'y']], False),
 ]
 
 
@@ -166,18 +181,20 @@ def main():
             })
 
     chrf = []
-    for name, hyps, refs, lowercase in CHRF_CASES:
-        metric = CHRF(lowercase=lowercase)
-        score = metric.corpus_score(hyps, refs)
-        chrf.append({
-            'name': name,
-            'hyps': hyps,
-            'refs': refs,
-            'lowercase': lowercase,
-            'score': score.score,
-            'format': score.format(),
-            'signature': str(metric.get_signature()),
-        })
+    for word_order, cases in ((0, CHRF_CASES), (2, CHRF_PP_CASES)):
+        for name, hyps, refs, lowercase in cases:
+            metric = CHRF(word_order=word_order, lowercase=lowercase)
+            score = metric.corpus_score(hyps, refs)
+            chrf.append({
+                'name': name + ('_chrf++' if word_order else ''),
+                'hyps': hyps,
+                'refs': refs,
+                'lowercase': lowercase,
+                'word_order': word_order,
+                'score': score.score,
+                'format': score.format(),
+                'signature': str(metric.get_signature()),
+            })
 
     golden = {
         'generated_by': 'tests/golden/sacrebleu_golden.py',

@@ -416,19 +416,59 @@ std::string BleuScore::format() const {
 namespace {
 
 /// The character n-grams of orders 1..order (whitespace removed), and how many of each order.
-using CharNgrams = std::vector<KeyCounts>;
+/// The character n-grams of orders 1..char_order, then the word n-grams of orders
+/// 1..word_order, as sacreBLEU lists them.
+using ChrfNgrams = std::vector<KeyCounts>;
 
-/// Counts the character n-grams of `line` into `out` (its tables are reused).
-void char_ngrams(const std::string& line, int order, bool lowercase, CharNgrams& out) {
-  const auto text = to_u32(lowercase ? lowercase_utf8(line) : line);
+/// chrF++'s words (sacreBLEU's CHRF._remove_punctuation, after Popović's chrF): the line
+/// split on whitespace; a word of two or more characters that ends in an ASCII punctuation
+/// mark becomes the word without it and the mark, else one that starts with one becomes the
+/// mark and the rest.
+std::vector<std::string> chrf_words(const std::u32string& text) {
+  static const std::u32string kPunct = U"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
+  auto utf8 = [](std::u32string_view w) {
+    std::string out;
+    for (char32_t c : w) append_utf8(out, c);
+    return out;
+  };
+  std::vector<std::string> words;
+  for (size_t i = 0; i < text.size();) {
+    if (is_python_space(text[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && !is_python_space(text[j])) ++j;
+    const std::u32string_view w(text.data() + i, j - i);
+    const bool last = kPunct.find(w.back()) != std::u32string::npos,
+               first = kPunct.find(w.front()) != std::u32string::npos;
+    if (w.size() > 1 && last) {
+      words.push_back(utf8(w.substr(0, w.size() - 1)));
+      words.push_back(utf8(w.substr(w.size() - 1)));
+    } else if (w.size() > 1 && first) {
+      words.push_back(utf8(w.substr(0, 1)));
+      words.push_back(utf8(w.substr(1)));
+    } else {
+      words.push_back(utf8(w));
+    }
+    i = j;
+  }
+  return words;
+}
+
+/// Counts the n-grams of `line` into `out` (its tables are reused); `vocabulary` gives the
+/// words their ids.
+void chrf_ngrams(const std::string& line, const ChrfOptions& options, WordIds& vocabulary, ChrfNgrams& out) {
+  const auto text = to_u32(options.lowercase ? lowercase_utf8(line) : line);
   std::u32string chars;
   for (char32_t c : text)
     if (!is_python_space(c)) chars.push_back(c);
-  out.resize(static_cast<size_t>(order));
+  const auto char_order = static_cast<size_t>(options.char_order);
+  out.resize(char_order + static_cast<size_t>(options.word_order));
   // keys[i]: the n-gram starting at i, grown by one character per order; code points are
   // below 2^21, three in each half of the key
   std::vector<Key> keys(chars.size());
-  for (size_t n = 1; n <= static_cast<size_t>(order); ++n) {
+  for (size_t n = 1; n <= char_order; ++n) {
     auto& counts = out[n - 1];
     counts.reset(chars.size());
     for (size_t i = 0; i + n <= chars.size(); ++i) {
@@ -437,10 +477,21 @@ void char_ngrams(const std::string& line, int order, bool lowercase, CharNgrams&
       counts.add(keys[i]);
     }
   }
+  if (options.word_order == 0) return;
+  const auto ids = vocabulary.ids(chrf_words(text));
+  for (size_t n = 1; n <= static_cast<size_t>(options.word_order); ++n) {
+    auto& counts = out[char_order + n - 1];
+    counts.reset(ids.size());
+    for (size_t i = 0; i + n <= ids.size(); ++i) {
+      uint32_t w[4] = {0, 0, 0, 0};
+      for (size_t k = 0; k < n; ++k) w[k] = ids[i + k];
+      counts.add({(uint64_t{w[0]} << 32) | w[1], (uint64_t{w[2]} << 32) | w[3]});
+    }
+  }
 }
 
 /// [hyp, ref, match] per order, flattened.
-std::vector<double> chrf_stats(const CharNgrams& hyp, const CharNgrams& ref) {
+std::vector<double> chrf_stats(const ChrfNgrams& hyp, const ChrfNgrams& ref) {
   std::vector<double> stats;
   for (size_t n = 0; n < hyp.size(); ++n) {
     const int64_t r = ref[n].total(), m = clipped_matches(hyp[n], ref[n]);
@@ -468,30 +519,62 @@ double chrf_from_stats(const std::vector<double>& stats, double beta) {
 
 }  // namespace
 
-ChrfScore corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
-                      const ChrfOptions& options) {
+std::vector<ChrfScore> corpus_chrf(const std::vector<std::string>& hyps,
+                                   const std::vector<std::vector<std::string>>& refs,
+                                   const std::vector<ChrfOptions>& variants) {
   check_counts(hyps, refs);
-  std::vector<double> total(static_cast<size_t>(3 * options.char_order), 0.0);
-  CharNgrams h, r;
-  for (size_t i = 0; i < hyps.size(); ++i) {
-    char_ngrams(hyps[i], options.char_order, options.lowercase, h);
-    std::vector<double> best;
-    double best_f = -1.0;
-    for (const auto& ref_set : refs) {  // the reference with the best sentence-level chrF
-      char_ngrams(ref_set[i], options.char_order, options.lowercase, r);
-      auto stats = chrf_stats(h, r);
-      const double f = chrf_from_stats(stats, options.beta);
-      if (f > best_f) best_f = f, best = std::move(stats);
-    }
-    for (size_t k = 0; k < total.size(); ++k) total[k] += best[k];
+  if (variants.empty()) throw std::invalid_argument("chrF: no variant asked for");
+  ChrfOptions widest = variants[0];
+  for (const auto& v : variants) {
+    if (v.char_order < 1 || v.word_order < 0 || v.word_order > 4)
+      throw std::invalid_argument("chrF: char_order must be at least 1 and word_order 0 to 4");
+    if (v.char_order != widest.char_order || v.lowercase != widest.lowercase || v.beta != widest.beta)
+      throw std::invalid_argument("chrF: the variants of one pass differ only in word_order");
+    widest.word_order = std::max(widest.word_order, v.word_order);
   }
-  ChrfScore score;
-  score.score = chrf_from_stats(total, options.beta);
-  score.signature = "nrefs:" + std::to_string(refs.size()) + "|case:" + (options.lowercase ? "lc" : "mixed") +
-                    "|eff:yes|nc:" + std::to_string(options.char_order) + "|nw:0|space:no|" + version_tag();
-  return score;
+  // A variant's statistics are a prefix of the widest's: the character orders, then its word orders.
+  auto width = [](const ChrfOptions& v) { return static_cast<size_t>(3 * (v.char_order + v.word_order)); };
+  std::vector<std::vector<double>> totals;
+  for (const auto& v : variants) totals.emplace_back(width(v), 0.0);
+  ChrfNgrams h, r;
+  WordIds vocabulary;
+  std::vector<std::vector<double>> best(variants.size());
+  std::vector<double> best_f(variants.size());
+  for (size_t i = 0; i < hyps.size(); ++i) {
+    chrf_ngrams(hyps[i], widest, vocabulary, h);
+    std::fill(best_f.begin(), best_f.end(), -1.0);
+    for (const auto& ref_set : refs) {  // per variant, the reference with the best sentence-level score
+      chrf_ngrams(ref_set[i], widest, vocabulary, r);
+      const auto stats = chrf_stats(h, r);
+      for (size_t v = 0; v < variants.size(); ++v) {
+        std::vector<double> prefix(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(width(variants[v])));
+        const double f = chrf_from_stats(prefix, widest.beta);
+        if (f > best_f[v]) best_f[v] = f, best[v] = std::move(prefix);
+      }
+    }
+    for (size_t v = 0; v < variants.size(); ++v)
+      for (size_t k = 0; k < totals[v].size(); ++k) totals[v][k] += best[v][k];
+  }
+  std::vector<ChrfScore> scores;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    const auto& o = variants[v];
+    ChrfScore& score = scores.emplace_back();
+    score.score = chrf_from_stats(totals[v], o.beta);
+    score.word_order = o.word_order;
+    score.signature = "nrefs:" + std::to_string(refs.size()) + "|case:" + (o.lowercase ? "lc" : "mixed") +
+                      "|eff:yes|nc:" + std::to_string(o.char_order) + "|nw:" + std::to_string(o.word_order) +
+                      "|space:no|" + version_tag();
+  }
+  return scores;
 }
 
-std::string ChrfScore::format() const { return "chrF2 = " + fixed(score, 2); }
+ChrfScore corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
+                      const ChrfOptions& options) {
+  return corpus_chrf(hyps, refs, std::vector<ChrfOptions>{options})[0];
+}
+
+std::string ChrfScore::format() const {
+  return "chrF2" + std::string(static_cast<size_t>(word_order), '+') + " = " + fixed(score, 2);
+}
 
 }  // namespace ropelab

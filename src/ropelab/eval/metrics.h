@@ -1,7 +1,8 @@
 #pragma once
-/// Corpus-level BLEU and chrF, compatible with sacreBLEU 2.x defaults (Post 2018):
+/// Corpus-level BLEU, chrF and chrF++, compatible with sacreBLEU 2.x defaults (Post 2018):
 /// BLEU with the 13a tokenizer, exp smoothing, max order 4, closest reference length,
-/// corpus statistics; chrF with character order 6, beta 2, whitespace excluded.
+/// corpus statistics; chrF with character order 6, beta 2, whitespace excluded; chrF++ with
+/// word order 2 besides, words split off one leading or trailing ASCII punctuation mark.
 /// Inputs are detokenized lines; references are given as one vector per reference set.
 
 #include <array>
@@ -49,19 +50,35 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<st
 
 struct ChrfOptions {
   int char_order = 6;
+  /// Word n-gram orders added to the character ones: 2 is chrF++ (Popović 2017).
+  int word_order = 0;
   double beta = 2.0;
   bool lowercase = false;
 };
 
+/// chrF++: sacreBLEU's CHRF(word_order=2).
+inline ChrfOptions chrf_plus_plus() {
+  ChrfOptions o;
+  o.word_order = 2;
+  return o;
+}
+
 struct ChrfScore {
   double score = 0;
+  int word_order = 0;
   std::string signature;
-  /// "chrF2 = 52.34"
+  /// "chrF2 = 52.34", "chrF2++ = 50.12"
   std::string format() const;
 };
 
 ChrfScore corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
                       const ChrfOptions& options = {});
+
+/// Several chrF variants that differ only in word_order (chrF and chrF++), in one pass over
+/// the corpus: the n-grams are counted once. Scores in the order of `variants`.
+std::vector<ChrfScore> corpus_chrf(const std::vector<std::string>& hyps,
+                                   const std::vector<std::vector<std::string>>& refs,
+                                   const std::vector<ChrfOptions>& variants);
 
 std::string to_string(BleuSmoothing smoothing);
 BleuSmoothing parse_bleu_smoothing(const std::string& name);

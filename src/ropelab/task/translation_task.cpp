@@ -147,7 +147,8 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
   auto hypotheses = decode_lines(model, tokenizer, text.source, request, device, &truncated);
   const double seconds = now_seconds() - start;
   const auto bleu = corpus_bleu(hypotheses, {text.target});
-  const auto chrf = corpus_chrf(hypotheses, {text.target});
+  const auto chrfs = corpus_chrf(hypotheses, {text.target}, {ChrfOptions{}, chrf_plus_plus()});
+  const auto &chrf = chrfs[0], &chrfpp = chrfs[1];
   int64_t exact = 0;
   for (size_t i = 0; i < text.target.size(); ++i) exact += hypotheses[i] == text.target[i];
   const double exact_match =
@@ -166,6 +167,8 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
                    {"bleu_line", bleu.format()},
                    {"chrf", chrf.score},
                    {"chrf_signature", chrf.signature},
+                   {"chrfpp", chrfpp.score},
+                   {"chrfpp_signature", chrfpp.signature},
                    {"perplexity", perplexity},
                    {"exact_match", exact_match},
                    {"truncated", truncated},
@@ -174,6 +177,7 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
   std::ostringstream s;
   s << bleu.format() << "\n  " << bleu.signature << '\n'
     << chrf.format() << "\n  " << chrf.signature << '\n'
+    << chrfpp.format() << "\n  " << chrfpp.signature << '\n'
     << "perplexity = " << perplexity << " (teacher-forced, " << sentences << " sentences)\n"
     << "exact match = " << std::fixed << std::setprecision(1) << 100.0 * exact_match << std::defaultfloat
     << std::setprecision(6) << "%\n"
