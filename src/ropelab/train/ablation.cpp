@@ -245,16 +245,28 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
       md << cell;
     }
     md << "\n";
-    Series s;  // mean validation loss per step over the seeds that have it
+    Series s;  // mean validation loss per step over the seeds that have it, ± their sample sd
     s.name = variant;
-    std::map<double, std::pair<double, int>> by_step;
+    std::map<double, std::vector<double>> by_step;
     for (auto* r : runs)
-      for (const auto& [step, loss] : r->curve) by_step[step].first += loss, ++by_step[step].second;
-    for (const auto& [step, sum] : by_step) s.x.push_back(step), s.y.push_back(sum.first / sum.second);
+      for (const auto& [step, loss] : r->curve) by_step[step].push_back(loss);
+    for (const auto& [step, losses] : by_step) {
+      double mean = 0, sq = 0;
+      for (double l : losses) mean += l;
+      mean /= static_cast<double>(losses.size());
+      for (double l : losses) sq += (l - mean) * (l - mean);
+      s.x.push_back(step), s.y.push_back(mean);
+      s.spread.push_back(losses.size() > 1 ? std::sqrt(sq / static_cast<double>(losses.size() - 1))
+                                           : std::numeric_limits<double>::quiet_NaN());
+    }
     curves.push_back(std::move(s));
   }
-  write_line_plot_svg((fs::path(out_dir) / "valid_curves.svg").string(), spec.path + ": validation loss", "step",
-                      "validation loss (mean over seeds)", curves);
+  PlotOptions plot;
+  plot.title = spec.path + ": validation loss";
+  plot.x_label = "step";
+  plot.y_label = "validation loss (mean ± sd over seeds)";
+  plot.caption = command;
+  write_line_plot((fs::path(out_dir) / "valid_curves.svg").string(), curves, plot);
 }
 
 }  // namespace ropelab

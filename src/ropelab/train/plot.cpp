@@ -30,60 +30,180 @@ std::string escape(const std::string& s) {
 }
 
 std::string number(double v) {
+  if (std::abs(v) < 1e-12) v = 0;  // no "-0" or "1e-17" for a tick at zero
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.4g", v);
+  std::snprintf(buffer, sizeof buffer, "%.6g", v);
   return buffer;
+}
+
+/// `name` split at its top-level commas into (key, value) pairs; empty if some part has no '='.
+std::vector<std::pair<std::string, std::string>> key_values(const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    const char c = i < name.size() ? name[i] : ',';
+    if (c == '{' || c == '[' || c == '(') ++depth;
+    if (c == '}' || c == ']' || c == ')') --depth;
+    if (c != ',' || depth > 0) continue;
+    const auto part = name.substr(start, i - start);
+    const auto eq = part.find('=');
+    if (eq == std::string::npos || eq == 0) return {};
+    pairs.emplace_back(part.substr(0, eq), part.substr(eq + 1));
+    start = i + 1;
+  }
+  return pairs;
 }
 
 }  // namespace
 
-void write_line_plot_svg(const std::string& path, const std::string& title, const std::string& x_label,
-                         const std::string& y_label, const std::vector<Series>& series) {
-  const double W = 720, H = 440, left = 70, right = 160, top = 40, bottom = 50;
+std::vector<double> nice_ticks(double lo, double hi, int target) {
+  if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) return {lo};
+  const double raw = (hi - lo) / std::max(1, target);
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = 10 * power;
+  for (double m : {1.0, 2.0, 5.0, 10.0})  // the step closest to `target` ticks
+    if (std::abs((hi - lo) / (m * power) - target) < std::abs((hi - lo) / step - target)) step = m * power;
+  std::vector<double> ticks;
+  for (double k = std::ceil(lo / step - 1e-9); k * step <= hi + 1e-9 * step; ++k) ticks.push_back(k * step);
+  return ticks;
+}
+
+std::vector<double> log_ticks(double lo, double hi) {
+  std::vector<double> all, decades;
+  if (!(lo > 0) || !(hi >= lo)) return all;
+  for (int e = static_cast<int>(std::floor(std::log10(lo))); e <= static_cast<int>(std::ceil(std::log10(hi))); ++e)
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double v = m * std::pow(10.0, e);
+      if (v < lo * (1 - 1e-9) || v > hi * (1 + 1e-9)) continue;
+      all.push_back(v);
+      if (m == 1.0) decades.push_back(v);
+    }
+  return decades.size() >= 3 ? decades : all;
+}
+
+std::pair<std::string, std::vector<std::string>> legend_labels(const std::vector<std::string>& names) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> parsed;
+  for (const auto& n : names) {
+    parsed.push_back(key_values(n));
+    // every name must have the same keys in the same order
+    if (parsed.back().empty() || parsed.back().size() != parsed.front().size()) return {"", names};
+    for (size_t k = 0; k < parsed.back().size(); ++k)
+      if (parsed.back()[k].first != parsed.front()[k].first) return {"", names};
+  }
+  if (parsed.empty()) return {"", names};
+  std::vector<size_t> varying;
+  for (size_t k = 0; k < parsed.front().size(); ++k)
+    for (const auto& p : parsed)
+      if (p[k].second != parsed.front()[k].second) {
+        varying.push_back(k);
+        break;
+      }
+  if (varying.empty()) return {"", names};
+  std::string title;
+  for (size_t k : varying) title += (title.empty() ? "" : ", ") + parsed.front()[k].first;
+  std::vector<std::string> labels;
+  for (const auto& p : parsed) {
+    std::string label;
+    for (size_t k : varying) label += (label.empty() ? "" : ", ") + p[k].second;
+    labels.push_back(label);
+  }
+  return {title, labels};
+}
+
+void write_line_plot(const std::string& path, const std::vector<Series>& series, const PlotOptions& options) {
+  std::vector<std::string> names;
+  for (const auto& s : series) names.push_back(s.name);
+  const auto [legend_title, labels] = legend_labels(names);
+  size_t longest = legend_title.size();
+  for (const auto& l : labels) longest = std::max(longest, l.size() + 6);
+  // room for the legend: about 7 px per character at 12 px
+  const double left = 70, right = std::max(120.0, 30.0 + 7.0 * static_cast<double>(longest)), top = 40, bottom = 50,
+               caption_h = options.caption.empty() ? 0 : 22;
+  const double W = 560 + right, H = 440 + caption_h;
+  const double plot_bottom = H - bottom - caption_h;
+  auto tx = [&](double x) { return options.log_x ? std::log10(x) : x; };
+  auto ty = [&](double y) { return options.log_y ? std::log10(y) : y; };
+  auto usable = [&](double x, double y) {
+    return std::isfinite(x) && std::isfinite(y) && (!options.log_x || x > 0) && (!options.log_y || y > 0);
+  };
   double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
   for (const auto& s : series)
     for (size_t i = 0; i < s.x.size(); ++i) {
-      if (!std::isfinite(s.y[i])) continue;
+      if (!usable(s.x[i], s.y[i])) continue;
+      const double sd = i < s.spread.size() && std::isfinite(s.spread[i]) ? s.spread[i] : 0.0;
       x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]);
-      y0 = std::min(y0, s.y[i]), y1 = std::max(y1, s.y[i]);
+      y0 = std::min(y0, s.y[i] - sd), y1 = std::max(y1, s.y[i] + sd);
     }
-  if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  if (x1 == x0) x1 = x0 + 1;
-  if (y1 == y0) y1 = y0 + 1;
-  const double pad = 0.05 * (y1 - y0);
-  y0 -= pad, y1 += pad;
-  auto px = [&](double x) { return left + (x - x0) / (x1 - x0) * (W - left - right); };
-  auto py = [&](double y) { return H - bottom - (y - y0) / (y1 - y0) * (H - top - bottom); };
+  if (!std::isfinite(x0)) x0 = 1, x1 = 2, y0 = 1, y1 = 2;
+  if (options.log_y && y0 <= 0) y0 = y1 / 10;
+  if (x1 == x0) x1 = options.log_x ? x0 * 2 : x0 + 1;
+  if (y1 == y0) y1 = options.log_y ? y0 * 2 : y0 + 1;
+  // axis ranges in plotted coordinates, with a margin
+  double ax0 = tx(x0), ax1 = tx(x1), ay0 = ty(y0), ay1 = ty(y1);
+  const double pad = 0.05 * (ay1 - ay0);
+  ay0 -= pad, ay1 += pad;
+  if (options.log_x) {
+    const double xpad = 0.03 * (ax1 - ax0);
+    ax0 -= xpad, ax1 += xpad;
+  }
+  auto px = [&](double x) { return left + (tx(x) - ax0) / (ax1 - ax0) * (W - left - right); };
+  auto py = [&](double y) { return plot_bottom - (ty(y) - ay0) / (ay1 - ay0) * (plot_bottom - top); };
   static const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title)
+      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(options.title)
       << "</text>\n";
-  for (int i = 0; i <= 5; ++i) {  // grid and ticks
-    const double fx = x0 + (x1 - x0) * i / 5.0, fy = y0 + (y1 - y0) * i / 5.0;
-    svg << "<line x1=\"" << px(fx) << "\" y1=\"" << top << "\" x2=\"" << px(fx) << "\" y2=\"" << H - bottom
-        << "\" stroke=\"#eee\"/><text x=\"" << px(fx) << "\" y=\"" << H - bottom + 16 << "\" text-anchor=\"middle\">"
-        << number(fx) << "</text>\n<line x1=\"" << left << "\" y1=\"" << py(fy) << "\" x2=\"" << W - right << "\" y2=\""
-        << py(fy) << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\"" << py(fy) + 4
-        << "\" text-anchor=\"end\">" << number(fy) << "</text>\n";
-  }
+  const auto xticks = options.log_x ? log_ticks(std::pow(10.0, ax0), std::pow(10.0, ax1)) : nice_ticks(ax0, ax1);
+  const auto yticks = options.log_y ? log_ticks(std::pow(10.0, ay0), std::pow(10.0, ay1)) : nice_ticks(ay0, ay1);
+  for (double fx : xticks)
+    svg << "<line x1=\"" << px(fx) << "\" y1=\"" << top << "\" x2=\"" << px(fx) << "\" y2=\"" << plot_bottom
+        << "\" stroke=\"#eee\"/><text x=\"" << px(fx) << "\" y=\"" << plot_bottom + 16 << "\" text-anchor=\"middle\">"
+        << number(fx) << "</text>\n";
+  for (double fy : yticks)
+    svg << "<line x1=\"" << left << "\" y1=\"" << py(fy) << "\" x2=\"" << W - right << "\" y2=\"" << py(fy)
+        << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\"" << py(fy) + 4 << "\" text-anchor=\"end\">"
+        << number(fy) << "</text>\n";
   svg << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << W - left - right << "\" height=\""
-      << H - top - bottom << "\" fill=\"none\" stroke=\"#333\"/>\n"
-      << "<text x=\"" << left + (W - left - right) / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">"
-      << escape(x_label) << "</text>\n<text transform=\"translate(18," << top + (H - top - bottom) / 2
-      << ") rotate(-90)\" text-anchor=\"middle\">" << escape(y_label) << "</text>\n";
+      << plot_bottom - top << "\" fill=\"none\" stroke=\"#333\"/>\n"
+      << "<text x=\"" << left + (W - left - right) / 2 << "\" y=\"" << plot_bottom + 38 << "\" text-anchor=\"middle\">"
+      << escape(options.x_label) << (options.log_x ? " (log scale)" : "") << "</text>\n<text transform=\"translate(18,"
+      << top + (plot_bottom - top) / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.y_label)
+      << (options.log_y ? " (log scale)" : "") << "</text>\n";
+  if (!legend_title.empty())
+    svg << "<text x=\"" << W - right + 12 << "\" y=\"" << top + 4 << "\" font-weight=\"bold\">" << escape(legend_title)
+        << "</text>\n";
+  const double legend_top = top + (legend_title.empty() ? 0 : 18);
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
     const char* colour = kColours[k % 10];
+    if (!s.spread.empty()) {  // the band: y + sd along the points, then y - sd back
+      std::vector<size_t> points;
+      for (size_t i = 0; i < s.x.size(); ++i)
+        if (usable(s.x[i], s.y[i]) && i < s.spread.size() && std::isfinite(s.spread[i]) &&
+            (!options.log_y || s.y[i] - s.spread[i] > 0))
+          points.push_back(i);
+      if (!points.empty()) {
+        svg << "<polygon class=\"band\" fill=\"" << colour << "\" fill-opacity=\"0.15\" stroke=\"none\" points=\"";
+        for (size_t i : points) svg << px(s.x[i]) << ',' << py(s.y[i] + s.spread[i]) << ' ';
+        for (auto it = points.rbegin(); it != points.rend(); ++it)
+          svg << px(s.x[*it]) << ',' << py(s.y[*it] - s.spread[*it]) << ' ';
+        svg << "\"/>\n";
+      }
+    }
     svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.8\" points=\"";
     for (size_t i = 0; i < s.x.size(); ++i)
-      if (std::isfinite(s.y[i])) svg << px(s.x[i]) << ',' << py(s.y[i]) << ' ';
-    svg << "\"/>\n<line x1=\"" << W - right + 12 << "\" y1=\"" << top + 14 + 18 * k << "\" x2=\"" << W - right + 34
-        << "\" y2=\"" << top + 14 + 18 * k << "\" stroke=\"" << colour << "\" stroke-width=\"3\"/><text x=\""
-        << W - right + 40 << "\" y=\"" << top + 18 + 18 * k << "\">" << escape(s.name) << "</text>\n";
+      if (usable(s.x[i], s.y[i])) svg << px(s.x[i]) << ',' << py(s.y[i]) << ' ';
+    svg << "\"/>\n<line x1=\"" << W - right + 12 << "\" y1=\"" << legend_top + 14 + 18 * k << "\" x2=\""
+        << W - right + 34 << "\" y2=\"" << legend_top + 14 + 18 * k << "\" stroke=\"" << colour
+        << "\" stroke-width=\"3\"/><text x=\"" << W - right + 40 << "\" y=\"" << legend_top + 18 + 18 * k << "\">"
+        << escape(labels[k]) << "</text>\n";
   }
+  if (!options.caption.empty())
+    svg << "<text x=\"" << left << "\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">"
+        << escape(options.caption) << "</text>\n";
   svg << "</svg>\n";
   std::ofstream out(path);
   out << svg.str();
@@ -91,14 +211,18 @@ void write_line_plot_svg(const std::string& path, const std::string& title, cons
 }
 
 void write_loss_curve(const std::string& metrics_jsonl, const std::string& svg_path) {
-  Series train{"train loss", {}, {}}, valid{"valid loss", {}, {}};
+  Series train{"train loss", {}, {}, {}}, valid{"valid loss", {}, {}, {}};
   for (const auto& e : read_metrics(metrics_jsonl)) {
     Series* s = e.event == "train" ? &train : e.event == "valid" ? &valid : nullptr;
     if (!s) continue;
     s->x.push_back(static_cast<double>(e.step));
     s->y.push_back(e.get("loss"));
   }
-  write_line_plot_svg(svg_path, "loss (label-smoothed cross-entropy per target token)", "step", "loss", {train, valid});
+  PlotOptions options;
+  options.title = "loss (label-smoothed cross-entropy per target token)";
+  options.x_label = "step";
+  options.y_label = "loss";
+  write_line_plot(svg_path, {train, valid}, options);
 }
 
 }  // namespace ropelab

@@ -1,8 +1,12 @@
 #pragma once
 /// Line plots as standalone SVG (no plotting library needed): loss curves of a run,
-/// validation curves of an ablation.
+/// validation curves of an ablation. Ticks fall on round numbers (1, 2 or 5 times a power
+/// of ten), axes can be logarithmic, a series can carry a shaded band (mean ± sd over
+/// seeds), the legend names what tells the series apart, and a caption can say which
+/// command made the plot.
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ropelab {
@@ -10,11 +14,35 @@ namespace ropelab {
 struct Series {
   std::string name;
   std::vector<double> x, y;
+  /// Optional: the half-width of a shaded band around y at each point (a standard
+  /// deviation); empty for none, else one value per point (NaN: no band there).
+  std::vector<double> spread;
+};
+
+struct PlotOptions {
+  std::string title, x_label, y_label;
+  std::string caption;  // below the plot, e.g. the command that made it
+  bool log_x = false, log_y = false;
 };
 
 /// Writes an SVG line plot of `series` (each its own colour, with a legend) to `path`.
-void write_line_plot_svg(const std::string& path, const std::string& title, const std::string& x_label,
-                         const std::string& y_label, const std::vector<Series>& series);
+/// Series names of the form `key=value,key=value` are shortened in the legend to the keys
+/// whose values differ between the series (legend_labels).
+void write_line_plot(const std::string& path, const std::vector<Series>& series, const PlotOptions& options);
+
+/// Round tick positions in [lo, hi]: multiples of 1, 2 or 5 times a power of ten, the step
+/// that gives closest to `target` ticks.
+std::vector<double> nice_ticks(double lo, double hi, int target = 5);
+
+/// Tick positions for a logarithmic axis over [lo, hi] (lo > 0): 1, 2 and 5 times the
+/// powers of ten, thinned to the powers of ten alone when those give at least three.
+std::vector<double> log_ticks(double lo, double hi);
+
+/// The legend of series named `key=value,...` (top-level commas; a value may hold braces):
+/// the keys whose values differ between the names, joined as the legend's title, and each
+/// name's values of those keys as its label. Names of another form are kept as they are,
+/// with an empty title.
+std::pair<std::string, std::vector<std::string>> legend_labels(const std::vector<std::string>& names);
 
 /// Reads RUN/metrics.jsonl and plots training and validation loss against the step.
 void write_loss_curve(const std::string& metrics_jsonl, const std::string& svg_path);

@@ -1,0 +1,128 @@
+// The SVG plot writer: round ticks, logarithmic axes, legends that name what differs, bands.
+#include "ropelab/train/plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "../test_util.h"
+
+using namespace ropelab;
+
+namespace {
+
+class Plot : public ropelab::testing::TempDir {
+ protected:
+  std::string read(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+};
+
+void expect_ticks(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size()) << ::testing::PrintToString(got);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-9 * std::abs(want[i]) + 1e-12) << i;
+}
+
+/// The texts of the SVG's tick labels (those drawn beside the grid lines).
+std::vector<std::string> texts(const std::string& svg) {
+  std::vector<std::string> out;
+  static const std::regex text(R"(<text[^>]*>([^<]*)</text>)");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+}  // namespace
+
+TEST(PlotTicks, FallOnRoundNumbers) {
+  // the committed ablation plot's axes had ticks at 1.171, 1.422, ... and 100, 280, 460, ...
+  expect_ticks(nice_ticks(1.171, 2.427), {1.2, 1.4, 1.6, 1.8, 2.0, 2.2, 2.4});
+  expect_ticks(nice_ticks(100, 1000), {200, 400, 600, 800, 1000});
+  expect_ticks(nice_ticks(0, 1), {0, 0.2, 0.4, 0.6, 0.8, 1.0});
+  expect_ticks(nice_ticks(-3, 7), {-2, 0, 2, 4, 6});
+  expect_ticks(nice_ticks(0.0012, 0.0049), {0.002, 0.003, 0.004});
+}
+
+TEST(PlotTicks, LogAxesUseOneTwoFiveOrDecades) {
+  expect_ticks(log_ticks(100, 3000), {100, 200, 500, 1000, 2000});
+  expect_ticks(log_ticks(1, 1e5), {1, 10, 100, 1000, 1e4, 1e5});
+  EXPECT_TRUE(log_ticks(0, 10).empty());
+}
+
+TEST(PlotLegend, NamesOnlyTheKeysThatDiffer) {
+  auto [title, labels] = legend_labels({"model.position.type=learned", "model.position.type=rotary"});
+  EXPECT_EQ(title, "model.position.type");
+  EXPECT_EQ(labels, (std::vector<std::string>{"learned", "rotary"}));
+  // a value with braces and commas stays one value; a key that is the same everywhere is dropped
+  std::tie(title, labels) =
+      legend_labels({"model.attention={type: performer, num_features: 128},model.position.type=a",
+                     "model.attention={type: performer, num_features: 128},model.position.type=b"});
+  EXPECT_EQ(title, "model.position.type");
+  EXPECT_EQ(labels, (std::vector<std::string>{"a", "b"}));
+  std::tie(title, labels) = legend_labels({"x={a: 1, b: 2},y=1", "x={a: 3, b: 4},y=2"});
+  EXPECT_EQ(title, "x, y");
+  EXPECT_EQ(labels, (std::vector<std::string>{"{a: 1, b: 2}, 1", "{a: 3, b: 4}, 2"}));
+  // names of another form are kept
+  std::tie(title, labels) = legend_labels({"train loss", "valid loss"});
+  EXPECT_EQ(title, "");
+  EXPECT_EQ(labels, (std::vector<std::string>{"train loss", "valid loss"}));
+}
+
+TEST_F(Plot, SvgHasTheLegendRoundTicksABandAndTheCaption) {
+  Series a{"model.position.type=learned", {100, 200, 300}, {2.4, 1.9, 1.2}, {0.1, 0.05, 0.02}};
+  Series b{"model.position.type=rotary", {100, 200, 300}, {2.3, 1.7, 1.171}, {}};
+  PlotOptions options;
+  options.title = "t";
+  options.x_label = "step";
+  options.y_label = "loss";
+  options.caption = "ropelab ablate experiments/x.yaml -o runs/x";
+  const auto path = (dir_ / "p.svg").string();
+  write_line_plot(path, {a, b}, options);
+  const auto svg = read(path);
+  const auto t = texts(svg);
+  auto has = [&](const std::string& s) { return std::find(t.begin(), t.end(), s) != t.end(); };
+  EXPECT_TRUE(has("model.position.type"));  // the legend's title
+  EXPECT_TRUE(has("learned"));
+  EXPECT_TRUE(has("rotary"));
+  EXPECT_FALSE(has("model.position.type=learned"));
+  EXPECT_TRUE(has("ropelab ablate experiments/x.yaml -o runs/x"));
+  EXPECT_TRUE(has("1.5") && has("2") && has("200")) << svg;  // round ticks
+  EXPECT_FALSE(has("1.171"));
+  // one band: series a has spreads, b none
+  size_t bands = 0;
+  for (size_t at = svg.find("class=\"band\""); at != std::string::npos; at = svg.find("class=\"band\"", at + 1))
+    ++bands;
+  EXPECT_EQ(bands, 1u);
+  // the legend fits: the canvas is wider than the longest label needs
+  std::smatch width;
+  ASSERT_TRUE(std::regex_search(svg, width, std::regex(R"re(width="([0-9.]+)")re")));
+  EXPECT_GE(std::stod(width[1]), 560 + 7.0 * std::string("model.position.type").size());
+}
+
+TEST_F(Plot, LogAxesPlaceDecadesEvenly) {
+  Series s{"ppl", {128, 256, 512, 1024, 2048}, {5, 7, 20, 90, 400}, {}};
+  PlotOptions options;
+  options.log_x = options.log_y = true;
+  const auto path = (dir_ / "log.svg").string();
+  write_line_plot(path, {s}, options);
+  const auto svg = read(path);
+  const auto t = texts(svg);
+  auto has = [&](const std::string& v) { return std::find(t.begin(), t.end(), v) != t.end(); };
+  EXPECT_TRUE(has("200") && has("500") && has("1000") && has("2000")) << svg;
+  EXPECT_TRUE(has("10") && has("100")) << svg;
+  EXPECT_NE(svg.find("(log scale)"), std::string::npos);
+  // equal ratios are equal distances: the polyline's x steps between 128, 256, 512 are equal
+  std::smatch points;
+  ASSERT_TRUE(std::regex_search(svg, points, std::regex(R"re(<polyline[^>]*points="([^"]*)")re")));
+  std::istringstream in(points[1].str());
+  std::vector<double> xs;
+  for (std::string p; in >> p;) xs.push_back(std::stod(p.substr(0, p.find(','))));
+  ASSERT_EQ(xs.size(), 5u);
+  EXPECT_NEAR(xs[1] - xs[0], xs[2] - xs[1], 1e-3);  // the SVG holds 6 digits
+  EXPECT_NEAR(xs[4] - xs[3], xs[1] - xs[0], 1e-3);
+}
