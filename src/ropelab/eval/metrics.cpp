@@ -183,19 +183,17 @@ class KeyCounts {
     occupied_.clear();
     total_ = 0;
   }
-  void add(const Key& key, int64_t count = 1) {
-    auto& slot = find(key);
-    if (slot.count == 0) slot.key = key, occupied_.push_back(static_cast<uint32_t>(&slot - slots_.data()));
-    slot.count += count;
-    total_ += count;
+  void add(const Key& key) {
+    ++insert(key).count;
+    ++total_;
   }
   /// Raises the key's count to `count` if it is lower.
   void raise(const Key& key, int64_t count) {
-    auto& slot = find(key);
-    if (slot.count == 0) slot.key = key, occupied_.push_back(static_cast<uint32_t>(&slot - slots_.data()));
+    auto& slot = insert(key);
     if (count > slot.count) total_ += count - slot.count, slot.count = count;
   }
-  int64_t count(const Key& key) const { return const_cast<KeyCounts*>(this)->find(key).count; }
+  /// The key's count (0 if absent).
+  int64_t count(const Key& key) const { return slots_[index_of(key)].count; }
   /// All n-grams, repeats counted.
   int64_t total() const { return total_; }
   template <typename F>
@@ -209,18 +207,36 @@ class KeyCounts {
     Key key;
     int64_t count = 0;
   };
-  Slot& find(const Key& key) {
+  /// The key's slot, or the empty slot where it would go (linear probing).
+  size_t index_of(const Key& key) const {
     uint64_t h = key.hi * 0x9E3779B97F4A7C15ULL ^ (key.lo + 0x632BE59BD9B4E019ULL);
     h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ULL;
     h ^= h >> 29;
     const size_t mask = slots_.size() - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask)
-      if (slots_[i].count == 0 || slots_[i].key == key) return slots_[i];
+    size_t i = h & mask;
+    while (slots_[i].count != 0 && !(slots_[i].key == key)) i = (i + 1) & mask;
+    return i;
+  }
+  /// The key's slot, claimed for it if it was empty.
+  Slot& insert(const Key& key) {
+    const size_t i = index_of(key);
+    if (slots_[i].count == 0) slots_[i].key = key, occupied_.push_back(static_cast<uint32_t>(i));
+    return slots_[i];
   }
   std::vector<Slot> slots_;
   std::vector<uint32_t> occupied_;
   int64_t total_ = 0;
 };
+
+/// Counts the word n-grams of order `n` (1 to 4) of `ids` into `counts`, emptied first.
+void count_word_ngrams(const std::vector<uint32_t>& ids, size_t n, KeyCounts& counts) {
+  counts.reset(ids.size());
+  for (size_t i = 0; i + n <= ids.size(); ++i) {
+    uint32_t w[4] = {0, 0, 0, 0};
+    for (size_t k = 0; k < n; ++k) w[k] = ids[i + k];
+    counts.add({(uint64_t{w[0]} << 32) | w[1], (uint64_t{w[2]} << 32) | w[3]});
+  }
+}
 
 /// Sum over the keys of min(hypothesis count, reference count): the clipped matches.
 int64_t clipped_matches(const KeyCounts& hyp, const KeyCounts& ref) {
@@ -282,15 +298,7 @@ using NgramCounts = std::array<KeyCounts, 4>;
 
 /// Counts the n-grams of `ids` into `counts` (its tables are reused).
 void count_ngrams(const std::vector<uint32_t>& ids, NgramCounts& counts) {
-  for (size_t n = 1; n <= 4; ++n) {
-    auto& c = counts[n - 1];
-    c.reset(ids.size());
-    for (size_t i = 0; i + n <= ids.size(); ++i) {
-      uint32_t w[4] = {0, 0, 0, 0};
-      for (size_t k = 0; k < n; ++k) w[k] = ids[i + k];
-      c.add({(uint64_t{w[0]} << 32) | w[1], (uint64_t{w[2]} << 32) | w[3]});
-    }
-  }
+  for (size_t n = 1; n <= 4; ++n) count_word_ngrams(ids, n, counts[n - 1]);
 }
 
 /// Each key's largest count over the references' counts of one order.
@@ -415,8 +423,7 @@ std::string BleuScore::format() const {
 
 namespace {
 
-/// The character n-grams of orders 1..order (whitespace removed), and how many of each order.
-/// The character n-grams of orders 1..char_order, then the word n-grams of orders
+/// The character n-grams (whitespace removed) of orders 1..char_order, then the word n-grams of orders
 /// 1..word_order, as sacreBLEU lists them.
 using ChrfNgrams = std::vector<KeyCounts>;
 
@@ -479,33 +486,26 @@ void chrf_ngrams(const std::string& line, const ChrfOptions& options, WordIds& v
   }
   if (options.word_order == 0) return;
   const auto ids = vocabulary.ids(chrf_words(text));
-  for (size_t n = 1; n <= static_cast<size_t>(options.word_order); ++n) {
-    auto& counts = out[char_order + n - 1];
-    counts.reset(ids.size());
-    for (size_t i = 0; i + n <= ids.size(); ++i) {
-      uint32_t w[4] = {0, 0, 0, 0};
-      for (size_t k = 0; k < n; ++k) w[k] = ids[i + k];
-      counts.add({(uint64_t{w[0]} << 32) | w[1], (uint64_t{w[2]} << 32) | w[3]});
-    }
-  }
+  for (size_t n = 1; n <= static_cast<size_t>(options.word_order); ++n)
+    count_word_ngrams(ids, n, out[char_order + n - 1]);
 }
 
-/// [hyp, ref, match] per order, flattened.
-std::vector<double> chrf_stats(const ChrfNgrams& hyp, const ChrfNgrams& ref) {
-  std::vector<double> stats;
+/// [hyp, ref, match] per order, flattened, into `stats`.
+void chrf_stats(const ChrfNgrams& hyp, const ChrfNgrams& ref, std::vector<double>& stats) {
+  stats.clear();
   for (size_t n = 0; n < hyp.size(); ++n) {
     const int64_t r = ref[n].total(), m = clipped_matches(hyp[n], ref[n]);
     const int64_t h = r == 0 ? 0 : hyp[n].total();  // as sacreBLEU: none of an order the reference lacks
     stats.insert(stats.end(), {static_cast<double>(h), static_cast<double>(r), static_cast<double>(m)});
   }
-  return stats;
 }
 
-double chrf_from_stats(const std::vector<double>& stats, double beta) {
+/// chrF of the first `size` statistics (3 per order).
+double chrf_from_stats(const double* stats, size_t size, double beta) {
   const double eps = 1e-16, factor = beta * beta;
   double avg_prec = 0, avg_rec = 0;
   int effective = 0;
-  for (size_t i = 0; i + 2 < stats.size(); i += 3) {
+  for (size_t i = 0; i + 2 < size; i += 3) {
     const double h = stats[i], r = stats[i + 1], m = stats[i + 2];
     const double prec = h > 0 ? m / h : eps, rec = r > 0 ? m / r : eps;
     if (h > 0 && r > 0) avg_prec += prec, avg_rec += rec, ++effective;
@@ -538,6 +538,7 @@ std::vector<ChrfScore> corpus_chrf(const std::vector<std::string>& hyps,
   for (const auto& v : variants) totals.emplace_back(width(v), 0.0);
   ChrfNgrams h, r;
   WordIds vocabulary;
+  std::vector<double> stats;  // reused: no allocation per sentence once warm
   std::vector<std::vector<double>> best(variants.size());
   std::vector<double> best_f(variants.size());
   for (size_t i = 0; i < hyps.size(); ++i) {
@@ -545,11 +546,11 @@ std::vector<ChrfScore> corpus_chrf(const std::vector<std::string>& hyps,
     std::fill(best_f.begin(), best_f.end(), -1.0);
     for (const auto& ref_set : refs) {  // per variant, the reference with the best sentence-level score
       chrf_ngrams(ref_set[i], widest, vocabulary, r);
-      const auto stats = chrf_stats(h, r);
+      chrf_stats(h, r, stats);
       for (size_t v = 0; v < variants.size(); ++v) {
-        std::vector<double> prefix(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(width(variants[v])));
-        const double f = chrf_from_stats(prefix, widest.beta);
-        if (f > best_f[v]) best_f[v] = f, best[v] = std::move(prefix);
+        const size_t w = width(variants[v]);
+        const double f = chrf_from_stats(stats.data(), w, widest.beta);
+        if (f > best_f[v]) best_f[v] = f, best[v].assign(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(w));
       }
     }
     for (size_t v = 0; v < variants.size(); ++v)
@@ -559,7 +560,7 @@ std::vector<ChrfScore> corpus_chrf(const std::vector<std::string>& hyps,
   for (size_t v = 0; v < variants.size(); ++v) {
     const auto& o = variants[v];
     ChrfScore& score = scores.emplace_back();
-    score.score = chrf_from_stats(totals[v], o.beta);
+    score.score = chrf_from_stats(totals[v].data(), totals[v].size(), o.beta);
     score.word_order = o.word_order;
     score.signature = "nrefs:" + std::to_string(refs.size()) + "|case:" + (o.lowercase ? "lc" : "mixed") +
                       "|eff:yes|nc:" + std::to_string(o.char_order) + "|nw:" + std::to_string(o.word_order) +
