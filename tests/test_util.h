@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ropelab/build_config.h"
@@ -116,6 +117,15 @@ inline std::vector<torch::Device> test_devices() { return {torch::kCPU, torch::D
   if ((device).is_cuda() &&                                                                                    \
       (!torch::cuda::is_available() || (device).index() >= static_cast<int64_t>(torch::cuda::device_count()))) \
   GTEST_SKIP() << "no " << (device) << " here"
+
+/// Rotary cos/sin tables (T, half) for positions offset..offset+T-1 (base 10000), computed in
+/// double and returned in `dtype`.
+inline std::pair<torch::Tensor, torch::Tensor> rotary_tables(int64_t T, int64_t half, int64_t offset = 0,
+                                                             torch::Dtype dtype = torch::kDouble) {
+  auto inv = torch::pow(10000.0, -torch::arange(half, torch::kDouble) / static_cast<double>(half));
+  auto angles = torch::arange(offset, offset + T, torch::kDouble).unsqueeze(1) * inv;
+  return {angles.cos().to(dtype), angles.sin().to(dtype)};
+}
 
 /// Max absolute difference.
 inline double max_diff(const torch::Tensor& a, const torch::Tensor& b) {

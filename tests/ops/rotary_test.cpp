@@ -17,11 +17,7 @@ namespace {
 class Rotary : public ropelab::testing::Seeded {};
 
 /// cos/sin tables (T, r/2) for positions offset..offset+T-1.
-std::pair<torch::Tensor, torch::Tensor> tables(int64_t T, int64_t half, int64_t offset, torch::Dtype dtype) {
-  auto inv = torch::pow(10000.0, -torch::arange(half, torch::kDouble) / static_cast<double>(half));
-  auto angles = torch::arange(offset, offset + T, torch::kDouble).unsqueeze(1) * inv;
-  return {angles.cos().to(dtype), angles.sin().to(dtype)};
-}
+constexpr auto tables = ropelab::testing::rotary_tables;
 
 struct Layout {
   std::vector<int64_t> shape;

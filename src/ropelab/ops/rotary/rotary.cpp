@@ -7,7 +7,6 @@
 #include "ropelab/ops/dispatch.h"
 #include "ropelab/ops/rotary/rotary_cpu.h"
 #if ROPELAB_WITH_CUDA
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include "ropelab/ops/rotary/rotary_cuda.h"
@@ -114,9 +113,8 @@ std::vector<torch::Tensor> rotate_all_cpu(const std::vector<torch::Tensor>& xs, 
 /// on the current stream of the tensors' GPU; float and double.
 std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
                                            const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
-  // The launch below uses the current device's context: make it the tensors' GPU, also when
-  // this entry is called without the dispatch table's guard.
-  const c10::cuda::CUDAGuard guard(xs[0].device());
+  // The launch uses the current device's context: kRotary.run (rotate_all, the only caller)
+  // has made the tensors' GPU current.
   std::vector<torch::Tensor> outs;
   for (const auto& x0 : xs) {
     auto x = x0.contiguous();
