@@ -110,14 +110,16 @@ TEST_F(Attention, FusedKernelMatchesAtenPathWithGradients) {
 TEST_F(Attention, FusedKernelAddsLogitBiasesWithTheirGradients) {
   SoftmaxAttention attention(AttentionOptions{});
   const auto opts = torch::TensorOptions().dtype(torch::kDouble).requires_grad(true);
-  for (const char* form : {"relative", "dense shared", "dense per batch", "both"}) {
+  for (const char* form : {"relative", "dense shared", "dense per batch", "dense strided", "both"}) {
     for (bool causal : {false, true}) {
       SCOPED_TRACE(std::string(form) + (causal ? " causal" : ""));
       auto q = torch::randn({2, 3, 5, 8}, opts), k = torch::randn({2, 3, 7, 8}, opts),
            v = torch::randn({2, 3, 7, 8}, opts);
       const std::string f = form;
       auto relative = f == "relative" || f == "both" ? torch::randn({3, 5 + 7 - 1}, opts) : torch::Tensor();
-      auto dense = f == "relative" ? torch::Tensor() : torch::randn({f == "dense per batch" ? 2 : 1, 3, 5, 7}, opts);
+      auto dense = f == "relative"        ? torch::Tensor()
+                   : f == "dense strided" ? torch::randn({1, 5, 7, 3}, opts).movedim(-1, 1)  // a view, as FIRE's
+                                          : torch::randn({f == "dense per batch" ? 2 : 1, 3, 5, 7}, opts);
       LogitBias bias(dense);
       bias.relative = relative;
       auto pad = torch::tensor({{0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool);

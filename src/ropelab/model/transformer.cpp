@@ -107,7 +107,8 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
       in.logit_bias =
           LogitBias::relative_table(relative_bias_table(*position_, tq, offset + tq, x.device()).to(x.dtype()));
     else
-      in.logit_bias = position_->logit_bias(in.positions, key_positions).to(x.dtype());
+      // contiguous once here, not in each layer's attention
+      in.logit_bias = position_->logit_bias(in.positions, key_positions).to(x.dtype()).contiguous();
   }
   if (state && state->self.empty()) {
     state->self.resize(layers->size());

@@ -147,7 +147,7 @@ torch::Tensor FireEncoder::logit_bias(const Positions& q, const Positions& k) {
     return out(torch::relu(hidden(x))).movedim(-1, -3);
   };
   // With gradient the MLP's activations are kept for backward whatever the blocking, so the
-  // bias is one piece (a view; the fused kernel makes it contiguous). Without, blocks of
+  // bias is one piece (a view; the layer stack makes it contiguous once). Without, blocks of
   // query rows are written in place into one contiguous tensor: the (rows, Tk, hidden)
   // activations stay small at long evaluation contexts and no second (H, Tq, Tk) copy is made.
   torch::Tensor bias;
