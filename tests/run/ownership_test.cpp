@@ -1,9 +1,12 @@
 // Run-directory ownership: the lock, what `train` decides for each state, space checks.
 #include "ropelab/run/ownership.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +25,16 @@ void make_run(const std::filesystem::path& dir, bool trained) {
   std::ofstream(dir / "config.yaml") << "task: lm\n";
   if (trained) std::ofstream(dir / "checkpoint_last.pt") << "weights";
 }
+
+/// Whether RUN/.lock is locked, as another process would find it: a separate open of the file
+/// (a new open file description) cannot take the lock.
+bool locked(const std::string& run) {
+  const int fd = ::open((run + "/.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return busy;
+}
 }  // namespace
 
 // A second lock on the same directory is refused, naming the holder; released, it is free.
@@ -29,6 +42,7 @@ TEST_F(Ownership, TheLockIsExclusiveAndNamesItsHolder) {
   const auto run = (dir_ / "run").string();
   auto first = std::make_unique<RunLock>(RunLock::acquire(run, "ropelab train a.yaml -o run"));
   EXPECT_TRUE(first->held());
+  EXPECT_TRUE(locked(run));
   // flock belongs to an open file description: a second open in this process conflicts too
   const auto message = error_of([&] { RunLock::acquire(run, "ropelab train b.yaml -o run"); });
   EXPECT_NE(message.find(run + ": in use by another training process (PID " + std::to_string(::getpid()) +
@@ -37,7 +51,10 @@ TEST_F(Ownership, TheLockIsExclusiveAndNamesItsHolder) {
       << message;
   EXPECT_EQ(message.find('\n'), std::string::npos);
   first.reset();
-  EXPECT_TRUE(RunLock::acquire(run, "ropelab train b.yaml -o run").held());
+  EXPECT_FALSE(locked(run));
+  const auto second = RunLock::acquire(run, "ropelab train b.yaml -o run");
+  EXPECT_TRUE(second.held());
+  EXPECT_TRUE(locked(run));
 }
 
 // The kernel releases the lock of a killed holder: no stale lock survives a SIGKILL.
@@ -60,6 +77,7 @@ TEST_F(Ownership, AKilledHolderLeavesNoStaleLock) {
             std::string::npos);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
+  EXPECT_FALSE(locked(run));
   EXPECT_TRUE(RunLock::acquire(run, "parent").held());
   ::close(ready[0]), ::close(ready[1]);
 }
@@ -74,6 +92,12 @@ TEST_F(Ownership, AnInheritedLockMustBeTheRunsOwn) {
   EXPECT_NE(error_of([&] { RunLock::inherit(other, copy); }).find("is not the lock of " + other), std::string::npos);
   ::close(copy);
   EXPECT_TRUE(RunLock::inherit(run, ::dup(fd)).held());  // the same open file description: already ours
+  // the inherited descriptor alone keeps the run locked once the launcher's is closed
+  auto inherited = RunLock::inherit(run, ::dup(fd));
+  lock = RunLock();
+  EXPECT_TRUE(locked(run));
+  inherited = RunLock();
+  EXPECT_FALSE(locked(run));
 }
 
 TEST_F(Ownership, RunStates) {

@@ -301,6 +301,14 @@ TEST_F(Training, ResumeContinuesBitForBit) {
   ASSERT_EQ(elapsed.size(), 9u);
   EXPECT_GT(elapsed[4], elapsed[3]);
   EXPECT_TRUE(std::is_sorted(elapsed.begin(), elapsed.end()));
+  // killed after a validation saved checkpoint_best.pt but before checkpoint_last.pt: the
+  // run resumes from the best checkpoint, the newest state it has
+  const auto from_best = (dir_ / "from_best").string();
+  train(config_for(4), from_best, false);
+  std::filesystem::rename(from_best + "/checkpoint_last.pt", from_best + "/checkpoint_best.pt");
+  EXPECT_EQ(RunPaths(from_best).resume_from(), from_best + "/checkpoint_best.pt");
+  train(config_for(9), from_best, true);
+  EXPECT_EQ(step_losses(from_best), a);
 }
 
 // Performer features: validation and the saved checkpoint use the features the last update

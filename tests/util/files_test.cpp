@@ -77,4 +77,12 @@ TEST_F(Files, ANumberedCheckpointThatCannotFitIsNotStarted) {
   EXPECT_FALSE(std::filesystem::exists(paths.numbered(10) + ".tmp"));
   EXPECT_FALSE(std::filesystem::exists(paths.numbered(10)));
   EXPECT_EQ(paths.numbered_checkpoints().size(), 1u);
+  // a copy that fails once started (its temporary file a link to /dev/full): one line, and
+  // the temporary file removed
+  std::filesystem::create_symlink("/dev/full", paths.numbered(10) + ".tmp");
+  const auto failed = error_of([&] { paths.keep_numbered(10, 3); });
+  EXPECT_EQ(failed.rfind(paths.numbered(10) + ": cannot copy the last checkpoint (disk full?): ", 0), 0u) << failed;
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(paths.numbered(10) + ".tmp")));
+  EXPECT_FALSE(std::filesystem::exists(paths.numbered(10)));
+  EXPECT_EQ(paths.numbered_checkpoints().size(), 1u);
 }

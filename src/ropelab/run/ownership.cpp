@@ -53,9 +53,10 @@ RunLock RunLock::inherit(const std::string& dir, int fd) {
   if (fd < 0 || ::fstat(fd, &given) != 0 || ::stat(path.c_str(), &expected) != 0 || given.st_dev != expected.st_dev ||
       given.st_ino != expected.st_ino)
     throw std::runtime_error(std::string(kRunLockFdVariable) + "=" + std::to_string(fd) + " is not the lock of " + dir);
-  // The launcher's open file description already holds the lock: this succeeds at once.
+  // The launcher's open file description already holds the lock: this succeeds at once. It
+  // fails only if the descriptor is another open of the file while someone else holds it.
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
-    throw std::runtime_error(path + ": the inherited lock is not held: " + std::strerror(errno));
+    throw std::runtime_error(path + ": the inherited descriptor is not the lock holder's: " + std::strerror(errno));
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   RunLock lock;
   lock.fd_ = fd;

@@ -34,6 +34,8 @@ std::string RunPaths::checkpoint(const std::string& which) const {
   return which;
 }
 
+std::string RunPaths::resume_from() const { return !fs::exists(last) && fs::exists(best) ? best : last; }
+
 std::string RunPaths::numbered(int64_t step) const {
   return (fs::path(dir) / ("checkpoint_" + std::to_string(step) + ".pt")).string();
 }

@@ -21,6 +21,9 @@ struct RunPaths {
   std::string dir, config, last, best, metrics, data;
   /// "best" | "last" | a file path -> the checkpoint file.
   std::string checkpoint(const std::string& which) const;
+  /// The checkpoint --resume continues from: `last`, or `best` where a run stopped after a
+  /// validation saved it and before `last` was written (absent: `last`, for the error).
+  std::string resume_from() const;
   /// RUN/checkpoint_STEP.pt, kept for the newest train.keep_checkpoints validations.
   std::string numbered(int64_t step) const;
   /// The numbered checkpoints present, oldest first.

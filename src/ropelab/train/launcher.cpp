@@ -53,7 +53,7 @@ void run_train_command(const TrainInvocation& in, const std::function<Config()>&
     lock = RunLock::inherit(in.run_dir, std::atoi(inherited));
     plan.resume = in.resume;
   } else if (rank && std::atoi(rank) != 0) {  // another launcher's worker: rank 0 owns the directory
-    plan.resume = in.resume && std::filesystem::exists(RunPaths(in.run_dir).last);
+    plan.resume = in.resume && std::filesystem::exists(RunPaths(in.run_dir).resume_from());
   } else {
     const auto request = in.resume ? RunRequest::resume : in.overwrite ? RunRequest::overwrite : RunRequest::start;
     if (request == RunRequest::resume && !std::filesystem::is_directory(in.run_dir))

@@ -269,8 +269,9 @@ Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
                                                                              .eps(t_.adam_eps())
                                                                              .weight_decay(t_.weight_decay()));
   if (resume) {
-    load_checkpoint(paths_.last, module, optimizer_.get(), &progress_);
-    *log_ << "resume: " << paths_.last << " at step " << progress_.step << std::endl;
+    const auto from = paths_.resume_from();
+    load_checkpoint(from, module, optimizer_.get(), &progress_);
+    *log_ << "resume: " << from << " at step " << progress_.step << std::endl;
   }
   int64_t parameters = 0;
   for (const auto& p : module.parameters()) parameters += p.numel();

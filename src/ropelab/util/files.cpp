@@ -77,7 +77,10 @@ void write_file_atomically(const std::string& path, const std::string& bytes, co
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(path + ": cannot rename " + what + " into place: " + ec.message());
+  if (ec) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error(path + ": cannot rename " + what + " into place: " + ec.message());
+  }
   fsync_path(dir);
 }
 
