@@ -48,6 +48,7 @@ void add_bench_train(CLI::App& bench) {
                             {"device", config.train.device()},
                             {"threads", threads},
                             {"parameters", r.parameters},
+                            {"dropout_sites", r.dropout_sites},
                             {"batch", a->options.batch},
                             {"length", a->options.length},
                             {"step_median_s", r.step.median},

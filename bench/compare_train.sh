@@ -5,7 +5,8 @@
 #   bash bench/compare_train.sh [ROUNDS=3] [STEPS=20]     (ROPELAB=PATH: another build)
 # Variants: ropelab; PyTorch in the environment ropelab sets for itself (bench/README.md,
 # "Runtime environment"), which isolates the code; PyTorch in its default environment.
-# Prints the CPU and both parameter counts first (they must be equal), then one line per
+# Prints the CPU and both models' parameters and dropout sites first (they must be equal),
+# then one line per
 # round; the raw output goes to bench/results/compare_train-TIMESTAMP.log as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,10 +31,14 @@ run() { # variant -> one JSON line
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
   echo "ropelab: $ropelab ($(git rev-parse --short HEAD)); pytorch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')"
   echo "rounds $rounds, $steps timed steps each, 2 threads; same env = ${env_fixed[*]}"
-  a=$("$ropelab" bench train --threads 2 --steps 1 --warmup 0 --json | field parameters)
+  a=$("$ropelab" bench train --threads 2 --steps 1 --warmup 0 --json)
   b=$(/usr/bin/python3 bench/pytorch_train.py --threads 2 --steps 1 --warmup 0 --json)
-  echo "parameters: ropelab $a, pytorch $(field parameters <<<"$b"); pytorch $b"
-  [ "$a" = "$(field parameters <<<"$b")" ] || { echo "the two models differ in size: not equal work"; exit 1; }
+  echo "ropelab $a"
+  echo "pytorch $b"
+  for f in parameters dropout_sites; do
+    [ "$(field $f <<<"$a")" = "$(field $f <<<"$b")" ] || { echo "the two models differ in $f: not equal work"; exit 1; }
+  done
+  [ "$(field attention_weight_dropout <<<"$b")" = 0 ] || { echo "pytorch drops attention weights: not equal work"; exit 1; }
   variants=(ropelab pytorch_same_env pytorch_default_env)
   for r in $(seq "$rounds"); do
     order=("${variants[@]}")

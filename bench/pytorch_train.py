@@ -68,11 +68,19 @@ class Model(nn.Module):
         return F.linear(h, self.embedding.weight)
 
 
-def dropout_sites(model):
-    """Dropout modules with p > 0 and attention modules that drop their weights."""
-    drops = sum(1 for m in model.modules() if isinstance(m, nn.Dropout) and m.p > 0)
+def dropout_sites(model, src, tgt):
+    """Dropout applications with p > 0 in one training forward (nn.Dropout calls, counted with
+    hooks: the embedding dropout runs twice), and attention modules that drop their weights
+    (inside F.multi_head_attention_forward, where no hook sees it)."""
+    calls = []
+    hooks = [m.register_forward_hook(lambda *_: calls.append(1))
+             for m in model.modules() if isinstance(m, nn.Dropout) and m.p > 0]
+    with torch.no_grad():
+        model(src, tgt)
+    for h in hooks:
+        h.remove()
     attention = sum(1 for m in model.modules() if isinstance(m, nn.MultiheadAttention) and m.dropout > 0)
-    return drops, attention
+    return len(calls), attention
 
 
 def main():
@@ -117,15 +125,15 @@ def main():
     med = statistics.median(times)
     params = sum(p.numel() for p in model.parameters())
     tps = a.batch * a.length / med
-    drops, attention_drops = dropout_sites(model)
+    drops, attention_drops = dropout_sites(model, src, tgt_in)
     if a.json:
         print(json.dumps({'bench': 'pytorch_train', 'threads': a.threads, 'parameters': params,
-                          'dropout_modules': drops, 'attention_weight_dropout': attention_drops,
+                          'dropout_sites': drops, 'attention_weight_dropout': attention_drops,
                           'final_norms': model.transformer.encoder.norm is not None,
                           'step_median_s': med, 'target_tokens_per_s': tps}))
     else:
         print(f'pytorch nn.Transformer step: {params} parameters, batch {a.batch} x {a.length}, {a.threads} threads, '
-              f'{drops} dropout modules, {attention_drops} attention modules dropping weights')
+              f'{drops} dropout applications, {attention_drops} attention modules dropping weights')
         print(f'  step median {1e3 * med:.1f} ms (min {1e3 * min(times):.1f}, max {1e3 * max(times):.1f})')
         print(f'  {tps:.0f} target tokens/s')
 

@@ -294,6 +294,8 @@ TEST_F(Transformer, DropoutKeepsOneMinusPScalesAndMatchesItsGradient) {
   torch::manual_seed(5);
   EXPECT_TRUE(torch::equal(a, dropout(x)));
   EXPECT_FALSE(torch::equal(a, dropout(x)));
+  EXPECT_EQ(dropout->drops, 4);  // every training call above (bench train counts drops with it)
   dropout->eval();
   EXPECT_TRUE(torch::equal(dropout(x), x));
+  EXPECT_EQ(dropout->drops, 4);
 }

@@ -5,6 +5,7 @@
 #include "ropelab/build_config.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/data/tokenizer.h"
+#include "ropelab/model/dropout.h"
 #include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/run/run.h"
 #include "ropelab/train/trainer.h"
@@ -59,6 +60,10 @@ TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& opti
       [&] { update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step)); },
       options.warmup, options.steps, device);
   result.target_tokens_per_second = static_cast<double>(batch.target_tokens) / result.step.median;
+  int64_t drops = 0;
+  for (const auto& m : module.modules())
+    if (const auto* d = m->as<DropoutImpl>()) drops += d->drops;
+  result.dropout_sites = step > 0 ? drops / step : 0;
   return result;
 }
 

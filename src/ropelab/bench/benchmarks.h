@@ -60,6 +60,7 @@ struct TrainBenchResult {
   Timing step;
   double target_tokens_per_second = 0;
   int64_t parameters = 0;
+  int64_t dropout_sites = 0;  // dropout applications per update (Dropout::drops / updates)
 };
 
 /// Times full training updates (forward, loss, backward, Adam) of the configured task's

@@ -10,6 +10,7 @@ DropoutImpl::DropoutImpl(double p_) : p(p_) {
 
 torch::Tensor DropoutImpl::forward(const torch::Tensor& x) {
   if (!is_training() || p == 0.0) return x;
+  ++drops;
   if (dropout_fused_supports(x)) return dropout_fused(x, p);
   return torch::dropout(x, p, true);
 }
