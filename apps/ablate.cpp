@@ -31,7 +31,8 @@ void add_ablate(CLI::App& cli) {
         a->out_dir.empty() ? "runs/ablate/" + std::filesystem::path(a->experiment).stem().string() : a->out_dir;
     options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto failed = run_ablation(spec, options);
-    std::cout << "wrote " << options.out_dir << "/results.md, results.csv and valid_curves.svg" << std::endl;
+    std::cout << "wrote " << options.out_dir << "/results.md, results.csv, significance.csv and valid_curves.svg"
+              << std::endl;
     if (failed > 0) throw std::runtime_error("ablate: " + std::to_string(failed) + " runs failed (logs named above)");
   });
 }

@@ -54,6 +54,11 @@ void add_eval(CLI::App& cli) {
       for (const auto& h : report.hypotheses) hyp << h << '\n';
       wrote = hyp_path + " and ";
     }
+    if (!report.items.empty()) {
+      const auto items_path = (dir / ("eval." + report.file_tag + override_tag(a->overrides) + ".items.tsv")).string();
+      write_item_table(items_path, report.item_columns, report.items);
+      wrote += items_path + " and ";
+    }
     nlohmann::ordered_json json = {{"split", a->split}, {"checkpoint", a->checkpoint}};
     if (!a->overrides.empty()) json["set"] = a->overrides;
     json.update(report.fields);

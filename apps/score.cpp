@@ -1,12 +1,11 @@
 // ropelab score, ropelab average
-#include <future>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "ropelab/data/text.h"
-#include "ropelab/eval/metrics.h"
+#include "ropelab/eval/score_report.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/run.h"
 
@@ -14,57 +13,77 @@ namespace ropelab::apps {
 
 void add_score(CLI::App& cli) {
   auto* cmd = cli.add_subcommand(
-      "score", "score detokenized hypotheses like `sacrebleu REF -i HYP -m bleu chrf` (chrF and chrF++)");
+      "score",
+      "score detokenized hypotheses like `sacrebleu REF -i HYP... -m bleu chrf ter`, with paired significance tests");
   struct Args {
-    std::vector<std::string> refs;
-    std::string hyp, smooth = "exp";
-    bool json = false, lowercase = false;
+    std::vector<std::string> refs, hyps, metrics{"bleu", "chrf", "chrf++"};
+    std::string smooth = "exp";
+    bool json = false, lowercase = false, ter_case_sensitive = false, paired_bs = false, paired_ar = false;
+    int64_t bs_n = 1000, ar_n = 10000, ci_n = 1000;
+    uint64_t seed = 12345;
+    int width = 1;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("--ref", a->refs, "reference file (repeat for several references)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--hyp", a->hyp, "hypothesis file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--hyp", a->hyps, "hypothesis file; repeat to score several systems (the first is the baseline)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-m,--metrics", a->metrics, "metrics: bleu chrf chrf++ ter")
+      ->check(CLI::IsMember(text_metric_names()))
+      ->capture_default_str();
   cmd->add_option("--smooth", a->smooth, "BLEU smoothing: exp | floor | add-k | none")
       ->check(CLI::IsMember({"exp", "floor", "add-k", "none"}))
       ->capture_default_str();
-  cmd->add_flag("--lowercase", a->lowercase, "case-insensitive");
-  cmd->add_flag("--json", a->json, "print one JSON object");
+  cmd->add_flag("--lowercase", a->lowercase, "case-insensitive BLEU and chrF (TER is case-insensitive by default)");
+  cmd->add_flag("--ter-case-sensitive", a->ter_case_sensitive, "case-sensitive TER");
+  auto* bs =
+      cmd->add_flag("--paired-bs", a->paired_bs, "paired bootstrap resampling test of every system against the first");
+  auto* ar = cmd->add_flag("--paired-ar", a->paired_ar,
+                           "paired approximate randomization test of every system against the first");
+  bs->excludes(ar);
+  cmd->add_option("--paired-bs-n", a->bs_n, "bootstrap resamples")->check(positive())->capture_default_str();
+  cmd->add_option("--paired-ar-n", a->ar_n, "randomization trials")->check(positive())->capture_default_str();
+  cmd->add_option("--paired-ci-n", a->ci_n,
+                  "bootstrap resamples for the confidence intervals of --paired-ar (0: none, as sacreBLEU's CLI)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--seed", a->seed, "random seed of the paired tests' draws")->capture_default_str();
+  cmd->add_option("-w,--width", a->width, "decimals in the tables")->check(CLI::Range(0, 10))->capture_default_str();
+  cmd->add_flag("--json", a->json, "print one JSON document");
   cmd->callback([a] {
-    const auto hyps = read_text_lines(a->hyp);
     std::vector<std::vector<std::string>> refs;
-    for (const auto& path : a->refs) {
-      refs.push_back(read_text_lines(path));
-      if (refs.back().size() != hyps.size())
-        throw std::runtime_error(path + " has " + std::to_string(refs.back().size()) + " lines but " + a->hyp +
-                                 " has " + std::to_string(hyps.size()));
+    for (const auto& path : a->refs) refs.push_back(read_text_lines(path));
+    std::vector<SystemOutput> systems;
+    for (const auto& path : a->hyps) systems.push_back({path, read_text_lines(path)});
+    for (size_t k = 0; k < refs.size(); ++k)
+      for (const auto& s : systems)
+        if (refs[k].size() != s.lines.size())
+          throw std::runtime_error(a->refs[k] + " has " + std::to_string(refs[k].size()) + " lines but " + s.name +
+                                   " has " + std::to_string(s.lines.size()));
+    ScoreRequest request;
+    request.metrics = a->metrics;
+    request.options.smoothing = parse_bleu_smoothing(a->smooth);
+    request.options.lowercase = a->lowercase;
+    request.options.case_sensitive_ter = a->ter_case_sensitive;
+    request.width = a->width;
+    if (a->paired_bs || a->paired_ar) {
+      if (systems.size() < 2)
+        throw std::runtime_error("--paired-" + std::string(a->paired_bs ? "bs" : "ar") +
+                                 " compares systems with the first: give --hyp at least twice");
+      PairedTestOptions paired;
+      paired.test = a->paired_bs ? PairedTest::bootstrap : PairedTest::randomization;
+      paired.samples = a->paired_bs ? a->bs_n : a->ar_n;
+      paired.confidence_samples = a->paired_bs ? 0 : a->ci_n;
+      paired.seed = a->seed;
+      request.paired = paired;
     }
-    BleuOptions bleu_options;
-    bleu_options.smoothing = parse_bleu_smoothing(a->smooth);
-    bleu_options.lowercase = a->lowercase;
-    ChrfOptions chrf_options, chrfpp_options = chrf_plus_plus();
-    chrf_options.lowercase = chrfpp_options.lowercase = a->lowercase;
-    // Independent passes over the corpus: chrF and chrF++ on a second thread beside BLEU.
-    auto chrf_pass = std::async(std::launch::async, [&] {
-      return corpus_chrf(hyps, refs, {chrf_options, chrfpp_options});
-    });
-    const auto bleu = corpus_bleu(hyps, refs, bleu_options);
-    const auto chrfs = chrf_pass.get();
-    const auto &chrf = chrfs[0], &chrfpp = chrfs[1];
-    if (a->json) {
-      const nlohmann::ordered_json json = {{"bleu", bleu.score},
-                                           {"bleu_signature", bleu.signature},
-                                           {"bleu_line", bleu.format()},
-                                           {"chrf", chrf.score},
-                                           {"chrf_signature", chrf.signature},
-                                           {"chrfpp", chrfpp.score},
-                                           {"chrfpp_signature", chrfpp.signature}};
-      std::cout << json.dump() << std::endl;
-    } else {
-      std::cout << bleu.format() << "\n  " << bleu.signature << '\n'
-                << chrf.format() << "\n  " << chrf.signature << '\n'
-                << chrfpp.format() << "\n  " << chrfpp.signature << std::endl;
-    }
+    const auto report = score_systems(systems, refs, request);
+    if (a->json)
+      std::cout << report.json().dump() << std::endl;
+    else
+      std::cout << report.text() << std::flush;
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -266,6 +267,45 @@ TEST(Cli, ScorePrintsSacrebleuLinesAndRejectsBadFiles) {
   EXPECT_EQ(r.output.rfind("{\"bleu\":100", 0), 0u) << r.output;
   EXPECT_NE(r.output.find("\"chrf\":100"), std::string::npos) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+TEST(Cli, ScoreSelectsMetricsAndRunsPairedTests) {
+  const auto ref = write_temp("ropelab_paired_ref.txt", "the cat sat on the mat\na dog barks\nit rains today\n");
+  const auto base = write_temp("ropelab_paired_base.txt", "the cat sat on a mat\na dog barks\nit rained today\n");
+  const auto other = write_temp("ropelab_paired_other.txt", "a cat on the mat\ndog\nrain today\n");
+  auto r = run("score --ref " + ref + " --hyp " + base + " -m ter bleu");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("TER = ", 0), 0u) << r.output;  // in the order asked for
+  EXPECT_NE(r.output.find("\nBLEU = "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("chrF2"), std::string::npos) << r.output;
+  r = run("score --ref " + ref + " --hyp " + base + " --hyp " + other + " -m chrf ter --paired-bs --paired-bs-n 50");
+  EXPECT_EQ(r.code, 0) << r.output;
+  for (const char* expected : {"chrF2 (μ ± 95% CI)", "TER (μ ± 95% CI)",
+                               "Baseline: ", "(p = ", "Paired bootstrap resampling test with 50 resampling trials",
+                               "nrefs:1|bs:50|seed:12345|case:lc|tok:tercom|norm:no|punct:yes|asian:no|"})
+    EXPECT_NE(r.output.find(expected), std::string::npos) << expected << "\n" << r.output;
+  r = run("score --ref " + ref + " --hyp " + base + " --hyp " + other +
+          " -m bleu --paired-ar --paired-ar-n 100 --json --seed 3");
+  EXPECT_EQ(r.code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  EXPECT_EQ(j.at("test"), "paired-ar");
+  EXPECT_EQ(j.at("seed"), 3);
+  EXPECT_EQ(j.at("signatures").at("bleu").get<std::string>().rfind("nrefs:1|bs:1000|ar:100|seed:3|", 0), 0u);
+  ASSERT_EQ(j.at("systems").size(), 2u);
+  EXPECT_FALSE(j.at("systems")[0].at("bleu").contains("p_value"));
+  const double p = j.at("systems")[1].at("bleu").at("p_value").get<double>();
+  EXPECT_GT(p, 0.0);
+  EXPECT_LE(p, 1.0);
+  // bad requests: one line each, exit 1 (CLI11's own checks exit 105 or 109)
+  r = run("score --ref " + ref + " --hyp " + base + " --paired-bs");
+  EXPECT_EQ(r.output, "ropelab: error: --paired-bs compares systems with the first: give --hyp at least twice\n");
+  EXPECT_EQ(r.code, 1);
+  r = run("score --ref " + ref + " --hyp " + base + " -m meteor");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("meteor not in {bleu,chrf,chrf++,ter}"), std::string::npos) << r.output;
+  r = run("score --ref " + ref + " --hyp " + base + " --hyp " + other + " --paired-bs --paired-ar");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("excludes"), std::string::npos) << r.output;
 }
 
 TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
@@ -534,8 +574,33 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   int rows = 0;
   for (std::string line; std::getline(csv, line);) ++rows;
   EXPECT_EQ(rows, 5);  // header + 4 runs
+  // paired bootstrap tests of rotary against sinusoidal: per seed and pooled, for BLEU, chrF and TER
+  EXPECT_NE(table.find("## Paired tests against model.position.type=sinusoidal"), std::string::npos) << table;
+  EXPECT_NE(table.find("| variant | column | seed 1 | seed 2 | pooled |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| model.position.type=rotary | test_bleu |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| model.position.type=rotary | test_chrf |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| model.position.type=rotary | test_ter |"), std::string::npos) << table;
+  EXPECT_NE(table.find(" (p = ", table.find("## Paired")), std::string::npos) << table;
+  std::ifstream significance(out + "/significance.csv");
+  std::vector<std::string> tests;
+  for (std::string line; std::getline(significance, line);) tests.push_back(line);
+  ASSERT_EQ(tests.size(), 10u);  // header + 3 columns (BLEU, chrF, TER) x (2 seeds + pooled)
+  EXPECT_EQ(tests[0], "variant,baseline_variant,column,seed,baseline,score,p_value,note");
+  EXPECT_EQ(tests[3].rfind("\"model.position.type=rotary\",\"model.position.type=sinusoidal\",test_bleu,pooled,", 0),
+            0u)
+      << tests[3];
   r = run("ablate " + exp + " -o " + out + " --threads 1");
   EXPECT_NE(r.output.find("4 finished already, 0 to run"), std::string::npos) << r.output;
+  // a report without a column this version reads (here TER) is evaluated again, without training
+  const auto run_dir = out + "/runs/model.position.type=rotary.seed2";
+  auto report = nlohmann::json::parse(read_text(run_dir + "/eval.test.json"));
+  report.erase("ter");
+  std::ofstream(run_dir + "/eval.test.json") << report.dump() << "\n";
+  const auto trained = std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt");
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  EXPECT_NE(r.output.find("3 finished already, 1 to run"), std::string::npos) << r.output;
+  EXPECT_TRUE(nlohmann::json::parse(read_text(run_dir + "/eval.test.json")).contains("ter"));
+  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
 
   std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs
                      << "]\ngrid:\n  model.position.type: [sinusoidal, rotray]\n";
@@ -564,6 +629,34 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   auto r = run("ablate " + exp + " -o " + out + " --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx8.json"));
+  {  // each window's NLL and tokens, for paired tests between runs: together, the reported perplexity
+    std::ifstream items(run_dir + "/eval.test.ctx8.items.tsv");
+    std::string line;
+    std::getline(items, line);
+    EXPECT_EQ(line, "nll\ttokens");
+    double nll = 0, tokens = 0;
+    int windows = 0;
+    for (double n, t; items >> n >> t; ++windows) nll += n, tokens += t;
+    const auto report = nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx8.json"));
+    EXPECT_EQ(windows, report.at("chunks").get<int>());
+    EXPECT_EQ(tokens, report.at("tokens").get<double>());
+    EXPECT_NEAR(std::exp(nll / tokens), report.at("perplexity").get<double>(),
+                1e-5 * report.at("perplexity").get<double>());
+  }
+  {  // an unreadable items file: the run's paired tests are named as missing, not dropped silently
+    const auto items_path = run_dir + "/eval.test.ctx8.items.tsv";
+    const auto kept = read_text(items_path);
+    std::ofstream(items_path) << "nll\ttokens\n1.5\tx\n";
+    r = run("ablate " + exp + " -o " + out + " --threads 1");
+    EXPECT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("ablate: warning: no paired test uses model.position.type=rotary seed 1: " + items_path +
+                            ":2: 'x' is not a finite number"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(read_text(out + "/results.md").find("No paired test uses model.position.type=rotary seed 1: "),
+              std::string::npos);
+    std::ofstream(items_path) << kept;
+  }
   const auto trained = std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt");
 
   write_experiment("3", "8, 16");  // the same runs, one more evaluation: no training

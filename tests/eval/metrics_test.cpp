@@ -1,9 +1,10 @@
-// BLEU, chrF and the 13a tokenizer against sacreBLEU itself: tests/golden/sacrebleu_golden.json holds each
+// BLEU, chrF, TER and the 13a tokenizer against sacreBLEU itself: tests/golden/sacrebleu_golden.json holds each
 // case's inputs and sacreBLEU's outputs, written by tests/golden/sacrebleu_golden.py from a sacreBLEU checkout.
 #include "ropelab/eval/metrics.h"
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -19,7 +20,7 @@ constexpr double kTolerance = 1e-6;
 
 const json& golden() { return ropelab::testing::golden("sacrebleu_golden.json"); }
 
-/// The case called `name` in the golden file's `section` ("tokenize_13a", "bleu" or "chrf").
+/// The case called `name` in the golden file's `section` ("tokenize_13a", "bleu", "chrf" or "ter").
 const json& golden_case(const std::string& section, const std::string& name) {
   for (const auto& c : golden().at(section))
     if (c.at("name").get<std::string>() == name) return c;
@@ -129,6 +130,57 @@ TEST(Metrics, FormatAndSignatureLikeSacrebleu) {
   auto c = corpus_chrf({"abc"}, {{"abc"}});
   EXPECT_EQ(c.format(), "chrF2 = 100.00");
   EXPECT_EQ(c.signature.rfind("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:", 0), 0u) << c.signature;
+}
+
+TEST(Metrics, TerMatchesSacrebleu) {
+  const auto& cases = golden().at("ter");
+  ASSERT_GE(cases.size(), 15u);
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    TerOptions o;
+    o.case_sensitive = c.at("case_sensitive").get<bool>();
+    const auto hyps = c.at("hyps").get<Lines>();
+    const auto refs = c.at("refs").get<RefSets>();
+    const auto s = corpus_ter(hyps, refs, o);
+    EXPECT_NEAR(s.score, c.at("score").get<double>(), kTolerance);
+    EXPECT_EQ(s.edits, c.at("edits").get<double>());
+    EXPECT_NEAR(s.ref_len, c.at("ref_len").get<double>(), kTolerance);
+    EXPECT_EQ(s.format(), c.at("format").get<std::string>());
+    const auto signature = c.at("signature").get<std::string>();
+    EXPECT_EQ(s.signature.substr(0, s.signature.find("version:")), signature.substr(0, signature.find("version:")));
+    // line by line: the edits found for each sentence, not only their sum
+    const auto lines = ter_sentence_stats(hyps, refs, o);
+    const auto expected = c.at("sentence_stats").get<std::vector<std::vector<double>>>();
+    ASSERT_EQ(lines.size(), expected.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      EXPECT_EQ(lines[i].edits, expected[i][0]) << "line " << i;
+      EXPECT_NEAR(lines[i].ref_len, expected[i][1], kTolerance) << "line " << i;
+    }
+  }
+}
+
+TEST(Metrics, TextMetricsScoreTheirSummedSentenceStats) {
+  const auto& c = golden_case("bleu", "two_refs_exp");
+  const auto hyps = c.at("hyps").get<Lines>();
+  const auto refs = c.at("refs").get<RefSets>();
+  const std::map<std::string, std::pair<std::string, std::string>> expected = {
+      {"bleu", {"BLEU", corpus_bleu(hyps, refs).format()}},
+      {"chrf", {"chrF2", corpus_chrf(hyps, refs).format()}},
+      {"chrf++", {"chrF2++", corpus_chrf(hyps, refs, chrf_plus_plus()).format()}},
+      {"ter", {"TER", corpus_ter(hyps, refs).format()}}};
+  ASSERT_EQ(text_metric_names().size(), expected.size());
+  for (const auto& name : text_metric_names()) {
+    SCOPED_TRACE(name);
+    const auto metric = make_text_metric(name);
+    EXPECT_EQ(metric->name(), expected.at(name).first);
+    const auto stats = metric->sentence_stats(hyps, refs);
+    ASSERT_EQ(stats.size(), hyps.size() * metric->width());
+    const auto sums = column_sums(stats, metric->width());
+    EXPECT_EQ(metric->line(sums.data()), expected.at(name).second);
+    EXPECT_EQ(metric->signature(2).rfind("nrefs:2|", 0), 0u) << metric->signature(2);
+  }
+  EXPECT_EQ(ropelab::testing::error_of([] { make_text_metric("meteor"); }),
+            "unknown metric 'meteor' (known: bleu, chrf, chrf++, ter)");
 }
 
 TEST(Metrics, MismatchedLineCountsAreAnError) {

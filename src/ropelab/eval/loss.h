@@ -19,8 +19,16 @@ struct LossTotals {
   double perplexity() const { return std::exp(nll / tokens); }
 };
 
-/// Teacher-forced loss over `examples` in eval mode, batched by `max_tokens`.
+/// One example's un-smoothed NLL sum and its number of target tokens.
+struct ExampleLoss {
+  double nll = 0, tokens = 0;
+};
+
+/// Teacher-forced loss over `examples` in eval mode, batched by `max_tokens`. With
+/// `per_example`, also each example's NLL and tokens (in the examples' order), for paired
+/// tests over evaluation windows.
 LossTotals evaluate_loss(const Task& task, const TaskModel& model, const ExampleSet& examples, int64_t max_tokens,
-                         double label_smoothing, const torch::Device& device);
+                         double label_smoothing, const torch::Device& device,
+                         std::vector<ExampleLoss>* per_example = nullptr);
 
 }  // namespace ropelab

@@ -11,63 +11,19 @@
 #include <unordered_map>
 
 #include "ropelab/build_config.h"
+#include "ropelab/eval/utf8.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
 
 namespace {
 
-// --- UTF-8 code points ------------------------------------------------------------------
-
-/// Decodes UTF-8 into code points; invalid bytes map to themselves (Latin-1).
-std::u32string to_u32(std::string_view s) {
-  std::u32string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (len == 0 || i + len > s.size()) {
-      out.push_back(c), ++i;
-      continue;
-    }
-    char32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    out.push_back(cp);
-    i += len;
-  }
-  return out;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-/// Python's str.isspace() code points (what str.split() splits on).
-bool is_python_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
 /// ' '.join(s.split()) on code points.
 std::u32string normalize_spaces(const std::u32string& s) {
   std::u32string out;
   bool pending = false;
   for (char32_t c : s) {
-    if (is_python_space(c)) {
+    if (utf8::is_space(c)) {
       pending = !out.empty();
     } else {
       if (pending) out.push_back(U' ');
@@ -104,7 +60,7 @@ std::string tokenize_13a(const std::string& input) {
     replace_all(line, "&lt;", "<");
     replace_all(line, "&gt;", ">");
   }
-  const auto s = to_u32(" " + line + " ");
+  const auto s = utf8::decode(" " + line + " ");
   // The four mteval regexes, each a left-to-right, non-overlapping substitution as re.sub does.
   std::u32string a;  // ([{-~[-` -&(-+:-@/]) -> ' \1 '
   for (char32_t c : s) {
@@ -138,7 +94,7 @@ std::string tokenize_13a(const std::string& input) {
     }
   }
   std::string out;
-  for (char32_t cp : normalize_spaces(d)) append_utf8(out, cp);
+  for (char32_t cp : normalize_spaces(d)) utf8::append(out, cp);
   return out;
 }
 
@@ -148,7 +104,8 @@ std::string lowercase_utf8(const std::string& text) {
   }();
   (void)locale_ok;
   std::string out;
-  for (char32_t cp : to_u32(text)) append_utf8(out, static_cast<char32_t>(std::towlower(static_cast<wint_t>(cp))));
+  for (char32_t cp : utf8::decode(text))
+    utf8::append(out, static_cast<char32_t>(std::towlower(static_cast<wint_t>(cp))));
   return out;
 }
 
@@ -310,15 +267,9 @@ KeyCounts max_counts(const std::vector<NgramCounts>& refs, size_t n) {
   return out;
 }
 
-std::string rstrip(const std::string& s) {
-  auto u = to_u32(s);
-  while (!u.empty() && is_python_space(u.back())) u.pop_back();
-  std::string out;
-  for (char32_t c : u) append_utf8(out, c);
-  return out;
-}
+}  // namespace
 
-void check_counts(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs) {
+void check_line_counts(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs) {
   if (refs.empty()) throw std::invalid_argument("no reference given");
   for (size_t k = 0; k < refs.size(); ++k)
     if (refs[k].size() != hyps.size())
@@ -326,28 +277,27 @@ void check_counts(const std::vector<std::string>& hyps, const std::vector<std::v
                                   " lines but the hypotheses have " + std::to_string(hyps.size()));
 }
 
-std::string version_tag() { return std::string("version:ropelab-") + ROPELAB_VERSION; }
+std::string metric_version_tag() { return std::string("version:ropelab-") + ROPELAB_VERSION; }
 
-std::string fixed(double v, int digits) {
+std::string format_fixed(double value, int digits) {
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, v);
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
   return buffer;
 }
-
-}  // namespace
 
 std::string to_string(BleuSmoothing s) { return enum_name(s, kSmoothingNames); }
 BleuSmoothing parse_bleu_smoothing(const std::string& name) {
   return parse_enum(name, kSmoothingNames, "BLEU smoothing");
 }
 
-BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
-                      const BleuOptions& options) {
-  check_counts(hyps, refs);
+std::vector<BleuStats> bleu_sentence_stats(const std::vector<std::string>& hyps,
+                                           const std::vector<std::vector<std::string>>& refs,
+                                           const BleuOptions& options) {
+  check_line_counts(hyps, refs);
   auto prepare = [&](const std::string& s) {
-    return tokenize_13a(options.lowercase ? lowercase_utf8(rstrip(s)) : rstrip(s));
+    return tokenize_13a(options.lowercase ? lowercase_utf8(utf8::rstrip(s)) : utf8::rstrip(s));
   };
-  BleuStats total;
+  std::vector<BleuStats> stats(hyps.size());
   WordIds vocabulary;
   std::vector<NgramCounts> ref_counts(refs.size());
   NgramCounts hyp_counts;
@@ -365,21 +315,36 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<st
         ref_len = len;
       count_ngrams(ids, ref_counts[k]);
     }
-    total.hyp_len += hyp_len;
-    total.ref_len += ref_len;
+    auto& line = stats[i];
+    line.hyp_len = hyp_len;
+    line.ref_len = ref_len;
     count_ngrams(hyp_ids, hyp_counts);
     for (size_t n = 0; n < 4; ++n) {
-      total.matches[n] +=
+      line.matches[n] =
           clipped_matches(hyp_counts[n], ref_counts.size() == 1 ? ref_counts[0][n] : max_counts(ref_counts, n));
-      total.totals[n] += std::max<int64_t>(0, hyp_len - static_cast<int64_t>(n));
+      line.totals[n] = std::max<int64_t>(0, hyp_len - static_cast<int64_t>(n));
     }
   }
+  return stats;
+}
 
+BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
+                      const BleuOptions& options) {
+  BleuStats total;
+  for (const auto& line : bleu_sentence_stats(hyps, refs, options)) {
+    total.hyp_len += line.hyp_len;
+    total.ref_len += line.ref_len;
+    for (size_t n = 0; n < 4; ++n) total.matches[n] += line.matches[n], total.totals[n] += line.totals[n];
+  }
+  return bleu_from_stats(total, options, refs.size());
+}
+
+BleuScore bleu_from_stats(const BleuStats& total, const BleuOptions& options, size_t nrefs) {
   BleuScore score;
   score.hyp_len = total.hyp_len;
   score.ref_len = total.ref_len;
-  score.signature = "nrefs:" + std::to_string(refs.size()) + "|case:" + (options.lowercase ? "lc" : "mixed") +
-                    "|eff:no|tok:13a|smooth:" + to_string(options.smoothing) + "|" + version_tag();
+  score.signature = "nrefs:" + std::to_string(nrefs) + "|case:" + (options.lowercase ? "lc" : "mixed") +
+                    "|eff:no|tok:13a|smooth:" + to_string(options.smoothing) + "|" + metric_version_tag();
   const double sys = static_cast<double>(total.hyp_len), ref = static_cast<double>(total.ref_len);
   score.bp = sys < ref ? (sys > 0 ? std::exp(1.0 - ref / sys) : 0.0) : 1.0;
   score.ratio = ref > 0 ? sys / ref : 0.0;
@@ -413,10 +378,10 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<st
 }
 
 std::string BleuScore::format() const {
-  std::string out = "BLEU = " + fixed(score, 2) + " ";
-  for (size_t n = 0; n < 4; ++n) out += (n ? "/" : "") + fixed(precisions[n], 1);
-  return out + " (BP = " + fixed(bp, 3) + " ratio = " + fixed(ratio, 3) + " hyp_len = " + std::to_string(hyp_len) +
-         " ref_len = " + std::to_string(ref_len) + ")";
+  std::string out = "BLEU = " + format_fixed(score, 2) + " ";
+  for (size_t n = 0; n < 4; ++n) out += (n ? "/" : "") + format_fixed(precisions[n], 1);
+  return out + " (BP = " + format_fixed(bp, 3) + " ratio = " + format_fixed(ratio, 3) +
+         " hyp_len = " + std::to_string(hyp_len) + " ref_len = " + std::to_string(ref_len) + ")";
 }
 
 // --- chrF ---------------------------------------------------------------------------------
@@ -433,30 +398,25 @@ using ChrfNgrams = std::vector<KeyCounts>;
 /// mark and the rest.
 std::vector<std::string> chrf_words(const std::u32string& text) {
   static const std::u32string kPunct = U"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
-  auto utf8 = [](std::u32string_view w) {
-    std::string out;
-    for (char32_t c : w) append_utf8(out, c);
-    return out;
-  };
   std::vector<std::string> words;
   for (size_t i = 0; i < text.size();) {
-    if (is_python_space(text[i])) {
+    if (utf8::is_space(text[i])) {
       ++i;
       continue;
     }
     size_t j = i;
-    while (j < text.size() && !is_python_space(text[j])) ++j;
+    while (j < text.size() && !utf8::is_space(text[j])) ++j;
     const std::u32string_view w(text.data() + i, j - i);
     const bool last = kPunct.find(w.back()) != std::u32string::npos,
                first = kPunct.find(w.front()) != std::u32string::npos;
     if (w.size() > 1 && last) {
-      words.push_back(utf8(w.substr(0, w.size() - 1)));
-      words.push_back(utf8(w.substr(w.size() - 1)));
+      words.push_back(utf8::encode(w.substr(0, w.size() - 1)));
+      words.push_back(utf8::encode(w.substr(w.size() - 1)));
     } else if (w.size() > 1 && first) {
-      words.push_back(utf8(w.substr(0, 1)));
-      words.push_back(utf8(w.substr(1)));
+      words.push_back(utf8::encode(w.substr(0, 1)));
+      words.push_back(utf8::encode(w.substr(1)));
     } else {
-      words.push_back(utf8(w));
+      words.push_back(utf8::encode(w));
     }
     i = j;
   }
@@ -466,10 +426,10 @@ std::vector<std::string> chrf_words(const std::u32string& text) {
 /// Counts the n-grams of `line` into `out` (its tables are reused); `vocabulary` gives the
 /// words their ids.
 void chrf_ngrams(const std::string& line, const ChrfOptions& options, WordIds& vocabulary, ChrfNgrams& out) {
-  const auto text = to_u32(options.lowercase ? lowercase_utf8(line) : line);
+  const auto text = utf8::decode(options.lowercase ? lowercase_utf8(line) : line);
   std::u32string chars;
   for (char32_t c : text)
-    if (!is_python_space(c)) chars.push_back(c);
+    if (!utf8::is_space(c)) chars.push_back(c);
   const auto char_order = static_cast<size_t>(options.char_order);
   out.resize(char_order + static_cast<size_t>(options.word_order));
   // keys[i]: the n-gram starting at i, grown by one character per order; code points are
@@ -501,7 +461,7 @@ void chrf_stats(const ChrfNgrams& hyp, const ChrfNgrams& ref, std::vector<double
 }
 
 /// chrF of the first `size` statistics (3 per order).
-double chrf_from_stats(const double* stats, size_t size, double beta) {
+double chrf_value(const double* stats, size_t size, double beta) {
   const double eps = 1e-16, factor = beta * beta;
   double avg_prec = 0, avg_rec = 0;
   int effective = 0;
@@ -519,10 +479,10 @@ double chrf_from_stats(const double* stats, size_t size, double beta) {
 
 }  // namespace
 
-std::vector<ChrfScore> corpus_chrf(const std::vector<std::string>& hyps,
-                                   const std::vector<std::vector<std::string>>& refs,
-                                   const std::vector<ChrfOptions>& variants) {
-  check_counts(hyps, refs);
+std::vector<std::vector<double>> chrf_sentence_stats(const std::vector<std::string>& hyps,
+                                                     const std::vector<std::vector<std::string>>& refs,
+                                                     const std::vector<ChrfOptions>& variants) {
+  check_line_counts(hyps, refs);
   if (variants.empty()) throw std::invalid_argument("chrF: no variant asked for");
   ChrfOptions widest = variants[0];
   for (const auto& v : variants) {
@@ -533,38 +493,54 @@ std::vector<ChrfScore> corpus_chrf(const std::vector<std::string>& hyps,
     widest.word_order = std::max(widest.word_order, v.word_order);
   }
   // A variant's statistics are a prefix of the widest's: the character orders, then its word orders.
-  auto width = [](const ChrfOptions& v) { return static_cast<size_t>(3 * (v.char_order + v.word_order)); };
-  std::vector<std::vector<double>> totals;
-  for (const auto& v : variants) totals.emplace_back(width(v), 0.0);
+  std::vector<std::vector<double>> out(variants.size());
+  for (size_t v = 0; v < variants.size(); ++v) out[v].reserve(hyps.size() * chrf_stats_width(variants[v]));
   ChrfNgrams h, r;
   WordIds vocabulary;
   std::vector<double> stats;  // reused: no allocation per sentence once warm
-  std::vector<std::vector<double>> best(variants.size());
+  std::vector<size_t> best_ref(variants.size());
   std::vector<double> best_f(variants.size());
+  std::vector<std::vector<double>> ref_stats(refs.size());
   for (size_t i = 0; i < hyps.size(); ++i) {
     chrf_ngrams(hyps[i], widest, vocabulary, h);
     std::fill(best_f.begin(), best_f.end(), -1.0);
-    for (const auto& ref_set : refs) {  // per variant, the reference with the best sentence-level score
-      chrf_ngrams(ref_set[i], widest, vocabulary, r);
-      chrf_stats(h, r, stats);
+    for (size_t k = 0; k < refs.size(); ++k) {  // per variant, the reference with the best sentence-level score
+      chrf_ngrams(refs[k][i], widest, vocabulary, r);
+      chrf_stats(h, r, ref_stats[k]);
       for (size_t v = 0; v < variants.size(); ++v) {
-        const size_t w = width(variants[v]);
-        const double f = chrf_from_stats(stats.data(), w, widest.beta);
-        if (f > best_f[v]) best_f[v] = f, best[v].assign(stats.begin(), stats.begin() + static_cast<std::ptrdiff_t>(w));
+        const double f = chrf_value(ref_stats[k].data(), chrf_stats_width(variants[v]), widest.beta);
+        if (f > best_f[v]) best_f[v] = f, best_ref[v] = k;
       }
     }
-    for (size_t v = 0; v < variants.size(); ++v)
-      for (size_t k = 0; k < totals[v].size(); ++k) totals[v][k] += best[v][k];
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const auto& best = ref_stats[best_ref[v]];
+      out[v].insert(out[v].end(), best.begin(),
+                    best.begin() + static_cast<std::ptrdiff_t>(chrf_stats_width(variants[v])));
+    }
   }
+  return out;
+}
+
+ChrfScore chrf_from_stats(const double* sums, const ChrfOptions& options, size_t nrefs) {
+  ChrfScore score;
+  score.score = chrf_value(sums, chrf_stats_width(options), options.beta);
+  score.word_order = options.word_order;
+  score.signature = "nrefs:" + std::to_string(nrefs) + "|case:" + (options.lowercase ? "lc" : "mixed") +
+                    "|eff:yes|nc:" + std::to_string(options.char_order) + "|nw:" + std::to_string(options.word_order) +
+                    "|space:no|" + metric_version_tag();
+  return score;
+}
+
+std::vector<ChrfScore> corpus_chrf(const std::vector<std::string>& hyps,
+                                   const std::vector<std::vector<std::string>>& refs,
+                                   const std::vector<ChrfOptions>& variants) {
+  const auto stats = chrf_sentence_stats(hyps, refs, variants);
   std::vector<ChrfScore> scores;
   for (size_t v = 0; v < variants.size(); ++v) {
-    const auto& o = variants[v];
-    ChrfScore& score = scores.emplace_back();
-    score.score = chrf_from_stats(totals[v].data(), totals[v].size(), o.beta);
-    score.word_order = o.word_order;
-    score.signature = "nrefs:" + std::to_string(refs.size()) + "|case:" + (o.lowercase ? "lc" : "mixed") +
-                      "|eff:yes|nc:" + std::to_string(o.char_order) + "|nw:" + std::to_string(o.word_order) +
-                      "|space:no|" + version_tag();
+    const size_t width = chrf_stats_width(variants[v]);
+    std::vector<double> sums(width, 0.0);
+    for (size_t i = 0; i < stats[v].size(); ++i) sums[i % width] += stats[v][i];
+    scores.push_back(chrf_from_stats(sums.data(), variants[v], refs.size()));
   }
   return scores;
 }
@@ -575,7 +551,7 @@ ChrfScore corpus_chrf(const std::vector<std::string>& hyps, const std::vector<st
 }
 
 std::string ChrfScore::format() const {
-  return "chrF2" + std::string(static_cast<size_t>(word_order), '+') + " = " + fixed(score, 2);
+  return "chrF2" + std::string(static_cast<size_t>(word_order), '+') + " = " + format_fixed(score, 2);
 }
 
 }  // namespace ropelab

@@ -99,7 +99,9 @@ EvalReport LanguageModelTask::evaluate(const TaskModel& model, const Tokenizer& 
   int64_t empty = 0;
   const auto chunks = lm_chunks(read_text_lines(path), tokenizer, context, &empty, config_.data.eval_tokens());
   const double start = now_seconds();
-  const auto totals = evaluate_loss(*this, model, ExampleView(chunks), config_.train.max_tokens(), 0.0, device);
+  std::vector<ExampleLoss> windows;
+  const auto totals =
+      evaluate_loss(*this, model, ExampleView(chunks), config_.train.max_tokens(), 0.0, device, &windows);
   const double seconds = now_seconds() - start;
   const double perplexity = totals.perplexity();
   const auto tokens = static_cast<int64_t>(totals.tokens);
@@ -114,6 +116,8 @@ EvalReport LanguageModelTask::evaluate(const TaskModel& model, const Tokenizer& 
   s << "perplexity = " << perplexity << " (" << std::log2(perplexity) << " bits/token; " << tokens << " tokens in "
     << chunks.size() << " chunks of " << context << ")";
   report.summary = s.str();
+  report.item_columns = {"nll", "tokens"};  // per window, for paired tests between runs
+  for (const auto& w : windows) report.items.push_back({w.nll, w.tokens});
   return report;
 }
 
@@ -121,8 +125,20 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const std::vector<in
   std::vector<AblationEval> out;
   for (auto c : contexts.empty() ? std::vector<int64_t>{config_.data.context()} : contexts) {
     const auto n = std::to_string(c);
-    out.push_back({"eval.test.ctx" + n + ".json", " --context " + n, {{"perplexity", "test_ppl@" + n}}});
+    out.push_back({"eval.test.ctx" + n + ".json",
+                   " --context " + n,
+                   {{"perplexity", "test_ppl@" + n}},
+                   "eval.test.ctx" + n + ".items.tsv"});
   }
+  return out;
+}
+
+std::vector<PairedItems> LanguageModelTask::ablation_items(const std::string& run_dir,
+                                                           const std::vector<int64_t>& contexts) const {
+  std::vector<PairedItems> out;
+  for (const auto& eval : ablation_evals(contexts))
+    out.push_back({eval.columns[0].second, perplexity_metric(),
+                   read_item_table(run_dir + "/" + eval.items_file, {"nll", "tokens"})});
   return out;
 }
 

@@ -47,6 +47,8 @@ class LanguageModelTask : public Task {
                       const torch::Device& device) const override;
   bool takes_eval_context() const override { return true; }
   std::vector<AblationEval> ablation_evals(const std::vector<int64_t>& contexts) const override;
+  std::vector<PairedItems> ablation_items(const std::string& run_dir,
+                                          const std::vector<int64_t>& contexts) const override;
 };
 
 }  // namespace ropelab

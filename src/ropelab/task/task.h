@@ -19,6 +19,7 @@
 #include "ropelab/data/batching.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/decode/search.h"
+#include "ropelab/eval/paired_items.h"
 
 namespace ropelab {
 
@@ -50,8 +51,12 @@ struct EvalReport {
   nlohmann::ordered_json fields;
   std::string file_tag;                 // the split's name plus what sets the protocol (".ctx128")
   std::vector<std::string> hypotheses;  // written to RUN/hyp.<split>.txt when not empty
-  std::string summary;                  // printed to stdout
-  std::vector<std::string> warnings;    // printed to stderr
+  /// Per evaluated item (a language model's windows), statistics for paired tests between
+  /// runs, written to RUN/eval.<file_tag>.items.tsv under the header `item_columns`.
+  std::vector<std::string> item_columns;
+  std::vector<std::vector<double>> items;
+  std::string summary;                // printed to stdout
+  std::vector<std::string> warnings;  // printed to stderr
 };
 
 /// One evaluation `ropelab ablate` runs on the test split and the table columns it reads.
@@ -59,6 +64,7 @@ struct AblationEval {
   std::string file;                                          // RUN/eval.test....json
   std::string args;                                          // extra `ropelab eval` flags
   std::vector<std::pair<std::string, std::string>> columns;  // {json key, column name}
+  std::string items_file;  // what ablation_items reads (RUN/hyp.test.txt, RUN/eval....items.tsv)
 };
 
 class Task {
@@ -111,6 +117,10 @@ class Task {
   virtual bool takes_eval_context() const = 0;
   /// The test evaluations of an ablation run; `contexts` from the experiment file.
   virtual std::vector<AblationEval> ablation_evals(const std::vector<int64_t>& contexts) const = 0;
+  /// A finished ablation run's test outputs as items for paired tests between runs, per
+  /// column (from the files ablation_evals names as items_file).
+  virtual std::vector<PairedItems> ablation_items(const std::string& run_dir,
+                                                  const std::vector<int64_t>& contexts) const = 0;
 
  protected:
   /// config.model with the vocabulary's size and padding id.

@@ -149,6 +149,7 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
   const auto bleu = corpus_bleu(hypotheses, {text.target});
   const auto chrfs = corpus_chrf(hypotheses, {text.target}, {ChrfOptions{}, chrf_plus_plus()});
   const auto &chrf = chrfs[0], &chrfpp = chrfs[1];
+  const auto ter = corpus_ter(hypotheses, {text.target});
   int64_t exact = 0;
   for (size_t i = 0; i < text.target.size(); ++i) exact += hypotheses[i] == text.target[i];
   const double exact_match =
@@ -169,6 +170,8 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
                    {"chrf_signature", chrf.signature},
                    {"chrfpp", chrfpp.score},
                    {"chrfpp_signature", chrfpp.signature},
+                   {"ter", ter.score},
+                   {"ter_signature", ter.signature},
                    {"perplexity", perplexity},
                    {"exact_match", exact_match},
                    {"truncated", truncated},
@@ -178,6 +181,7 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
   s << bleu.format() << "\n  " << bleu.signature << '\n'
     << chrf.format() << "\n  " << chrf.signature << '\n'
     << chrfpp.format() << "\n  " << chrfpp.signature << '\n'
+    << ter.format() << "\n  " << ter.signature << '\n'
     << "perplexity = " << perplexity << " (teacher-forced, " << sentences << " sentences)\n"
     << "exact match = " << std::fixed << std::setprecision(1) << 100.0 * exact_match << std::defaultfloat
     << std::setprecision(6) << "%\n"
@@ -195,7 +199,27 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
 
 std::vector<AblationEval> TranslationTask::ablation_evals(const std::vector<int64_t>& contexts) const {
   (void)contexts;
-  return {{"eval.test.json", "", {{"bleu", "test_bleu"}, {"chrf", "test_chrf"}, {"perplexity", "test_ppl"}}}};
+  return {{"eval.test.json",
+           "",
+           {{"bleu", "test_bleu"}, {"chrf", "test_chrf"}, {"ter", "test_ter"}, {"perplexity", "test_ppl"}},
+           "hyp.test.txt"}};
+}
+
+std::vector<PairedItems> TranslationTask::ablation_items(const std::string& run_dir,
+                                                         const std::vector<int64_t>& contexts) const {
+  (void)contexts;
+  const auto hyps = read_text_lines(run_dir + "/hyp.test.txt");
+  const auto refs = read_parallel(config_.data, config_.data.test()).target;
+  if (hyps.size() != refs.size())
+    throw std::runtime_error(run_dir + "/hyp.test.txt has " + std::to_string(hyps.size()) + " lines but " +
+                             config_.data.test() + " has " + std::to_string(refs.size()) + " test pairs");
+  std::vector<PairedItems> out;
+  for (const auto& [name, column] : std::vector<std::pair<std::string, std::string>>{
+           {"bleu", "test_bleu"}, {"chrf", "test_chrf"}, {"ter", "test_ter"}}) {
+    std::shared_ptr<const TextMetric> metric = make_text_metric(name);
+    out.push_back({column, metric, metric->sentence_stats(hyps, {refs})});
+  }
+  return out;
 }
 
 }  // namespace ropelab

@@ -45,6 +45,8 @@ class TranslationTask : public Task {
                       const torch::Device& device) const override;
   bool takes_eval_context() const override { return false; }
   std::vector<AblationEval> ablation_evals(const std::vector<int64_t>& contexts) const override;
+  std::vector<PairedItems> ablation_items(const std::string& run_dir,
+                                          const std::vector<int64_t>& contexts) const override;
 };
 
 /// Source coordinates for `model`'s encoder: the data's N-d positions when its position

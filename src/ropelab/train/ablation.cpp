@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ropelab/eval/significance.h"
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
 #include "ropelab/task/task.h"
@@ -55,6 +56,89 @@ struct Job {
   int64_t seed = 0;
 };
 
+/// Whether a run holds an evaluation's report with every column this version reads, and
+/// its items file: a report from an older version lacking a column is evaluated again.
+bool evaluation_complete(const std::string& run_dir, const AblationEval& eval) {
+  if (!eval.items_file.empty() && !fs::exists(run_dir + "/" + eval.items_file)) return false;
+  for (const auto& [key, column] : eval.columns)
+    if (std::isnan(json_number(run_dir + "/" + eval.file, key))) return false;
+  return true;
+}
+
+/// One paired bootstrap of a variant against the baseline variant: one seed, or all pooled.
+struct PairedCell {
+  std::string variant, column, seed;  // seed: "1", ..., or "pooled"
+  double baseline = 0, score = 0, p_value = 0;
+  std::string missing;  // why no test was run, if none was
+};
+
+const PairedItems* items_for(const RunResult& r, const std::string& column) {
+  for (const auto& i : r.items)
+    if (i.column == column) return &i;
+  return nullptr;
+}
+
+/// Paired bootstrap tests (sacreBLEU's, significance.h) of every variant's test items
+/// against the first variant's: per seed both ran, and over those seeds pooled (each
+/// seed's items in turn, paired by seed and item).
+std::vector<PairedCell> paired_cells(const std::vector<std::string>& order, const std::vector<RunResult>& results,
+                                     const PairedTestOptions& options) {
+  std::vector<PairedCell> cells;
+  if (order.size() < 2) return cells;
+  std::vector<const RunResult*> baseline;
+  for (const auto& r : results)
+    if (r.variant == order[0]) baseline.push_back(&r);
+  std::vector<std::string> columns;  // the baseline runs' paired columns, in their order
+  for (const auto* b : baseline)
+    for (const auto& i : b->items)
+      if (std::find(columns.begin(), columns.end(), i.column) == columns.end()) columns.push_back(i.column);
+  auto test = [&](const CorpusMetric& metric, const std::vector<double>& base, const std::vector<double>& system,
+                  PairedCell cell) {
+    const size_t items = base.size() / metric.width();
+    const auto r = paired_bootstrap(
+        metric, base, system, draw_resamples(items, static_cast<size_t>(options.resolved_samples()), options.seed));
+    cell.baseline = metric.score(column_sums(base, metric.width()).data());
+    cell.score = r.score;
+    cell.p_value = r.p_value;
+    return cell;
+  };
+  for (size_t v = 1; v < order.size(); ++v)
+    for (const auto& column : columns) {
+      std::vector<double> pooled_base, pooled_system;
+      const CorpusMetric* metric = nullptr;
+      for (const auto* b : baseline) {
+        const auto it = std::find_if(results.begin(), results.end(),
+                                     [&](const RunResult& r) { return r.variant == order[v] && r.seed == b->seed; });
+        if (it == results.end()) continue;
+        PairedCell cell{order[v], column, std::to_string(b->seed)};
+        const auto *x = items_for(*b, column), *y = items_for(*it, column);
+        if (!x || !y) {
+          cell.missing = !b->items_error.empty()    ? b->items_error
+                         : !it->items_error.empty() ? it->items_error
+                                                    : "no test items for " + column;
+        } else if (x->stats.size() != y->stats.size() || x->metric->name() != y->metric->name()) {
+          cell.missing =
+              "the runs' test items differ (" + std::to_string(x->items()) + " and " + std::to_string(y->items()) + ")";
+        } else {
+          cells.push_back(test(*x->metric, x->stats, y->stats, cell));
+          pooled_base.insert(pooled_base.end(), x->stats.begin(), x->stats.end());
+          pooled_system.insert(pooled_system.end(), y->stats.begin(), y->stats.end());
+          metric = x->metric.get();
+          continue;
+        }
+        cells.push_back(cell);
+      }
+      if (metric) cells.push_back(test(*metric, pooled_base, pooled_system, {order[v], column, "pooled"}));
+    }
+  return cells;
+}
+
+std::string p_text(double p) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.4f", p);
+  return std::string(buffer) + (p < 0.05 ? "*" : "");
+}
+
 }  // namespace
 
 RunResult read_run_result(const std::string& run_dir, const Config& config, const std::vector<int64_t>& contexts) {
@@ -72,6 +156,11 @@ RunResult read_run_result(const std::string& run_dir, const Config& config, cons
   for (const auto& eval : make_task(config)->ablation_evals(contexts))
     for (const auto& [key, column] : eval.columns) r.metrics[column] = json_number(run_dir + "/" + eval.file, key);
   r.metrics["train_s"] = elapsed;
+  try {
+    r.items = make_task(config)->ablation_items(run_dir, contexts);
+  } catch (const std::exception& e) {
+    r.items_error = e.what();
+  }
   return r;
 }
 
@@ -113,12 +202,11 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       // The test evaluations this experiment asks for; with `missing_only`, those not on disk.
       auto evaluations = [&](bool missing_only) {
         std::string evals;
-        auto add = [&](const std::string& file, const std::string& args) {
-          if (missing_only && fs::exists(job.dir + "/" + file)) return;
-          evals += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + args + runtime + " >> " +
+        for (const auto& eval : make_task(config)->ablation_evals(spec.eval_contexts)) {
+          if (missing_only && evaluation_complete(job.dir, eval)) continue;
+          evals += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + eval.args + runtime + " >> " +
                    quote(job.log) + " 2>&1";
-        };
-        for (const auto& eval : make_task(config)->ablation_evals(spec.eval_contexts)) add(eval.file, eval.args);
+        }
         return evals;
       };
       const bool same = run_started_with(job.dir, config);
@@ -185,6 +273,9 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     auto r = read_run_result(job.dir, config, spec.eval_contexts);
     r.variant = job.variant;
     r.seed = job.seed;
+    if (!r.items_error.empty())
+      std::cerr << "ablate: warning: no paired test uses " << job.variant << " seed " << job.seed << ": "
+                << r.items_error << std::endl;
     results.push_back(std::move(r));
   }
   write_ablation_results(spec, results, o.out_dir, "ropelab ablate " + spec.path + " -o " + o.out_dir);
@@ -216,6 +307,25 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   std::vector<std::string> order;  // variants in run order
   for (const auto& r : results)
     if (std::find(order.begin(), order.end(), r.variant) == order.end()) order.push_back(r.variant);
+  const PairedTestOptions paired;  // bootstrap, 1000 resamples, seed 12345
+  const auto cells = paired_cells(order, results, paired);
+  auto pooled_significant = [&](const std::string& variant, const std::string& column) {
+    return std::any_of(cells.begin(), cells.end(), [&](const PairedCell& c) {
+      return c.variant == variant && c.column == column && c.seed == "pooled" && c.p_value < 0.05;
+    });
+  };
+  {
+    std::ofstream csv(fs::path(out_dir) / "significance.csv");
+    csv << "variant,baseline_variant,column,seed,baseline,score,p_value,note\n";
+    csv.precision(10);
+    for (const auto& c : cells) {
+      csv << '"' << c.variant << "\",\"" << order[0] << "\"," << c.column << ',' << c.seed << ',';
+      if (c.missing.empty())
+        csv << c.baseline << ',' << c.score << ',' << c.p_value << ",\n";
+      else
+        csv << ",,,\"" << c.missing << "\"\n";
+    }
+  }
   std::ofstream md(fs::path(out_dir) / "results.md");
   md << "# " << spec.path << "\n\n`" << command
      << "`\n\nMean ± sample standard deviation over seeds (n = seeds; a single seed has no sd).\n\n";
@@ -238,11 +348,11 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
       char cell[64];
       if (runs.size() > 1) {
         const double sd = std::sqrt(sq / static_cast<double>(runs.size() - 1));
-        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f |" : " %.3f ± %.3f |", mean, sd);
+        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f" : " %.3f ± %.3f", mean, sd);
       } else {  // one seed: no spread to report
-        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f |" : " %.3f |", mean);
+        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f" : " %.3f", mean);
       }
-      md << cell;
+      md << cell << (pooled_significant(variant, m) ? " * |" : " |");
     }
     md << "\n";
     Series s;  // mean validation loss per step over the seeds that have it, ± their sample sd
@@ -261,6 +371,56 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     }
     curves.push_back(std::move(s));
   }
+  if (!cells.empty()) {
+    std::vector<std::string> seeds;
+    for (const auto& c : cells)
+      if (c.seed != "pooled" && std::find(seeds.begin(), seeds.end(), c.seed) == seeds.end()) seeds.push_back(c.seed);
+    md << "\n`*` in the table: the pooled paired test below finds the difference to " << order[0]
+       << " significant (p < 0.05).\n\n## Paired tests against " << order[0] << "\n\n"
+       << "Paired bootstrap resampling (Koehn 2004, as sacreBLEU computes it: " << paired.resolved_samples()
+       << " resamples of the test items, seed " << paired.seed
+       << "; items are sentences for translation, evaluation windows for language models) of each variant's test "
+          "output against the first variant's run with the same seed, and over all those seeds pooled. A cell "
+          "reads `variant vs baseline (p = p-value)`; `*`: p < 0.05. The p-value speaks of the test items, not of "
+          "seed-to-seed variation: compare with the seeds' spread above.\n\n| variant | column |";
+    for (const auto& seed : seeds) md << " seed " << seed << " |";
+    md << " pooled |\n|---|---|";
+    for (size_t i = 0; i <= seeds.size(); ++i) md << "---|";
+    md << "\n";
+    for (size_t v = 1; v < order.size(); ++v) {
+      std::vector<std::string> columns;
+      for (const auto& c : cells)
+        if (c.variant == order[v] && std::find(columns.begin(), columns.end(), c.column) == columns.end())
+          columns.push_back(c.column);
+      for (const auto& column : columns) {
+        md << "| " << order[v] << " | " << column << " |";
+        auto seeds_and_pooled = seeds;
+        seeds_and_pooled.push_back("pooled");
+        for (const auto& seed : seeds_and_pooled) {
+          const auto it = std::find_if(cells.begin(), cells.end(), [&](const PairedCell& c) {
+            return c.variant == order[v] && c.column == column && c.seed == seed;
+          });
+          char scores[64];
+          if (it == cells.end()) {
+            md << " - |";
+          } else if (!it->missing.empty()) {
+            md << " n/a |";
+          } else {
+            std::snprintf(scores, sizeof scores, "%.2f vs %.2f", it->score, it->baseline);
+            md << " " << scores << " (p = " << p_text(it->p_value) << ") |";
+          }
+        }
+        md << "\n";
+      }
+    }
+    for (const auto& c : cells)
+      if (!c.missing.empty() && c.missing.rfind("the runs' test items differ", 0) == 0)
+        md << "\nNo test of " << c.column << " for " << c.variant << " seed " << c.seed << ": " << c.missing << ".";
+    md << "\n";
+  }
+  for (const auto& r : results)  // runs whose test items could not be read: named, not dropped
+    if (!r.items_error.empty())
+      md << "\nNo paired test uses " << r.variant << " seed " << r.seed << ": " << r.items_error << ".\n";
   PlotOptions plot;
   plot.title = spec.path + ": validation loss";
   plot.x_label = "step";

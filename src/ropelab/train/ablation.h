@@ -3,7 +3,9 @@
 /// `ropelab train` + `ropelab eval` child processes, skips finished runs (so a stopped
 /// ablation resumes, continuing an interrupted run from its last checkpoint), and writes
 ///   OUT/results.csv   one row per run
-///   OUT/results.md    one row per variant: mean and standard deviation over seeds
+///   OUT/results.md    one row per variant: mean and standard deviation over seeds, then
+///                     paired bootstrap tests of each variant against the first
+///   OUT/significance.csv  those tests, one row per (variant, column, seed or pooled)
 ///   OUT/valid_curves.svg  validation loss per variant (mean over seeds) against the step
 /// Runs live in OUT/runs/VARIANT.seedN with their logs next to them.
 
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "ropelab/config/experiment.h"
+#include "ropelab/eval/paired_items.h"
 
 namespace ropelab {
 
@@ -29,6 +32,8 @@ struct RunResult {
   int64_t seed = 0;
   std::map<std::string, double> metrics;         // valid_ppl, test_bleu, test_ppl@128, train_s, ...
   std::vector<std::pair<double, double>> curve;  // (step, validation loss)
+  std::vector<PairedItems> items;                // test outputs for paired tests (Task::ablation_items)
+  std::string items_error;                       // why `items` is empty, if it is
 };
 
 /// Reads a finished run directory (metrics.jsonl and eval.test*.json).
