@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "ropelab/train/plot.h"
 #include "run_args.h"
 
 namespace ropelab::apps {
@@ -28,7 +29,8 @@ void add_eval(CLI::App& cli) {
   auto* cmd = cli.add_subcommand("eval", "evaluate a split: BLEU, chrF and perplexity, or LM perplexity");
   struct Args : RunArgs {
     std::string split = "test";
-    int64_t context = 0;
+    int64_t context = 0, stride = 0;
+    bool per_position = false;
   };
   auto a = std::make_shared<Args>();
   a->add_to(*cmd);
@@ -36,6 +38,12 @@ void add_eval(CLI::App& cli) {
   cmd->add_option("--context", a->context,
                   "language models: evaluate in chunks of N tokens (default: the run's data.context)")
       ->check(positive());
+  cmd->add_option("--stride", a->stride,
+                  "language models: sliding windows of --context tokens every N tokens, each scoring its last N "
+                  "(default: N = the context, non-overlapping)")
+      ->check(positive());
+  cmd->add_flag("--per-position", a->per_position,
+                "language models: also the mean loss at each position of the window (.positions.csv and .svg)");
   cmd->callback([a] {
     torch::Device device(torch::kCPU);
     auto run = a->open(&device);
@@ -44,8 +52,15 @@ void add_eval(CLI::App& cli) {
     if (a->split == "valid") path = run.config.data.valid();
     if (path.empty()) throw std::runtime_error(a->run_dir + "/config.yaml: data." + a->split + " is not set");
     const auto name = std::filesystem::path(a->split).filename().string();
+    if ((a->context > 0 || a->stride > 0 || a->per_position) && !run.task->takes_eval_context())
+      throw std::runtime_error("--context, --stride and --per-position measure language models; " + a->run_dir +
+                               " is a " + run.task->model_noun());
+    EvalProtocol protocol;
+    protocol.context = a->context;
+    protocol.stride = a->stride;
+    protocol.per_position = a->per_position;
     const auto report = run.task->evaluate(*run.model, *run.tokenizer, name, path,
-                                           a->search.request(run.config.decode, false), a->context, device);
+                                           a->search.request(run.config.decode, false), protocol, device);
     const std::filesystem::path dir(a->run_dir);
     std::string wrote;
     if (!report.hypotheses.empty()) {
@@ -58,6 +73,27 @@ void add_eval(CLI::App& cli) {
       const auto items_path = (dir / ("eval." + report.file_tag + override_tag(a->overrides) + ".items.tsv")).string();
       write_item_table(items_path, report.item_columns, report.items);
       wrote += items_path + " and ";
+    }
+    if (!report.position_loss.empty()) {
+      const auto stem = (dir / ("eval." + report.file_tag + override_tag(a->overrides) + ".positions")).string();
+      std::vector<std::vector<double>> rows;
+      Series curve;
+      curve.name = a->run_dir;
+      for (size_t j = 0; j < report.position_loss.size(); ++j) {
+        rows.push_back({static_cast<double>(j), report.position_loss[j], report.position_tokens[j]});
+        if (report.position_tokens[j] > 0)
+          curve.x.push_back(static_cast<double>(j)), curve.y.push_back(report.position_loss[j]);
+      }
+      write_item_table(stem + ".csv", {"position", "mean_loss", "tokens"}, rows);
+      PlotOptions plot;
+      plot.title = a->run_dir + ": loss by position (" + report.file_tag + ")";
+      plot.x_label = "position in the window";
+      plot.y_label = "mean loss (nats per token)";
+      plot.caption = "ropelab eval --run " + a->run_dir + " --split " + a->split +
+                     (a->context > 0 ? " --context " + std::to_string(a->context) : "") +
+                     (a->stride > 0 ? " --stride " + std::to_string(a->stride) : "") + " --per-position";
+      write_line_plot(stem + ".svg", {curve}, plot);
+      wrote += stem + ".csv and .svg and ";
     }
     nlohmann::ordered_json json = {{"split", a->split}, {"checkpoint", a->checkpoint}};
     if (!a->overrides.empty()) json["set"] = a->overrides;

@@ -1,4 +1,5 @@
 // ropelab train
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -16,7 +17,7 @@ void add_train(CLI::App& cli) {
     RuntimeFlags flags;
     ConfigSources sources;
     std::vector<std::string> more;  // -c files, after the positional ones
-    std::string run_dir = "runs/run";
+    std::string run_dir = "runs/run", init_from;
     bool resume = false, overwrite = false, dump = false;
     int64_t nproc = 1;
   };
@@ -28,6 +29,10 @@ void add_train(CLI::App& cli) {
   cmd->add_option("-o,--run-dir", a->run_dir, "run directory for checkpoints, tokenizer, logs")->capture_default_str();
   cmd->add_flag("--resume", a->resume, "continue the run in --run-dir from its last checkpoint");
   cmd->add_flag("--dump-config", a->dump, "print the merged config as YAML and exit");
+  cmd->add_option("--init-from", a->init_from,
+                  "fine-tune: start from RUN's best checkpoint (or a checkpoint file) and tokenizer; without a "
+                  "config file, RUN's config is the base (change it with --set, e.g. data.context)")
+      ->check(CLI::ExistingPath);
   cmd->add_option("--nproc", a->nproc,
                   "data-parallel: start N local workers (torchrun-style; Gloo on CPU, NCCL on CUDA)")
       ->check(positive());
@@ -36,9 +41,20 @@ void add_train(CLI::App& cli) {
   a->flags.add_to(*cmd);
   cmd->callback([a] {
     if (a->resume && a->overwrite) throw CLI::ValidationError("train", "--resume and --overwrite exclude each other");
+    if (a->resume && !a->init_from.empty())
+      throw CLI::ValidationError("train", "--resume continues a run; --init-from starts a new one from another");
     // --resume reads the run's own config, then any overrides given now
     auto sources = a->sources;
     sources.files.insert(sources.files.end(), a->more.begin(), a->more.end());
+    if (!a->init_from.empty()) {  // the initial run's config unless files are given; init_from set last
+      if (sources.files.empty()) {
+        const auto dir = std::filesystem::is_directory(a->init_from)
+                             ? a->init_from
+                             : std::filesystem::path(a->init_from).parent_path().string();
+        sources.files = {RunPaths(dir.empty() ? "." : dir).config};
+      }
+      sources.overrides.push_back("train.init_from=" + a->init_from);
+    }
     if (!a->resume && sources.files.empty())
       throw CLI::ValidationError("train", "a config file is required (ropelab train CONFIG.yaml)");
     a->flags.append_overrides(sources.overrides);

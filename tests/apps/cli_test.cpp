@@ -392,7 +392,7 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
     r = run("eval --run " + lm + " --checkpoint last --context 32");
     EXPECT_EQ(r.code, 0) << r.output;
     EXPECT_EQ(r.output.rfind("perplexity = ", 0), 0u) << r.output;
-    EXPECT_NE(r.output.find("chunks of 32"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("windows of 32"), std::string::npos) << r.output;
   }
   auto r = run("translate --run " + (root / "lm").string() + " --checkpoint last --input " + text);
   EXPECT_EQ(r.code, 1);
@@ -601,12 +601,69 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   EXPECT_NE(r.output.find("3 finished already, 1 to run"), std::string::npos) << r.output;
   EXPECT_TRUE(nlohmann::json::parse(read_text(run_dir + "/eval.test.json")).contains("ter"));
   EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  r = run("eval --run " + run_dir + " --stride 4");  // a language-model protocol on a translator
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.output, "ropelab: error: --context, --stride and --per-position measure language models; " + run_dir +
+                          " is a translator\n");
 
   std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs
                      << "]\ngrid:\n  model.position.type: [sinusoidal, rotray]\n";
   r = run("ablate " + exp + " -o " + out);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find(exp + ": variant model.position.type=rotray"), std::string::npos) << r.output;
+  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs << "]\neval_strides: [4]\n";
+  r = run("ablate " + exp + " -o " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find(exp + ": eval_strides applies to language models (task lm)"), std::string::npos) << r.output;
+  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs << "]\neval_strides: [0]\n";
+  r = run("ablate " + exp + " -o " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find(exp + ": eval_strides: 0 must be positive"), std::string::npos) << r.output;
+  std::filesystem::remove_all(root);
+}
+
+// Fine-tuning at a longer context starts a new run from another run's parameters and
+// tokenizer, with the other run's config as the base; the optimizer starts afresh.
+TEST(Cli, InitFromStartsANewRunFromAnotherRunsParameters) {
+  const auto root = fresh_dir("init_from");
+  const auto text = write_temp((root / "text.txt").string(), "the cat sat on the mat\nthe dog sat on the log\n");
+  const auto first = (root / "first").string(), second = (root / "second").string();
+  auto r = run("train " + std::string(ROPELAB_SOURCE_DIR) +
+               "/experiments/demo_tiny.yaml --set task=lm --set data.format=text --set tokenizer.type=byte"
+               " --set data.context=8 --set data.train=" +
+               text + " --set data.valid=" + text + " --set data.test=" + text +
+               " --set train.steps=3 --set train.valid_every=3 --set model.d_model=16 --set model.heads=2"
+               " --set model.d_ff=16 --set model.decoder_layers=1 --set model.position.type=rotary --threads 1 -o " +
+               first);
+  ASSERT_EQ(r.code, 0) << r.output;
+  // an update too small to change a float parameter: the new run holds the first run's parameters
+  r = run("train --init-from " + first +
+          " --set data.context=16 --set train.steps=1 --set train.lr=1e-30 --set train.lr_schedule=constant"
+          " --threads 1 -o " +
+          second);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("init: parameters from " + first + "/checkpoint_best.pt"), std::string::npos) << r.output;
+  const auto config = read_text(second + "/config.yaml");
+  EXPECT_NE(config.find("init_from: " + first), std::string::npos) << config;
+  EXPECT_NE(config.find("context: 16"), std::string::npos) << config;
+  const auto a = run("eval --run " + first + " --context 16 --threads 1");
+  const auto b = run("eval --run " + second + " --threads 1");
+  ASSERT_EQ(a.code, 0) << a.output;
+  ASSERT_EQ(b.code, 0) << b.output;
+  const auto ppl = [](const std::string& run_dir) {
+    return nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.json")).at("perplexity").get<double>();
+  };
+  EXPECT_NEAR(ppl(second), ppl(first), 1e-9 * ppl(first));
+  // refused: a missing source, and --resume with it
+  r = run("train " + first + "/config.yaml --set train.init_from=" + (root / "nothing").string() + " -o " +
+          (root / "third").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("train.init_from: " + (root / "nothing").string() + " not found"), std::string::npos)
+      << r.output;
+  r = run("train --resume --init-from " + first + " -o " + second);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("--resume continues a run; --init-from starts a new one from another"), std::string::npos)
+      << r.output;
   std::filesystem::remove_all(root);
 }
 
@@ -615,14 +672,16 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   const auto text = write_temp((root / "text.txt").string(), "the cat sat on the mat\nthe dog sat on the log\n");
   const auto exp = (root / "exp.yaml").string();
   auto write_experiment = [&](const std::string& steps, const std::string& contexts,
-                              const std::string& grid = "  model.position.type: [rotary]\n") {
+                              const std::string& grid = "  model.position.type: [rotary]\n",
+                              const std::string& strides = "") {
     std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\n"
                        << "set: [task=lm, data.format=text, tokenizer.type=byte, data.context=8, data.train=" << text
                        << ", data.valid=" << text << ", data.test=" << text << ", train.steps=" << steps
                        << ", train.valid_every=2, model.d_model=16, model.heads=2, model.d_ff=16,"
                           " model.encoder_layers=1, model.decoder_layers=1]\n"
                           "grid:\n"
-                       << grid << "eval_contexts: [" << contexts << "]\n";
+                       << grid << "eval_contexts: [" << contexts << "]\n"
+                       << (strides.empty() ? "" : "eval_strides: [" + strides + "]\n");
   };
   const auto out = (root / "out").string(), run_dir = out + "/runs/model.position.type=rotary.seed1";
   write_experiment("3", "8");
@@ -669,6 +728,21 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
       << read_text(out + "/results.md");  // contexts in numeric order
   const auto one_seed = read_text(out + "/results.md");
   EXPECT_EQ(one_seed.find("±", one_seed.find("|---")), std::string::npos) << one_seed;  // one seed: no spread shown
+  EXPECT_TRUE(std::filesystem::exists(out + "/extrapolation.svg"));  // two contexts: perplexity against length
+
+  // sliding windows at both contexts: evaluations only, a column per (context, stride)
+  write_experiment("3", "8, 16", "  model.position.type: [rotary]\n", "4, 16");
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("0 finished already, 1 to run"), std::string::npos) << r.output;
+  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  EXPECT_NE(read_text(out + "/results.md").find("| test_ppl@8 | test_ppl@8/4 | test_ppl@16 | test_ppl@16/4 |"),
+            std::string::npos)
+      << read_text(out + "/results.md");  // stride 16 is no sliding window at 8 or 16
+  const auto sliding = nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.stride4.json"));
+  EXPECT_EQ(sliding.at("stride").get<int>(), 4);
+  EXPECT_EQ(sliding.at("tokens"), nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.json")).at("tokens"));
+  EXPECT_NE(read_text(out + "/extrapolation.svg").find("stride 4"), std::string::npos);
 
   // another experiment in the same directory: its variant with this config reuses the run
   write_experiment("3", "8", "  model.attention.type: [softmax]\n  model.position.type: [rotary]\n");

@@ -180,6 +180,7 @@ void describe(V& v, Config& c) {
     v("keep_checkpoints", t.keep_checkpoints());
     v("dist_timeout", t.dist_timeout());
     v("max_nonfinite", t.max_nonfinite());
+    v("init_from", t.init_from());
   });
   v.section("decode", [&] {
     auto& d = c.decode;

@@ -38,10 +38,11 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (!root.IsMap()) fail(path, "expected a mapping with base, grid and seeds");
   ExperimentSpec spec;
   spec.path = path;
-  static const std::set<std::string> known = {"base", "set", "grid", "seeds", "eval_contexts"};
+  static const std::set<std::string> known = {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides"};
   for (const auto& entry : root) {
     const auto key = entry.first.Scalar();
-    if (!known.count(key)) fail(path, "unknown key " + key + " (expected base, set, grid, seeds, eval_contexts)");
+    if (!known.count(key))
+      fail(path, "unknown key " + key + " (expected base, set, grid, seeds, eval_contexts, eval_strides)");
   }
   if (!root["base"]) fail(path, "base (the config file(s) every variant starts from) is required");
   spec.base = scalars(root["base"], path, "base");
@@ -76,14 +77,18 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (root["eval_contexts"]) spec.eval_contexts = integers("eval_contexts");
   for (auto c : spec.eval_contexts)
     if (c <= 0) fail(path, "eval_contexts: " + std::to_string(c) + " must be positive");
+  if (root["eval_strides"]) spec.eval_strides = integers("eval_strides");
+  for (auto s : spec.eval_strides)
+    if (s <= 0) fail(path, "eval_strides: " + std::to_string(s) + " must be positive");
 
   // Every variant must load and validate before any run starts.
   for (const auto& variant : expand_grid(spec)) {
     try {
       const auto config = variant_config(spec, variant, spec.seeds.front());
       if (config.data.test().empty()) fail(path, "data.test is not set (every run is evaluated on the test split)");
-      if (!spec.eval_contexts.empty() && !make_task(config)->takes_eval_context())
-        fail(path, "eval_contexts applies to language models (task lm)");
+      if ((!spec.eval_contexts.empty() || !spec.eval_strides.empty()) && !make_task(config)->takes_eval_context())
+        fail(path, std::string(spec.eval_contexts.empty() ? "eval_strides" : "eval_contexts") +
+                       " applies to language models (task lm)");
     } catch (const ConfigError& e) {
       if (std::string(e.what()).rfind(path + ":", 0) == 0) throw;
       fail(path, "variant " + (variant.name.empty() ? std::string("(base)") : variant.name) + ": " + e.what());

@@ -7,6 +7,7 @@
 ///     model.position.type: [learned, sinusoidal, t5_bias, rotary, none]
 ///   seeds: [1, 2, 3]
 ///   eval_contexts: [128, 256, 512, 1024]     # language models: test perplexity at each (optional)
+///   eval_strides: [64]                       # and sliding windows with each stride (optional)
 ///
 /// Every variant's config is loaded and validated before anything runs; errors name the
 /// experiment file and the variant.
@@ -19,6 +20,12 @@
 
 namespace ropelab {
 
+/// The test evaluations an experiment asks of each run (`eval_contexts`, `eval_strides`).
+struct TestEvaluations {
+  std::vector<int64_t> contexts;  // language models: perplexity at each; empty: data.context
+  std::vector<int64_t> strides;   // language models: also sliding windows with each stride below the context
+};
+
 struct ExperimentSpec {
   std::string path;                                                    // the experiment file
   std::vector<std::string> base;                                       // config files
@@ -26,6 +33,8 @@ struct ExperimentSpec {
   std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // in file order
   std::vector<int64_t> seeds = {1};
   std::vector<int64_t> eval_contexts;  // LM test perplexity contexts; empty: data.context
+  std::vector<int64_t> eval_strides;   // LM: also sliding-window perplexity with each stride below a context
+  TestEvaluations test_evaluations() const { return {eval_contexts, eval_strides}; }
 };
 
 /// One point of the grid: its overrides ("key=value") and a name for directories and tables.

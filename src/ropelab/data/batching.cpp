@@ -19,11 +19,15 @@ Batch collate_lm(const ExampleSet& set, const std::vector<size_t>& indices, cons
   auto b = tout.accessor<int64_t, 2>();
   Batch batch;
   for (int64_t r = 0; r < rows; ++r) {
-    const auto& chunk = examples[static_cast<size_t>(r)].target;
+    const auto& example = examples[static_cast<size_t>(r)];
+    const auto& chunk = example.target;
     const auto n = static_cast<int64_t>(chunk.size()) - 1;
-    for (int64_t j = 0; j < n; ++j)
-      a[r][j] = chunk[static_cast<size_t>(j)], b[r][j] = chunk[static_cast<size_t>(j + 1)];
-    batch.target_tokens += n;
+    for (int64_t j = 0; j < n; ++j) {
+      a[r][j] = chunk[static_cast<size_t>(j)];
+      // predictions before score_from are context only: padded targets, not scored
+      b[r][j] = j < example.score_from ? kPadId : chunk[static_cast<size_t>(j + 1)];
+    }
+    batch.target_tokens += n - std::min(n, example.score_from);
   }
   batch.target_in = tin.to(device);
   batch.target_out = tout.to(device);

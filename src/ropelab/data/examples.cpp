@@ -63,6 +63,14 @@ bool encode_pair(const Tokenizer& tokenizer, const std::string& src, const std::
 
 std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
                                int64_t* empty, int64_t max_tokens) {
+  return lm_windows(lines, tokenizer, context, context, empty, max_tokens);
+}
+
+std::vector<Example> lm_windows(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
+                                int64_t stride, int64_t* empty, int64_t max_tokens) {
+  if (context <= 0 || stride <= 0 || stride > context)
+    throw std::invalid_argument("LM windows need 0 < stride <= context, got stride " + std::to_string(stride) +
+                                " and context " + std::to_string(context));
   std::vector<int64_t> stream;
   const auto limit = max_tokens > 0 ? static_cast<size_t>(max_tokens) + 1 : SIZE_MAX;  // + the first, unpredicted
   for (const auto& line : lines) {
@@ -75,14 +83,19 @@ std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Toke
     stream.insert(stream.end(), ids.begin(), ids.end());
   }
   if (stream.size() > limit) stream.resize(limit);
-  std::vector<Example> chunks;
-  for_each_lm_chunk(stream.size(), context, [&](size_t start, size_t end) {
-    chunks.push_back({{},
-                      std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
-                                           stream.begin() + static_cast<std::ptrdiff_t>(end)),
-                      {}});
-  });
-  return chunks;
+  std::vector<Example> windows;
+  const auto n = stream.size(), width = static_cast<size_t>(context), step = static_cast<size_t>(stride);
+  for (size_t start = 0;; start += step) {
+    const size_t context_only = start == 0 ? 0 : width - step;  // predictions an earlier window scored
+    if (start + context_only + 1 >= n) break;                   // nothing left to score
+    const size_t end = std::min(n, start + width + 1);
+    windows.push_back({{},
+                       std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
+                                            stream.begin() + static_cast<std::ptrdiff_t>(end)),
+                       {},
+                       static_cast<int64_t>(context_only)});
+  }
+  return windows;
 }
 
 std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& tokenizer, int64_t max_len,

@@ -19,6 +19,9 @@ struct Example {
   std::vector<int64_t> source, target;
   /// Grid layout: (row, column) of every source token and of its EOS, flattened.
   std::vector<int64_t> source_positions;
+  /// Language-model windows: predictions before this position in the window are context
+  /// only, not scored (sliding-window evaluation, lm_windows).
+  int64_t score_from = 0;
 };
 
 /// The id of data.row_separator for the grid layout, -1 for the sequence layout. Throws
@@ -42,6 +45,14 @@ std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& t
 /// after that many predicted tokens.
 std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
                                int64_t* empty = nullptr, int64_t max_tokens = 0);
+
+/// Sliding-window evaluation (Press et al. 2022): windows of `context` input tokens
+/// starting every `stride` tokens of the same stream; the first window scores all its
+/// predictions, every later one only its last `stride` (score_from = context - stride), so
+/// every token after the first is scored exactly once, with at least context - stride
+/// tokens of history. stride = context gives lm_chunks' windows. 0 < stride <= context.
+std::vector<Example> lm_windows(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
+                                int64_t stride, int64_t* empty = nullptr, int64_t max_tokens = 0);
 
 /// Streams a language-model text into a TokenStore at `path`: lines tokenized, each
 /// ended by EOS, chunked as lm_chunks does. Returns the number of empty lines skipped.

@@ -26,9 +26,11 @@ struct ExampleLoss {
 
 /// Teacher-forced loss over `examples` in eval mode, batched by `max_tokens`. With
 /// `per_example`, also each example's NLL and tokens (in the examples' order), for paired
-/// tests over evaluation windows.
+/// tests over evaluation windows; with `per_position`, the NLL and tokens summed per
+/// position in the batch rows (a language model's position in its window).
 LossTotals evaluate_loss(const Task& task, const TaskModel& model, const ExampleSet& examples, int64_t max_tokens,
                          double label_smoothing, const torch::Device& device,
-                         std::vector<ExampleLoss>* per_example = nullptr);
+                         std::vector<ExampleLoss>* per_example = nullptr,
+                         std::vector<ExampleLoss>* per_position = nullptr);
 
 }  // namespace ropelab

@@ -1,6 +1,7 @@
 #include "ropelab/task/language_model_task.h"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "ropelab/eval/loss.h"
@@ -92,51 +93,70 @@ std::vector<std::string> LanguageModelTask::decode_inputs(const std::string& pat
 }
 
 EvalReport LanguageModelTask::evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
-                                       const std::string& path, const DecodeRequest& request, int64_t context,
-                                       const torch::Device& device) const {
+                                       const std::string& path, const DecodeRequest& request,
+                                       const EvalProtocol& protocol, const torch::Device& device) const {
   (void)request;
-  if (context <= 0) context = config_.data.context();
+  const int64_t context = protocol.context > 0 ? protocol.context : config_.data.context();
+  const int64_t stride = protocol.stride > 0 ? protocol.stride : context;
+  if (stride > context)
+    throw std::runtime_error("--stride " + std::to_string(stride) + " is longer than the context " +
+                             std::to_string(context) + ": windows would skip tokens");
   int64_t empty = 0;
-  const auto chunks = lm_chunks(read_text_lines(path), tokenizer, context, &empty, config_.data.eval_tokens());
+  const auto windows =
+      lm_windows(read_text_lines(path), tokenizer, context, stride, &empty, config_.data.eval_tokens());
   const double start = now_seconds();
-  std::vector<ExampleLoss> windows;
-  const auto totals =
-      evaluate_loss(*this, model, ExampleView(chunks), config_.train.max_tokens(), 0.0, device, &windows);
+  std::vector<ExampleLoss> per_window, per_position;
+  const auto totals = evaluate_loss(*this, model, ExampleView(windows), config_.train.max_tokens(), 0.0, device,
+                                    &per_window, protocol.per_position ? &per_position : nullptr);
   const double seconds = now_seconds() - start;
   const double perplexity = totals.perplexity();
   const auto tokens = static_cast<int64_t>(totals.tokens);
   EvalReport report;
-  report.file_tag = name + ".ctx" + std::to_string(context);
-  report.fields = {{"chunks", chunks.size()},
-                   {"tokens", tokens},
-                   {"perplexity", perplexity},
-                   {"bits_per_token", std::log2(perplexity)},
+  report.file_tag =
+      name + ".ctx" + std::to_string(context) + (stride < context ? ".stride" + std::to_string(stride) : "");
+  report.fields = {{"context", context}, {"stride", stride},         {"chunks", windows.size()},
+                   {"tokens", tokens},   {"perplexity", perplexity}, {"bits_per_token", std::log2(perplexity)},
                    {"seconds", seconds}};
   std::ostringstream s;
   s << "perplexity = " << perplexity << " (" << std::log2(perplexity) << " bits/token; " << tokens << " tokens in "
-    << chunks.size() << " chunks of " << context << ")";
+    << windows.size() << " windows of " << context;
+  if (stride < context)
+    s << ", sliding by " << stride << ": each token with at least " << context - stride << " tokens of history";
+  s << ")";
   report.summary = s.str();
   report.item_columns = {"nll", "tokens"};  // per window, for paired tests between runs
-  for (const auto& w : windows) report.items.push_back({w.nll, w.tokens});
+  for (const auto& w : per_window) report.items.push_back({w.nll, w.tokens});
+  for (const auto& p : per_position) {
+    report.position_loss.push_back(p.tokens > 0 ? p.nll / p.tokens : std::numeric_limits<double>::quiet_NaN());
+    report.position_tokens.push_back(p.tokens);
+  }
   return report;
 }
 
-std::vector<AblationEval> LanguageModelTask::ablation_evals(const std::vector<int64_t>& contexts) const {
+std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluations& asked) const {
   std::vector<AblationEval> out;
-  for (auto c : contexts.empty() ? std::vector<int64_t>{config_.data.context()} : contexts) {
+  for (auto c : asked.contexts.empty() ? std::vector<int64_t>{config_.data.context()} : asked.contexts) {
     const auto n = std::to_string(c);
     out.push_back({"eval.test.ctx" + n + ".json",
                    " --context " + n,
                    {{"perplexity", "test_ppl@" + n}},
                    "eval.test.ctx" + n + ".items.tsv"});
+    for (auto s : asked.strides) {  // sliding windows; a stride of the context or more is the above
+      if (s >= c) continue;
+      const auto tag = "eval.test.ctx" + n + ".stride" + std::to_string(s);
+      out.push_back({tag + ".json",
+                     " --context " + n + " --stride " + std::to_string(s),
+                     {{"perplexity", "test_ppl@" + n + "/" + std::to_string(s)}},
+                     tag + ".items.tsv"});
+    }
   }
   return out;
 }
 
 std::vector<PairedItems> LanguageModelTask::ablation_items(const std::string& run_dir,
-                                                           const std::vector<int64_t>& contexts) const {
+                                                           const TestEvaluations& asked) const {
   std::vector<PairedItems> out;
-  for (const auto& eval : ablation_evals(contexts))
+  for (const auto& eval : ablation_evals(asked))
     out.push_back({eval.columns[0].second, perplexity_metric(),
                    read_item_table(run_dir + "/" + eval.items_file, {"nll", "tokens"})});
   return out;

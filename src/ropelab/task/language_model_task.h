@@ -41,14 +41,14 @@ class LanguageModelTask : public Task {
   std::vector<std::string> decode_lines(const TaskModel& model, const Tokenizer& tokenizer,
                                         const std::vector<std::string>& lines, const DecodeRequest& request,
                                         const torch::Device& device, int64_t* truncated = nullptr) const override;
-  /// Perplexity in consecutive chunks of `context` (or data.context) tokens.
+  /// Perplexity in windows of protocol.context (or data.context) tokens: consecutive, or
+  /// sliding by protocol.stride; each window's NLL is kept for paired tests.
   EvalReport evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
-                      const std::string& path, const DecodeRequest& request, int64_t context,
+                      const std::string& path, const DecodeRequest& request, const EvalProtocol& protocol,
                       const torch::Device& device) const override;
   bool takes_eval_context() const override { return true; }
-  std::vector<AblationEval> ablation_evals(const std::vector<int64_t>& contexts) const override;
-  std::vector<PairedItems> ablation_items(const std::string& run_dir,
-                                          const std::vector<int64_t>& contexts) const override;
+  std::vector<AblationEval> ablation_evals(const TestEvaluations& asked) const override;
+  std::vector<PairedItems> ablation_items(const std::string& run_dir, const TestEvaluations& asked) const override;
 };
 
 }  // namespace ropelab

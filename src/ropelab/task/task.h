@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ropelab/config/config.h"
+#include "ropelab/config/experiment.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/decode/search.h"
@@ -55,8 +56,19 @@ struct EvalReport {
   /// runs, written to RUN/eval.<file_tag>.items.tsv under the header `item_columns`.
   std::vector<std::string> item_columns;
   std::vector<std::vector<double>> items;
+  /// The mean loss per position of the window (EvalProtocol::per_position): written to
+  /// RUN/eval.<file_tag>.positions.csv and drawn in .positions.svg.
+  std::vector<double> position_loss, position_tokens;
   std::string summary;                // printed to stdout
   std::vector<std::string> warnings;  // printed to stderr
+};
+
+/// How a language model's perplexity is measured (`ropelab eval --context --stride
+/// --per-position`); a translation task ignores it.
+struct EvalProtocol {
+  int64_t context = 0;        // window length; 0: data.context
+  int64_t stride = 0;         // sliding windows scoring their last `stride` tokens; 0: = context
+  bool per_position = false;  // also the mean loss at each position of the window
 };
 
 /// One evaluation `ropelab ablate` runs on the test split and the table columns it reads.
@@ -108,19 +120,18 @@ class Task {
   virtual std::vector<std::string> decode_lines(const TaskModel& model, const Tokenizer& tokenizer,
                                                 const std::vector<std::string>& lines, const DecodeRequest& request,
                                                 const torch::Device& device, int64_t* truncated = nullptr) const = 0;
-  /// Evaluates the split at `path` (`name` as the user gave it); `context` > 0 replaces
-  /// data.context where the task takes one (takes_eval_context).
+  /// Evaluates the split at `path` (`name` as the user gave it), measured as `protocol`
+  /// says where the task takes one (takes_eval_context).
   virtual EvalReport evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
-                              const std::string& path, const DecodeRequest& request, int64_t context,
+                              const std::string& path, const DecodeRequest& request, const EvalProtocol& protocol,
                               const torch::Device& device) const = 0;
   /// Whether evaluation takes a context length (`ropelab eval --context`).
   virtual bool takes_eval_context() const = 0;
-  /// The test evaluations of an ablation run; `contexts` from the experiment file.
-  virtual std::vector<AblationEval> ablation_evals(const std::vector<int64_t>& contexts) const = 0;
+  /// The test evaluations of an ablation run, as the experiment file asks.
+  virtual std::vector<AblationEval> ablation_evals(const TestEvaluations& asked) const = 0;
   /// A finished ablation run's test outputs as items for paired tests between runs, per
   /// column (from the files ablation_evals names as items_file).
-  virtual std::vector<PairedItems> ablation_items(const std::string& run_dir,
-                                                  const std::vector<int64_t>& contexts) const = 0;
+  virtual std::vector<PairedItems> ablation_items(const std::string& run_dir, const TestEvaluations& asked) const = 0;
 
  protected:
   /// config.model with the vocabulary's size and padding id.

@@ -138,9 +138,9 @@ std::vector<std::string> TranslationTask::decode_inputs(const std::string& path)
 }
 
 EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
-                                     const std::string& path, const DecodeRequest& request, int64_t context,
-                                     const torch::Device& device) const {
-  (void)context;
+                                     const std::string& path, const DecodeRequest& request,
+                                     const EvalProtocol& protocol, const torch::Device& device) const {
+  (void)protocol;
   const auto text = read_parallel(config_.data, path);
   int64_t truncated = 0;
   const double start = now_seconds();
@@ -197,8 +197,8 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
   return report;
 }
 
-std::vector<AblationEval> TranslationTask::ablation_evals(const std::vector<int64_t>& contexts) const {
-  (void)contexts;
+std::vector<AblationEval> TranslationTask::ablation_evals(const TestEvaluations& asked) const {
+  (void)asked;
   return {{"eval.test.json",
            "",
            {{"bleu", "test_bleu"}, {"chrf", "test_chrf"}, {"ter", "test_ter"}, {"perplexity", "test_ppl"}},
@@ -206,8 +206,8 @@ std::vector<AblationEval> TranslationTask::ablation_evals(const std::vector<int6
 }
 
 std::vector<PairedItems> TranslationTask::ablation_items(const std::string& run_dir,
-                                                         const std::vector<int64_t>& contexts) const {
-  (void)contexts;
+                                                         const TestEvaluations& asked) const {
+  (void)asked;
   const auto hyps = read_text_lines(run_dir + "/hyp.test.txt");
   const auto refs = read_parallel(config_.data, config_.data.test()).target;
   if (hyps.size() != refs.size())

@@ -41,12 +41,11 @@ class TranslationTask : public Task {
                                         const std::vector<std::string>& lines, const DecodeRequest& request,
                                         const torch::Device& device, int64_t* truncated = nullptr) const override;
   EvalReport evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
-                      const std::string& path, const DecodeRequest& request, int64_t context,
+                      const std::string& path, const DecodeRequest& request, const EvalProtocol& protocol,
                       const torch::Device& device) const override;
   bool takes_eval_context() const override { return false; }
-  std::vector<AblationEval> ablation_evals(const std::vector<int64_t>& contexts) const override;
-  std::vector<PairedItems> ablation_items(const std::string& run_dir,
-                                          const std::vector<int64_t>& contexts) const override;
+  std::vector<AblationEval> ablation_evals(const TestEvaluations& asked) const override;
+  std::vector<PairedItems> ablation_items(const std::string& run_dir, const TestEvaluations& asked) const override;
 };
 
 /// Source coordinates for `model`'s encoder: the data's N-d positions when its position

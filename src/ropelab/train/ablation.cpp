@@ -133,6 +133,57 @@ std::vector<PairedCell> paired_cells(const std::vector<std::string>& order, cons
   return cells;
 }
 
+/// extrapolation.svg, when the table has test perplexity at two or more contexts: mean
+/// perplexity over seeds (± sd shaded) against the evaluation length on a log axis, a
+/// line per variant and window protocol (non-overlapping, or sliding with a stride).
+void write_extrapolation_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
+                              const std::vector<std::string>& metrics, const std::string& path,
+                              const std::string& experiment, const std::string& command) {
+  // column "test_ppl@C" or "test_ppl@C/S" -> (stride or 0, context)
+  std::map<int64_t, std::vector<std::pair<int64_t, std::string>>> by_stride;
+  const std::string prefix = "test_ppl@";
+  for (const auto& m : metrics) {
+    if (m.rfind(prefix, 0) != 0) continue;
+    const auto slash = m.find('/');
+    const int64_t context = std::atol(m.c_str() + prefix.size());
+    const int64_t stride = slash == std::string::npos ? 0 : std::atol(m.c_str() + slash + 1);
+    by_stride[stride].emplace_back(context, m);
+  }
+  size_t contexts = 0;
+  for (const auto& [stride, columns] : by_stride) contexts = std::max(contexts, columns.size());
+  if (contexts < 2) return;
+  std::vector<Series> lines;
+  for (const auto& variant : order)
+    for (auto& [stride, columns] : by_stride) {
+      std::sort(columns.begin(), columns.end());
+      Series line;
+      line.name =
+          variant + ",windows=" + (stride == 0 ? std::string("non-overlapping") : "stride " + std::to_string(stride));
+      for (const auto& [context, column] : columns) {
+        std::vector<double> values;
+        for (const auto& r : results)
+          if (r.variant == variant && std::isfinite(r.metrics.at(column))) values.push_back(r.metrics.at(column));
+        if (values.empty()) continue;
+        double mean = 0, sq = 0;
+        for (double v : values) mean += v;
+        mean /= static_cast<double>(values.size());
+        for (double v : values) sq += (v - mean) * (v - mean);
+        line.x.push_back(static_cast<double>(context));
+        line.y.push_back(mean);
+        line.spread.push_back(values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1))
+                                                : std::numeric_limits<double>::quiet_NaN());
+      }
+      lines.push_back(std::move(line));
+    }
+  PlotOptions plot;
+  plot.title = experiment + ": test perplexity by evaluation length";
+  plot.x_label = "evaluation context (tokens)";
+  plot.y_label = "test perplexity (mean ± sd over seeds)";
+  plot.log_x = plot.log_y = true;
+  plot.caption = command;
+  write_line_plot(path, lines, plot);
+}
+
 std::string p_text(double p) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.4f", p);
@@ -141,7 +192,7 @@ std::string p_text(double p) {
 
 }  // namespace
 
-RunResult read_run_result(const std::string& run_dir, const Config& config, const std::vector<int64_t>& contexts) {
+RunResult read_run_result(const std::string& run_dir, const Config& config, const TestEvaluations& asked) {
   RunResult r;
   double best_ppl = std::numeric_limits<double>::infinity(), elapsed = 0;  // elapsed_s continues over resumes
   for (const auto& e : read_metrics(run_dir + "/metrics.jsonl")) {
@@ -153,11 +204,11 @@ RunResult read_run_result(const std::string& run_dir, const Config& config, cons
     }
   }
   r.metrics["valid_ppl"] = best_ppl;
-  for (const auto& eval : make_task(config)->ablation_evals(contexts))
+  for (const auto& eval : make_task(config)->ablation_evals(asked))
     for (const auto& [key, column] : eval.columns) r.metrics[column] = json_number(run_dir + "/" + eval.file, key);
   r.metrics["train_s"] = elapsed;
   try {
-    r.items = make_task(config)->ablation_items(run_dir, contexts);
+    r.items = make_task(config)->ablation_items(run_dir, asked);
   } catch (const std::exception& e) {
     r.items_error = e.what();
   }
@@ -202,7 +253,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       // The test evaluations this experiment asks for; with `missing_only`, those not on disk.
       auto evaluations = [&](bool missing_only) {
         std::string evals;
-        for (const auto& eval : make_task(config)->ablation_evals(spec.eval_contexts)) {
+        for (const auto& eval : make_task(config)->ablation_evals(spec.test_evaluations())) {
           if (missing_only && evaluation_complete(job.dir, eval)) continue;
           evals += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + eval.args + runtime + " >> " +
                    quote(job.log) + " 2>&1";
@@ -270,7 +321,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   std::vector<RunResult> results;
   for (const auto& [job, config] : all) {
     if (!fs::exists(job.dir + "/ablation.done")) continue;
-    auto r = read_run_result(job.dir, config, spec.eval_contexts);
+    auto r = read_run_result(job.dir, config, spec.test_evaluations());
     r.variant = job.variant;
     r.seed = job.seed;
     if (!r.items_error.empty())
@@ -427,6 +478,8 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   plot.y_label = "validation loss (mean ± sd over seeds)";
   plot.caption = command;
   write_line_plot((fs::path(out_dir) / "valid_curves.svg").string(), curves, plot);
+  write_extrapolation_plot(order, results, metrics, (fs::path(out_dir) / "extrapolation.svg").string(), spec.path,
+                           command);
 }
 
 }  // namespace ropelab

@@ -37,7 +37,7 @@ struct RunResult {
 };
 
 /// Reads a finished run directory (metrics.jsonl and eval.test*.json).
-RunResult read_run_result(const std::string& run_dir, const Config& config, const std::vector<int64_t>& contexts);
+RunResult read_run_result(const std::string& run_dir, const Config& config, const TestEvaluations& asked);
 
 /// Runs what is missing, then writes the result files. Returns the number of failed runs
 /// (their logs are named on stderr); results cover the runs that finished.

@@ -50,6 +50,11 @@ struct TrainOptions {
   /// Updates with a non-finite loss or gradient skipped (each with a warning) before the
   /// run stops; the last checkpoint written stays the last good one. 0: stop at the first.
   TORCH_ARG(int64_t, max_nonfinite) = 10;
+  /// Fine-tuning: a finished run directory (its best checkpoint, else its last) or a
+  /// checkpoint file whose parameters and buffers start this run; the tokenizer comes from
+  /// that directory (the file's directory). Optimizer, schedule and step start afresh.
+  /// Empty: a model initialised from train.seed.
+  TORCH_ARG(std::string, init_from) = "";
 };
 
 }  // namespace ropelab

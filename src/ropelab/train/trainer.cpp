@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "ropelab/data/text.h"
@@ -109,11 +110,32 @@ struct TrainingData {
   std::vector<Example> valid;         // in memory
 };
 
+/// Where a fine-tuned run starts (train.init_from): the checkpoint and the directory whose
+/// tokenizer it uses.
+struct InitSource {
+  std::string checkpoint, tokenizer_dir;
+};
+
+/// train.init_from resolved: a run directory gives its best checkpoint, else its last; a
+/// file is the checkpoint itself. Throws ConfigError naming the key when neither exists.
+InitSource init_source(const std::string& from) {
+  if (fs::is_directory(from)) {
+    const RunPaths run(from);
+    for (const auto& candidate : {run.best, run.last})
+      if (fs::exists(candidate)) return {candidate, from};
+    throw ConfigError("train.init_from: " + from + " holds no checkpoint (" + run.best + " or " + run.last + ")");
+  }
+  if (!fs::is_regular_file(from)) throw ConfigError("train.init_from: " + from + " not found");
+  const auto dir = fs::path(from).parent_path().string();
+  return {from, dir.empty() ? "." : dir};
+}
+
 /// Streams the training text twice: once into the tokenizer's training (or, resuming, the
-/// run's tokenizer is loaded), once tokenized into a memory-mapped token store in
-/// RUN/data, so the training corpus is never held in memory. The validation split is
-/// small and kept in memory. Logs what was skipped.
-TrainingData load_training_data(const Task& task, const RunPaths& paths, bool resume, DataParallel* group) {
+/// run's tokenizer is loaded; fine-tuning, the initial run's is copied), once tokenized
+/// into a memory-mapped token store in RUN/data, so the training corpus is never held in
+/// memory. The validation split is small and kept in memory. Logs what was skipped.
+TrainingData load_training_data(const Task& task, const RunPaths& paths, bool resume, DataParallel* group,
+                                const std::optional<InitSource>& init) {
   const auto& d = task.config().data;
   TrainingData data;
   // Data-parallel: rank 0 builds the tokenizer and the token store; the others wait for
@@ -122,6 +144,9 @@ TrainingData load_training_data(const Task& task, const RunPaths& paths, bool re
   if (!builder) group->barrier();
   if (resume || !builder) {
     data.tokenizer = load_tokenizer(task.config().tokenizer, paths.dir);
+  } else if (init) {  // the vocabulary the initial parameters were trained with
+    data.tokenizer = load_tokenizer(task.config().tokenizer, init->tokenizer_dir);
+    data.tokenizer->save(paths.dir);
   } else {
     data.tokenizer = train_tokenizer(
         task.config().tokenizer,
@@ -252,10 +277,16 @@ Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
   // The config first: a run killed in what follows is recognised as one that stopped before
   // its first checkpoint, and --resume can start it again.
   if (!resume && writer_) write_file_atomically(paths_.config, dump_config(config), "config");
-  data_ = load_training_data(*task_, paths_, resume, group_.get());
+  std::optional<InitSource> init;
+  if (!resume && !t_.init_from().empty()) init = init_source(t_.init_from());
+  data_ = load_training_data(*task_, paths_, resume, group_.get(), init);
 
   model_ = task_->build_model(data_.tokenizer->vocab_size());
   auto& module = model_->module();
+  if (init) {  // parameters and buffers only: the optimizer, schedule and step start afresh
+    load_checkpoint(init->checkpoint, module);
+    *log_ << "init: parameters from " << init->checkpoint << std::endl;
+  }
   module.to(device_);
   if (group_) {  // every rank starts from rank 0's parameters and buffers
     std::vector<torch::Tensor> state;

@@ -1,0 +1,121 @@
+// Language-model evaluation protocols: sliding-window perplexity against a direct
+// computation token by token, and the per-position losses against the overall perplexity.
+#include <cmath>
+
+#include "../test_util.h"
+#include "ropelab/config/config.h"
+#include "ropelab/task/language_model_task.h"
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+
+using LmEval = ropelab::testing::TempDir;
+
+namespace {
+
+/// The causal model's NLL of every token of `stream` from the first on, each predicted
+/// from the tokens a sliding evaluation with windows of `context` every `stride` gives it:
+/// window k (the first whose scored part holds token t) starts at k * stride and scores
+/// the tokens after its first context - stride predictions; the first window scores all.
+double direct_nll(const TaskModel& model, const std::vector<int64_t>& stream, size_t context, size_t stride) {
+  torch::NoGradGuard no_grad;
+  double nll = 0;
+  for (size_t t = 1; t < stream.size(); ++t) {
+    const size_t window = t <= context ? 0 : (t - context + stride - 1) / stride;
+    const size_t start = window * stride;
+    Batch batch;
+    batch.target_in = torch::tensor(std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
+                                                         stream.begin() + static_cast<std::ptrdiff_t>(t)),
+                                    torch::kLong)
+                          .unsqueeze(0);
+    const auto log_p = model.logits(batch).to(torch::kDouble).log_softmax(-1)[0][-1];
+    nll -= log_p[stream[t]].item<double>();
+  }
+  return nll;
+}
+
+}  // namespace
+
+TEST_F(LmEval, SlidingWindowPerplexityEqualsADirectPerTokenComputation) {
+  const auto text = write("text.txt", "the cat sat on the mat\nand the dog sat on the log\nbirds sing\n");
+  const auto config = load_config({{},
+                                   {"task=lm", "data.format=text", "tokenizer.type=byte", "data.context=8",
+                                    "data.test=" + text, "model.d_model=16", "model.heads=2", "model.d_ff=16",
+                                    "model.decoder_layers=1", "model.position.type=rotary", "train.max_tokens=24"}});
+  LanguageModelTask task(config);
+  const auto tokenizer =
+      train_tokenizer(config.tokenizer, std::vector<std::string>{"the cat sat on the mat"}, dir_.string());
+  torch::manual_seed(1);
+  const auto model = task.build_model(tokenizer->vocab_size());
+  (*model)->eval();
+  // the stream: one window as long as the text
+  const auto stream = lm_windows(read_text_lines(text), *tokenizer, 1000, 1000)[0].target;
+  ASSERT_EQ(stream.size(), 61u);  // three lines of 22, 26 and 10 bytes, each with its EOS
+  for (const int64_t stride : {8, 5, 3, 1}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    EvalProtocol protocol;
+    protocol.context = 8;
+    protocol.stride = stride;
+    protocol.per_position = true;
+    const auto report = task.evaluate(*model, *tokenizer, "test", text, DecodeRequest{}, protocol, torch::kCPU);
+    EXPECT_EQ(report.fields.at("tokens").get<int64_t>(), 60);  // every token after the first, once
+    EXPECT_EQ(report.fields.at("stride").get<int64_t>(), stride);
+    const double expected = std::exp(direct_nll(*model, stream, 8, static_cast<size_t>(stride)) / 60.0);
+    // float32 logits from batches of different shapes: agreement to float32 rounding; a window
+    // with the wrong history would be off by percents
+    EXPECT_NEAR(report.fields.at("perplexity").get<double>(), expected, 1e-6 * expected);
+    EXPECT_EQ(report.file_tag, stride == 8 ? "test.ctx8" : "test.ctx8.stride" + std::to_string(stride));
+    // one loss per window position; weighted by their tokens, they give the overall NLL
+    ASSERT_EQ(report.position_loss.size(), 8u);
+    double nll = 0, tokens = 0;
+    for (size_t j = 0; j < 8; ++j) {
+      tokens += report.position_tokens[j];
+      if (report.position_tokens[j] > 0) nll += report.position_loss[j] * report.position_tokens[j];
+    }
+    EXPECT_EQ(tokens, 60.0);
+    EXPECT_NEAR(std::exp(nll / tokens), report.fields.at("perplexity").get<double>(), 1e-6 * expected);
+    // the windows' items: one row per window, summing to the same
+    double item_nll = 0;
+    for (const auto& row : report.items) item_nll += row[0];
+    EXPECT_NEAR(item_nll, nll, 1e-9 * nll);
+  }
+  EvalProtocol bad;
+  bad.context = 4;
+  bad.stride = 5;
+  EXPECT_EQ(error_of([&] { task.evaluate(*model, *tokenizer, "test", text, DecodeRequest{}, bad, torch::kCPU); }),
+            "--stride 5 is longer than the context 4: windows would skip tokens");
+}
+
+TEST_F(LmEval, WindowsScoreEveryTokenOnceWithTheirHistory) {
+  const auto tokenizer =
+      train_tokenizer(TokenizerOptions().type(TokenizerType::byte), std::vector<std::string>{"x"}, dir_.string());
+  const std::vector<std::string> lines{"abcdefghijklmnopqrstuvwxyz", "0123456789"};
+  const auto stream = lm_windows(lines, *tokenizer, 1000, 1000)[0].target;
+  const auto chunks = lm_chunks(lines, *tokenizer, 6);
+  const auto same = lm_windows(lines, *tokenizer, 6, 6);
+  ASSERT_EQ(same.size(), chunks.size());  // stride = context: the non-overlapping chunks
+  for (size_t i = 0; i < same.size(); ++i) {
+    EXPECT_EQ(same[i].target, chunks[i].target);
+    EXPECT_EQ(same[i].score_from, 0);
+  }
+  for (const int64_t stride : {6, 4, 2, 1}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    std::vector<int> scored(stream.size(), 0);
+    size_t start = 0;
+    for (const auto& w : lm_windows(lines, *tokenizer, 6, stride)) {
+      EXPECT_LE(w.target.size(), 7u);
+      // the window is the stream from `start`
+      EXPECT_EQ(w.target, std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
+                                               stream.begin() + static_cast<std::ptrdiff_t>(start + w.target.size())));
+      for (size_t j = static_cast<size_t>(w.score_from); j + 1 < w.target.size(); ++j) {
+        ++scored[start + j + 1];
+        if (start > 0) EXPECT_GE(j + 1, static_cast<size_t>(6 - stride));  // history of at least context - stride
+      }
+      start += static_cast<size_t>(stride);
+    }
+    EXPECT_EQ(scored[0], 0);
+    for (size_t t = 1; t < stream.size(); ++t) EXPECT_EQ(scored[t], 1) << "token " << t;
+  }
+  EXPECT_EQ(error_of([&] { lm_windows(lines, *tokenizer, 4, 0); }),
+            "LM windows need 0 < stride <= context, got stride 0 and context 4");
+}
