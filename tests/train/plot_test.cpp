@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -125,4 +126,17 @@ TEST_F(Plot, LogAxesPlaceDecadesEvenly) {
   ASSERT_EQ(xs.size(), 5u);
   EXPECT_NEAR(xs[1] - xs[0], xs[2] - xs[1], 1e-3);  // the SVG holds 6 digits
   EXPECT_NEAR(xs[4] - xs[3], xs[1] - xs[0], 1e-3);
+}
+
+TEST_F(Plot, HeatMapShadesEachCellAndMarksMissingOnes) {
+  const auto path = (dir_ / "heat.svg").string();
+  write_heat_map(path, {"128", "256"}, {"0%", "100%"}, {{1.0, 0.25}, {0.0, std::nan("")}}, {"t", "x", "y", "c"});
+  std::ifstream in(path);
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(svg.find("fill=\"#08306b\""), std::string::npos) << svg;  // 1: darkest
+  EXPECT_NE(svg.find("fill=\"#ffffff\""), std::string::npos) << svg;  // 0: white
+  EXPECT_NE(svg.find("fill=\"#cccccc\""), std::string::npos) << svg;  // missing: grey
+  EXPECT_NE(svg.find(">n/a<"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">0.25<"), std::string::npos) << svg;
+  EXPECT_THROW(write_heat_map(path, {"128"}, {"0%"}, {{1.0, 2.0}}, {}), std::invalid_argument);
 }

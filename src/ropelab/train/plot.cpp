@@ -210,6 +210,61 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
   if (!out) throw std::runtime_error(path + ": cannot write plot");
 }
 
+void write_heat_map(const std::string& path, const std::vector<std::string>& columns,
+                    const std::vector<std::string>& rows, const std::vector<std::vector<double>>& values,
+                    const HeatMapOptions& options) {
+  if (values.size() != rows.size())
+    throw std::invalid_argument(path + ": " + std::to_string(values.size()) + " rows of values for " +
+                                std::to_string(rows.size()) + " row labels");
+  const int cell_w = 64, cell_h = 30, left = 90, top = 44, bottom = 70;
+  const int W = std::max(420, left + cell_w * static_cast<int>(columns.size()) + 30);
+  const int H = top + cell_h * static_cast<int>(rows.size()) + bottom;
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(options.title)
+      << "</text>\n";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (values[r].size() != columns.size())
+      throw std::invalid_argument(path + ": row " + std::to_string(r) + " has " + std::to_string(values[r].size()) +
+                                  " values for " + std::to_string(columns.size()) + " columns");
+    const int y = top + cell_h * static_cast<int>(r);
+    svg << "<text x=\"" << left - 8 << "\" y=\"" << y + cell_h / 2 + 4 << "\" text-anchor=\"end\">" << escape(rows[r])
+        << "</text>\n";
+    for (size_t c = 0; c < columns.size(); ++c) {
+      const double v = values[r][c];
+      const int x = left + cell_w * static_cast<int>(c);
+      char fill[16];
+      if (std::isnan(v)) {
+        std::snprintf(fill, sizeof fill, "#cccccc");
+      } else {  // white (0) to #08306b (1)
+        const double t = std::clamp(v, 0.0, 1.0);
+        std::snprintf(fill, sizeof fill, "#%02x%02x%02x", static_cast<int>(255 - t * (255 - 8)),
+                      static_cast<int>(255 - t * (255 - 48)), static_cast<int>(255 - t * (255 - 107)));
+      }
+      svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << cell_w << "\" height=\"" << cell_h << "\" fill=\""
+          << fill << "\" stroke=\"white\"/>\n<text x=\"" << x + cell_w / 2 << "\" y=\"" << y + cell_h / 2 + 4
+          << "\" text-anchor=\"middle\" fill=\"" << (!std::isnan(v) && v > 0.55 ? "white" : "black") << "\">"
+          << (std::isnan(v) ? std::string("n/a") : number(v)) << "</text>\n";
+    }
+  }
+  const int axis_y = top + cell_h * static_cast<int>(rows.size());
+  for (size_t c = 0; c < columns.size(); ++c)
+    svg << "<text x=\"" << left + cell_w * static_cast<int>(c) + cell_w / 2 << "\" y=\"" << axis_y + 16
+        << "\" text-anchor=\"middle\">" << escape(columns[c]) << "</text>\n";
+  svg << "<text x=\"" << left + cell_w * static_cast<int>(columns.size()) / 2 << "\" y=\"" << axis_y + 36
+      << "\" text-anchor=\"middle\">" << escape(options.x_label) << "</text>\n<text transform=\"translate(16,"
+      << top + cell_h * static_cast<int>(rows.size()) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+      << escape(options.y_label) << "</text>\n";
+  if (!options.caption.empty())
+    svg << "<text x=\"10\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">" << escape(options.caption)
+        << "</text>\n";
+  svg << "</svg>\n";
+  std::ofstream out(path);
+  out << svg.str();
+  if (!out) throw std::runtime_error(path + ": cannot write plot");
+}
+
 void write_loss_curve(const std::string& metrics_jsonl, const std::string& svg_path) {
   Series train{"train loss", {}, {}, {}}, valid{"valid loss", {}, {}, {}};
   for (const auto& e : read_metrics(metrics_jsonl)) {

@@ -30,6 +30,17 @@ struct PlotOptions {
 /// whose values differ between the series (legend_labels).
 void write_line_plot(const std::string& path, const std::vector<Series>& series, const PlotOptions& options);
 
+struct HeatMapOptions {
+  std::string title, x_label, y_label, caption;
+};
+
+/// Writes an SVG heat map: values[row][column] in [0, 1] (NaN: no value, drawn grey), a
+/// cell per value shaded from white (0) to dark blue (1) with the value printed in it,
+/// `columns` labelling the x axis and `rows` the y axis (first row at the top).
+void write_heat_map(const std::string& path, const std::vector<std::string>& columns,
+                    const std::vector<std::string>& rows, const std::vector<std::vector<double>>& values,
+                    const HeatMapOptions& options);
+
 /// Round tick positions in [lo, hi]: multiples of 1, 2 or 5 times a power of ten, the step
 /// that gives closest to `target` ticks.
 std::vector<double> nice_ticks(double lo, double hi, int target = 5);

@@ -1,0 +1,111 @@
+// ropelab passkey make | eval: passkey-retrieval documents and a language model's accuracy
+// on them (Mohtashami and Jaggi 2023).
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "ropelab/eval/passkey_eval.h"
+#include "run_args.h"
+
+namespace ropelab::apps {
+
+namespace {
+
+template <typename T>
+std::string joined(const std::vector<T>& values) {
+  std::ostringstream out;
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? "," : "") << values[i];
+  return out.str();
+}
+
+}  // namespace
+
+void add_passkey(CLI::App& cli) {
+  auto* cmd = cli.add_subcommand("passkey", "passkey retrieval: make documents, evaluate a language model");
+  cmd->require_subcommand(1);
+
+  auto* make = cmd->add_subcommand(
+      "make", "write passkey documents, one per line: with their answers (training), or prompt TAB key (--prompts)");
+  struct MakeArgs {
+    int64_t count = 1000, length = 128, min_length = 0, digits = 5;
+    uint64_t seed = 1;
+    bool prompts = false;
+  };
+  auto m = std::make_shared<MakeArgs>();
+  make->add_option("--count", m->count, "documents")->check(positive())->capture_default_str();
+  make->add_option("--length", m->length, "characters of each prompt (the longest, with --min-length)")
+      ->check(positive())
+      ->capture_default_str();
+  make->add_option("--min-length", m->min_length, "lengths drawn uniformly from [this, --length] (0: all --length)")
+      ->check(CLI::NonNegativeNumber);
+  make->add_option("--digits", m->digits, "digits of the key")->check(CLI::Range(1, 18))->capture_default_str();
+  make->add_option("--seed", m->seed, "random seed: the same seed writes the same documents")->capture_default_str();
+  make->add_flag("--prompts", m->prompts, "write PROMPT<TAB>KEY lines instead of documents ending in their key");
+  make->callback([m] {
+    const int64_t low = m->min_length > 0 ? m->min_length : m->length;
+    if (low > m->length) throw std::runtime_error("--min-length is above --length");
+    if (low < passkey_minimum_length(m->digits))
+      throw std::runtime_error("--length " + std::to_string(low) + " is below the " +
+                               std::to_string(passkey_minimum_length(m->digits)) +
+                               " characters of the key sentence and the question");
+    for (int64_t i = 0; i < m->count; ++i) {
+      // the document's length and depth from the document's own stream
+      const auto u = static_cast<uint64_t>(i);
+      PasskeyOptions o;
+      o.digits = m->digits;
+      const uint64_t mix = (m->seed ^ 0xA5A5A5A5A5A5A5A5ULL) * 0x9E3779B97F4A7C15ULL + u;
+      o.length = low + static_cast<int64_t>(mix % static_cast<uint64_t>(m->length - low + 1));
+      o.depth = static_cast<double>((mix >> 20) % 101) / 100.0;
+      const auto d = make_passkey_document(o, m->seed, u);
+      std::cout << (m->prompts ? d.prompt + "\t" + d.key : d.with_answer()) << '\n';
+    }
+    std::cout << std::flush;
+  });
+
+  auto* eval = cmd->add_subcommand("eval", "a language model's passkey accuracy per document length and key depth");
+  struct EvalArgs : RunArgs {
+    PasskeyGrid grid;
+  };
+  auto e = std::make_shared<EvalArgs>();
+  e->add_to(*eval);
+  eval->add_option("--lengths", e->grid.lengths, "document lengths in characters")
+      ->delimiter(',')
+      ->check(positive())
+      ->capture_default_str();
+  eval->add_option("--depths", e->grid.depths, "depths of the key, 0 (start) to 1 (end)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  eval->add_option("--documents", e->grid.documents, "documents per cell")->check(positive())->capture_default_str();
+  eval->add_option("--digits", e->grid.digits, "digits of the key")->check(CLI::Range(1, 18))->capture_default_str();
+  eval->add_option("--passkey-seed", e->grid.seed, "random seed of the documents")->capture_default_str();
+  eval->callback([e] {
+    torch::Device device(torch::kCPU);
+    auto run = e->open(&device);
+    if (!run.task->takes_eval_context())
+      throw std::runtime_error("passkey retrieval tests language models; " + e->run_dir + " is a " +
+                               run.task->model_noun());
+    for (auto l : e->grid.lengths)
+      if (l < passkey_minimum_length(e->grid.digits))
+        throw std::runtime_error("--lengths: " + std::to_string(l) + " is below the " +
+                                 std::to_string(passkey_minimum_length(e->grid.digits)) +
+                                 " characters of the key sentence and the question");
+    const auto cells = evaluate_passkey(*run.task, *run.model, *run.tokenizer, e->grid, device);
+    const auto stem = (std::filesystem::path(e->run_dir) / "passkey").string();
+    const std::string command = "ropelab passkey eval --run " + e->run_dir + " --lengths " + joined(e->grid.lengths) +
+                                " --depths " + joined(e->grid.depths) + " --documents " +
+                                std::to_string(e->grid.documents) + " --passkey-seed " + std::to_string(e->grid.seed);
+    write_passkey_results(stem, cells, e->grid, e->run_dir + ": passkey accuracy", command);
+    std::cout << "length  depth  accuracy\n";
+    for (const auto& c : cells) {
+      std::printf("%6ld  %5.2f  ", static_cast<long>(c.length), c.depth);
+      if (c.error.empty())
+        std::printf("%.2f (%ld/%ld)\n", c.accuracy(), static_cast<long>(c.correct), static_cast<long>(c.documents));
+      else
+        std::printf("n/a: %s\n", c.error.c_str());
+    }
+    std::cout << "wrote " << stem << ".csv and " << stem << ".svg" << std::endl;
+  });
+}
+
+}  // namespace ropelab::apps

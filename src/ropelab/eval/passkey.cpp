@@ -1,0 +1,86 @@
+#include "ropelab/eval/passkey.h"
+
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "ropelab/util/files.h"
+#include "ropelab/util/random.h"
+
+namespace ropelab {
+
+namespace {
+
+// Mohtashami and Jaggi's filler, one sentence after another.
+const char* const kFiller[] = {"The grass is green.", "The sky is blue.", "The sun is yellow.", "Here we go.",
+                               "There and back again."};
+constexpr size_t kFillerSentences = sizeof kFiller / sizeof kFiller[0];
+const std::string kQuestion = "What is the pass key? The pass key is";
+
+std::string key_sentence(const std::string& key) {
+  return "The pass key is " + key + ". Remember it. " + key + " is the pass key.";
+}
+
+/// `chars` characters of filler sentences from sentence `first` on, cut at the end.
+std::string filler(size_t chars, size_t first) {
+  std::string out;
+  for (size_t i = first; out.size() < chars; ++i)
+    out += (out.empty() ? "" : " ") + std::string(kFiller[i % kFillerSentences]);
+  out.resize(chars);
+  return out;
+}
+
+}  // namespace
+
+int64_t passkey_minimum_length(int64_t digits) {
+  return static_cast<int64_t>(key_sentence(std::string(static_cast<size_t>(digits), '1')).size() + 1 +
+                              kQuestion.size());
+}
+
+PasskeyDocument make_passkey_document(const PasskeyOptions& o, uint64_t seed, uint64_t index) {
+  if (o.digits < 1 || o.digits > 18)
+    throw std::invalid_argument("passkey digits must be 1 to 18, got " + std::to_string(o.digits));
+  if (!(o.depth >= 0 && o.depth <= 1)) throw std::invalid_argument("passkey depth must be in [0, 1]");
+  const int64_t minimum = passkey_minimum_length(o.digits);
+  if (o.length < minimum)
+    throw std::invalid_argument("passkey length " + std::to_string(o.length) + " is below the " +
+                                std::to_string(minimum) + " characters of the key sentence and the question");
+  // one stream per document: (seed, index) mixed, so documents do not depend on each other
+  SplitMix64 rng(seed * 0x9E3779B97F4A7C15ULL + index);
+  PasskeyDocument d;
+  d.key = std::to_string(1 + rng.below(9));
+  for (int64_t i = 1; i < o.digits; ++i) d.key += std::to_string(rng.below(10));
+  const auto key = key_sentence(d.key);
+  // the filler: what the key sentence, the question and the space before it leave
+  const size_t room = static_cast<size_t>(o.length) - key.size() - kQuestion.size() - 1;
+  const size_t before = static_cast<size_t>(std::llround(o.depth * static_cast<double>(room)));
+  const auto text = filler(room, rng.below(static_cast<uint32_t>(kFillerSentences)));
+  std::string head = text.substr(0, before), tail = text.substr(before);
+  // a space on either side of the key takes a filler character's place: the prompt is
+  // exactly `length` characters
+  if (!head.empty()) head.back() = ' ';
+  if (!tail.empty()) tail.front() = ' ';
+  d.prompt = head + key + tail + " " + kQuestion;
+  return d;
+}
+
+std::string passkey_answer(const std::string& continuation) {
+  size_t i = 0;
+  while (i < continuation.size() && continuation[i] == ' ') ++i;
+  size_t j = i;
+  while (j < continuation.size() && continuation[j] >= '0' && continuation[j] <= '9') ++j;
+  return continuation.substr(i, j - i);
+}
+
+void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>& cells) {
+  std::string text = "length,depth,documents,correct,accuracy,error\n";
+  char row[128];
+  for (const auto& c : cells) {
+    std::snprintf(row, sizeof row, "%ld,%.4g,%ld,%ld,%.4f,", static_cast<long>(c.length), c.depth,
+                  static_cast<long>(c.documents), static_cast<long>(c.correct), c.accuracy());
+    text += row + (c.error.empty() ? std::string() : "\"" + c.error + "\"") + "\n";
+  }
+  write_file_atomically(path, text, "passkey table");
+}
+
+}  // namespace ropelab

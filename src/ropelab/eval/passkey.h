@@ -1,0 +1,51 @@
+#pragma once
+/// Passkey retrieval (Mohtashami and Jaggi 2023): a document of filler sentences with
+/// "The pass key is NNNNN. Remember it. NNNNN is the pass key." inserted at a chosen depth,
+/// ending in "What is the pass key? The pass key is"; a model retrieves the key if it
+/// continues the document with it. Documents are generated from a seed, the same on every
+/// platform; their length is counted in characters (bytes for ASCII: the tokens of a byte
+/// or character tokenizer).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ropelab {
+
+struct PasskeyOptions {
+  int64_t length = 256;  // characters of the prompt (the answer excluded), at least minimum_length()
+  double depth = 0.5;    // where the key sentence sits in the filler: 0 first, 1 last
+  int64_t digits = 5;    // of the key, the first not 0
+};
+
+struct PasskeyDocument {
+  std::string prompt;  // filler, key sentence, filler, question
+  std::string key;     // the answer: the digits
+  /// The document with its answer, as a training line: prompt + " " + key + "."
+  std::string with_answer() const { return prompt + " " + key + "."; }
+};
+
+/// The shortest prompt: the key sentence and the question with no filler.
+int64_t passkey_minimum_length(int64_t digits);
+
+/// Document number `index` of the stream `seed` (documents are independent of each other:
+/// the same (seed, index) gives the same document whatever else is generated). Throws
+/// std::invalid_argument naming the option that is out of range.
+PasskeyDocument make_passkey_document(const PasskeyOptions& options, uint64_t seed, uint64_t index);
+
+/// The key a model's continuation gives: the first run of digits after optional spaces,
+/// or "" if it does not start with a digit.
+std::string passkey_answer(const std::string& continuation);
+
+struct PasskeyCell {
+  int64_t length = 0;
+  double depth = 0;
+  int64_t documents = 0, correct = 0;
+  std::string error;  // why the cell could not be evaluated (a context the model cannot take)
+  double accuracy() const { return documents > 0 ? static_cast<double>(correct) / static_cast<double>(documents) : 0; }
+};
+
+/// passkey.csv: length, depth, documents, correct, accuracy, error.
+void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>& cells);
+
+}  // namespace ropelab

@@ -1,0 +1,57 @@
+// Passkey documents: deterministic by seed, exactly as long as asked, the key where asked,
+// and answers read back from continuations.
+#include "ropelab/eval/passkey.h"
+
+#include <regex>
+#include <set>
+
+#include "../test_util.h"
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+
+TEST(Passkey, DocumentsAreDeterministicBySeedAndHoldTheirKeyWhereAsked) {
+  const std::string question = " What is the pass key? The pass key is";
+  std::set<std::string> keys;
+  for (const int64_t length : {passkey_minimum_length(5), int64_t{128}, int64_t{333}, int64_t{2048}})
+    for (const double depth : {0.0, 0.25, 0.5, 1.0})
+      for (uint64_t index = 0; index < 5; ++index) {
+        SCOPED_TRACE("length " + std::to_string(length) + " depth " + std::to_string(depth));
+        PasskeyOptions o;
+        o.length = length;
+        o.depth = depth;
+        const auto d = make_passkey_document(o, 7, index);
+        const auto again = make_passkey_document(o, 7, index);
+        EXPECT_EQ(d.prompt, again.prompt);
+        EXPECT_EQ(d.key, again.key);
+        EXPECT_NE(make_passkey_document(o, 8, index).prompt, d.prompt);
+        EXPECT_EQ(static_cast<int64_t>(d.prompt.size()), length);
+        ASSERT_TRUE(std::regex_match(d.key, std::regex("[1-9][0-9]{4}"))) << d.key;
+        const auto sentence = "The pass key is " + d.key + ". Remember it. " + d.key + " is the pass key.";
+        const auto at = d.prompt.find(sentence);
+        ASSERT_NE(at, std::string::npos) << d.prompt;
+        EXPECT_EQ(d.prompt.find(d.key, at + sentence.size()), std::string::npos);  // the key nowhere else
+        EXPECT_EQ(d.prompt.find(d.key), at + 16);
+        EXPECT_EQ(d.prompt.substr(d.prompt.size() - question.size()), question);
+        EXPECT_EQ(d.with_answer(), d.prompt + " " + d.key + ".");
+        // the key's place in the filler follows the depth (to a character or two)
+        const double filler = static_cast<double>(length - passkey_minimum_length(5));
+        EXPECT_NEAR(static_cast<double>(at), depth * filler, 1.0 + 1e-9);
+      }
+  // a document's key depends on (seed, index) alone; 100 documents' keys are drawn from 90000
+  for (uint64_t index = 0; index < 100; ++index) keys.insert(make_passkey_document({}, 7, index).key);
+  EXPECT_GT(keys.size(), 95u);
+  PasskeyOptions too_short;
+  too_short.length = passkey_minimum_length(5) - 1;
+  EXPECT_EQ(error_of([&] { make_passkey_document(too_short, 1, 0); }),
+            "passkey length " + std::to_string(too_short.length) + " is below the " +
+                std::to_string(passkey_minimum_length(5)) + " characters of the key sentence and the question");
+}
+
+TEST(Passkey, AnswersAreTheLeadingDigits) {
+  EXPECT_EQ(passkey_answer(" 12345."), "12345");
+  EXPECT_EQ(passkey_answer("12345 is"), "12345");
+  EXPECT_EQ(passkey_answer("  9"), "9");
+  EXPECT_EQ(passkey_answer(" the key"), "");
+  EXPECT_EQ(passkey_answer(""), "");
+}
