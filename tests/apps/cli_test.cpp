@@ -619,6 +619,12 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   r = run("ablate " + exp + " -o " + out);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find(exp + ": eval_strides: 0 must be positive"), std::string::npos) << r.output;
+  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs << "]\neval_scaling: [yarm]\n";
+  r = run("ablate " + exp + " -o " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find(exp + ": eval_scaling: yarm is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)"),
+            std::string::npos)
+      << r.output;
   std::filesystem::remove_all(root);
 }
 
@@ -712,7 +718,7 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   const auto exp = (root / "exp.yaml").string();
   auto write_experiment = [&](const std::string& steps, const std::string& contexts,
                               const std::string& grid = "  model.position.type: [rotary]\n",
-                              const std::string& strides = "") {
+                              const std::string& strides = "", const std::string& scaling = "") {
     std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\n"
                        << "set: [task=lm, data.format=text, tokenizer.type=byte, data.context=8, data.train=" << text
                        << ", data.valid=" << text << ", data.test=" << text << ", train.steps=" << steps
@@ -720,13 +726,16 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
                           " model.encoder_layers=1, model.decoder_layers=1]\n"
                           "grid:\n"
                        << grid << "eval_contexts: [" << contexts << "]\n"
-                       << (strides.empty() ? "" : "eval_strides: [" + strides + "]\n");
+                       << (strides.empty() ? "" : "eval_strides: [" + strides + "]\n")
+                       << (scaling.empty() ? "" : "eval_scaling: [" + scaling + "]\n");
   };
   const auto out = (root / "out").string(), run_dir = out + "/runs/model.position.type=rotary.seed1";
   write_experiment("3", "8");
   auto r = run("ablate " + exp + " -o " + out + " --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx8.json"));
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx8.positions.csv"));
+  EXPECT_NE(read_text(out + "/positions.svg").find("test loss by position in windows of 8"), std::string::npos);
   {  // each window's NLL and tokens, for paired tests between runs: together, the reported perplexity
     std::ifstream items(run_dir + "/eval.test.ctx8.items.tsv");
     std::string line;
@@ -782,6 +791,21 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_EQ(sliding.at("stride").get<int>(), 4);
   EXPECT_EQ(sliding.at("tokens"), nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.json")).at("tokens"));
   EXPECT_NE(read_text(out + "/extrapolation.svg").find("stride 4"), std::string::npos);
+
+  // RoPE scaling at evaluation: the rotary run evaluated again (not retrained) past its
+  // training context, at factor 16 / 8 = 2; an ALiBi variant has no such columns
+  write_experiment("3", "8, 16", "  model.position.type: [rotary, alibi]\n", "", "yarn, linear");
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx16.set_yarn_2.json"));
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/eval.test.ctx8.set_yarn_1.json"));  // no scaling at 8 itself
+  const auto scaled = read_text(out + "/results.md");
+  EXPECT_NE(scaled.find("| test_ppl@16 | test_ppl@16+linear | test_ppl@16+yarn |"), std::string::npos) << scaled;
+  EXPECT_NE(scaled.find("| model.position.type=alibi | 1 |"), std::string::npos) << scaled;
+  EXPECT_NE(scaled.find(" - | - |"), std::string::npos) << scaled;  // alibi: no scaled columns
+  EXPECT_EQ(scaled.find("n/a"), std::string::npos) << scaled;       // and no paired test that cannot apply
+  EXPECT_NE(read_text(out + "/extrapolation.svg").find("yarn"), std::string::npos);
 
   // another experiment in the same directory: its variant with this config reuses the run
   write_experiment("3", "8", "  model.attention.type: [softmax]\n  model.position.type: [rotary]\n");

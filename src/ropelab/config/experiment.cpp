@@ -38,11 +38,13 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (!root.IsMap()) fail(path, "expected a mapping with base, grid and seeds");
   ExperimentSpec spec;
   spec.path = path;
-  static const std::set<std::string> known = {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides"};
+  static const std::set<std::string> known = {"base",          "set",          "grid",        "seeds",
+                                              "eval_contexts", "eval_strides", "eval_scaling"};
   for (const auto& entry : root) {
     const auto key = entry.first.Scalar();
     if (!known.count(key))
-      fail(path, "unknown key " + key + " (expected base, set, grid, seeds, eval_contexts, eval_strides)");
+      fail(path,
+           "unknown key " + key + " (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling)");
   }
   if (!root["base"]) fail(path, "base (the config file(s) every variant starts from) is required");
   spec.base = scalars(root["base"], path, "base");
@@ -80,14 +82,27 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (root["eval_strides"]) spec.eval_strides = integers("eval_strides");
   for (auto s : spec.eval_strides)
     if (s <= 0) fail(path, "eval_strides: " + std::to_string(s) + " must be positive");
+  if (root["eval_scaling"]) spec.eval_scaling = scalars(root["eval_scaling"], path, "eval_scaling");
+  for (const auto& s : spec.eval_scaling) {
+    RopeScalingType type = RopeScalingType::none;
+    try {
+      type = parse_rope_scaling_type(s);
+    } catch (const std::exception&) {
+      fail(path, "eval_scaling: " + s + " is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)");
+    }
+    if (type == RopeScalingType::none) fail(path, "eval_scaling: none is the plain evaluation; list scalings only");
+  }
 
   // Every variant must load and validate before any run starts.
   for (const auto& variant : expand_grid(spec)) {
     try {
       const auto config = variant_config(spec, variant, spec.seeds.front());
       if (config.data.test().empty()) fail(path, "data.test is not set (every run is evaluated on the test split)");
-      if ((!spec.eval_contexts.empty() || !spec.eval_strides.empty()) && !make_task(config)->takes_eval_context())
-        fail(path, std::string(spec.eval_contexts.empty() ? "eval_strides" : "eval_contexts") +
+      if ((!spec.eval_contexts.empty() || !spec.eval_strides.empty() || !spec.eval_scaling.empty()) &&
+          !make_task(config)->takes_eval_context())
+        fail(path, std::string(!spec.eval_contexts.empty()  ? "eval_contexts"
+                               : !spec.eval_strides.empty() ? "eval_strides"
+                                                            : "eval_scaling") +
                        " applies to language models (task lm)");
     } catch (const ConfigError& e) {
       if (std::string(e.what()).rfind(path + ":", 0) == 0) throw;

@@ -8,6 +8,7 @@
 ///   seeds: [1, 2, 3]
 ///   eval_contexts: [128, 256, 512, 1024]     # language models: test perplexity at each (optional)
 ///   eval_strides: [64]                       # and sliding windows with each stride (optional)
+///   eval_scaling: [linear, ntk, dynamic_ntk, yarn]  # rotary runs again, scaled, past data.context (optional)
 ///
 /// Every variant's config is loaded and validated before anything runs; errors name the
 /// experiment file and the variant.
@@ -24,6 +25,10 @@ namespace ropelab {
 struct TestEvaluations {
   std::vector<int64_t> contexts;  // language models: perplexity at each; empty: data.context
   std::vector<int64_t> strides;   // language models: also sliding windows with each stride below the context
+  /// Rotary language models: also, at each context beyond the training one, evaluated
+  /// (not retrained) with each RoPE scaling (linear, ntk, dynamic_ntk, yarn) at factor
+  /// context / data.context.
+  std::vector<std::string> scalings;
 };
 
 struct ExperimentSpec {
@@ -32,9 +37,10 @@ struct ExperimentSpec {
   std::vector<std::string> set;                                        // overrides for every variant
   std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // in file order
   std::vector<int64_t> seeds = {1};
-  std::vector<int64_t> eval_contexts;  // LM test perplexity contexts; empty: data.context
-  std::vector<int64_t> eval_strides;   // LM: also sliding-window perplexity with each stride below a context
-  TestEvaluations test_evaluations() const { return {eval_contexts, eval_strides}; }
+  std::vector<int64_t> eval_contexts;     // LM test perplexity contexts; empty: data.context
+  std::vector<int64_t> eval_strides;      // LM: also sliding-window perplexity with each stride below a context
+  std::vector<std::string> eval_scaling;  // rotary LMs: RoPE scalings evaluated past the training context
+  TestEvaluations test_evaluations() const { return {eval_contexts, eval_strides, eval_scaling}; }
 };
 
 /// One point of the grid: its overrides ("key=value") and a name for directories and tables.

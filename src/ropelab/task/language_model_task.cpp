@@ -1,6 +1,7 @@
 #include "ropelab/task/language_model_task.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <sstream>
 
@@ -138,9 +139,25 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluation
   for (auto c : asked.contexts.empty() ? std::vector<int64_t>{config_.data.context()} : asked.contexts) {
     const auto n = std::to_string(c);
     out.push_back({"eval.test.ctx" + n + ".json",
-                   " --context " + n,
+                   " --context " + n + " --per-position",
                    {{"perplexity", "test_ppl@" + n}},
-                   "eval.test.ctx" + n + ".items.tsv"});
+                   "eval.test.ctx" + n + ".items.tsv",
+                   "eval.test.ctx" + n + ".positions.csv",
+                   c});
+    const auto trained = config_.data.context();
+    const auto type = config_.model.decoder_position().type();
+    const bool rotary = type == PositionType::rotary || type == PositionType::rotary_nd;
+    if (rotary && config_.model.decoder_position().scaling().type() == RopeScalingType::none && c > trained)
+      for (const auto& scaling : asked.scalings) {  // the same run, scaled to this context
+        char factor[32];
+        std::snprintf(factor, sizeof factor, "%g", static_cast<double>(c) / static_cast<double>(trained));
+        const auto tag = "eval.test.ctx" + n + ".set_" + scaling + "_" + factor;
+        out.push_back({tag + ".json",
+                       " --context " + n + " --set model.position.scaling.type=" + scaling +
+                           " --set model.position.scaling.factor=" + factor,
+                       {{"perplexity", "test_ppl@" + n + "+" + scaling}},
+                       tag + ".items.tsv"});
+      }
     for (auto s : asked.strides) {  // sliding windows; a stride of the context or more is the above
       if (s >= c) continue;
       const auto tag = "eval.test.ctx" + n + ".stride" + std::to_string(s);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -60,6 +61,7 @@ struct Job {
 /// its items file: a report from an older version lacking a column is evaluated again.
 bool evaluation_complete(const std::string& run_dir, const AblationEval& eval) {
   if (!eval.items_file.empty() && !fs::exists(run_dir + "/" + eval.items_file)) return false;
+  if (!eval.positions_file.empty() && !fs::exists(run_dir + "/" + eval.positions_file)) return false;
   for (const auto& [key, column] : eval.columns)
     if (std::isnan(json_number(run_dir + "/" + eval.file, key))) return false;
   return true;
@@ -112,6 +114,8 @@ std::vector<PairedCell> paired_cells(const std::vector<std::string>& order, cons
         if (it == results.end()) continue;
         PairedCell cell{order[v], column, std::to_string(b->seed)};
         const auto *x = items_for(*b, column), *y = items_for(*it, column);
+        if ((!x || !y) && b->items_error.empty() && it->items_error.empty())
+          continue;  // a column of one variant only (a rotary run's scaled evaluation)
         if (!x || !y) {
           cell.missing = !b->items_error.empty()    ? b->items_error
                          : !it->items_error.empty() ? it->items_error
@@ -135,34 +139,37 @@ std::vector<PairedCell> paired_cells(const std::vector<std::string>& order, cons
 
 /// extrapolation.svg, when the table has test perplexity at two or more contexts: mean
 /// perplexity over seeds (± sd shaded) against the evaluation length on a log axis, a
-/// line per variant and window protocol (non-overlapping, or sliding with a stride).
+/// line per variant, window protocol (non-overlapping, or sliding with a stride) and RoPE
+/// scaling applied at evaluation.
 void write_extrapolation_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
                               const std::vector<std::string>& metrics, const std::string& path,
                               const std::string& experiment, const std::string& command) {
-  // column "test_ppl@C" or "test_ppl@C/S" -> (stride or 0, context)
-  std::map<int64_t, std::vector<std::pair<int64_t, std::string>>> by_stride;
+  // column "test_ppl@C", "test_ppl@C/S" or "test_ppl@C+SCALING" -> (stride or 0, scaling) -> (context, column)
+  std::map<std::pair<int64_t, std::string>, std::vector<std::pair<int64_t, std::string>>> groups;
   const std::string prefix = "test_ppl@";
   for (const auto& m : metrics) {
     if (m.rfind(prefix, 0) != 0) continue;
-    const auto slash = m.find('/');
+    const auto slash = m.find('/'), plus = m.find('+');
     const int64_t context = std::atol(m.c_str() + prefix.size());
     const int64_t stride = slash == std::string::npos ? 0 : std::atol(m.c_str() + slash + 1);
-    by_stride[stride].emplace_back(context, m);
+    groups[{stride, plus == std::string::npos ? "none" : m.substr(plus + 1)}].emplace_back(context, m);
   }
   size_t contexts = 0;
-  for (const auto& [stride, columns] : by_stride) contexts = std::max(contexts, columns.size());
+  for (const auto& [group, columns] : groups) contexts = std::max(contexts, columns.size());
   if (contexts < 2) return;
   std::vector<Series> lines;
   for (const auto& variant : order)
-    for (auto& [stride, columns] : by_stride) {
+    for (auto& [group, columns] : groups) {
       std::sort(columns.begin(), columns.end());
       Series line;
-      line.name =
-          variant + ",windows=" + (stride == 0 ? std::string("non-overlapping") : "stride " + std::to_string(stride));
+      line.name = variant + ",windows=" +
+                  (group.first == 0 ? std::string("non-overlapping") : "stride " + std::to_string(group.first)) +
+                  ",scaling=" + group.second;
       for (const auto& [context, column] : columns) {
         std::vector<double> values;
         for (const auto& r : results)
-          if (r.variant == variant && std::isfinite(r.metrics.at(column))) values.push_back(r.metrics.at(column));
+          if (r.variant == variant && r.metrics.count(column) && std::isfinite(r.metrics.at(column)))
+            values.push_back(r.metrics.at(column));
         if (values.empty()) continue;
         double mean = 0, sq = 0;
         for (double v : values) mean += v;
@@ -173,13 +180,55 @@ void write_extrapolation_plot(const std::vector<std::string>& order, const std::
         line.spread.push_back(values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1))
                                                 : std::numeric_limits<double>::quiet_NaN());
       }
-      lines.push_back(std::move(line));
+      if (!line.x.empty()) lines.push_back(std::move(line));
     }
   PlotOptions plot;
   plot.title = experiment + ": test perplexity by evaluation length";
   plot.x_label = "evaluation context (tokens)";
   plot.y_label = "test perplexity (mean ± sd over seeds)";
   plot.log_x = plot.log_y = true;
+  plot.caption = command;
+  write_line_plot(path, lines, plot);
+}
+
+/// positions.svg for language models: the mean test loss at each position of the window,
+/// at the longest context evaluated, a line per variant (mean over seeds, ± sd shaded):
+/// where past the training length each encoding breaks.
+void write_positions_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
+                          const std::string& path, const std::string& experiment, const std::string& command) {
+  int64_t context = 0;
+  for (const auto& r : results)
+    for (const auto& [c, losses] : r.position_loss) context = std::max(context, c);
+  if (context == 0) return;
+  std::vector<Series> lines;
+  for (const auto& variant : order) {
+    Series line;
+    line.name = variant;
+    for (int64_t j = 0; j < context; ++j) {
+      std::vector<double> values;
+      for (const auto& r : results) {
+        if (r.variant != variant || !r.position_loss.count(context)) continue;
+        const auto& losses = r.position_loss.at(context);
+        if (static_cast<size_t>(j) < losses.size() && std::isfinite(losses[static_cast<size_t>(j)]))
+          values.push_back(losses[static_cast<size_t>(j)]);
+      }
+      if (values.empty()) continue;
+      double mean = 0, sq = 0;
+      for (double v : values) mean += v;
+      mean /= static_cast<double>(values.size());
+      for (double v : values) sq += (v - mean) * (v - mean);
+      line.x.push_back(static_cast<double>(j + 1));
+      line.y.push_back(mean);
+      line.spread.push_back(values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1))
+                                              : std::numeric_limits<double>::quiet_NaN());
+    }
+    if (!line.x.empty()) lines.push_back(std::move(line));
+  }
+  PlotOptions plot;
+  plot.title = experiment + ": test loss by position in windows of " + std::to_string(context);
+  plot.x_label = "position in the window (tokens of history + 1)";
+  plot.y_label = "mean test loss (nats per token, mean ± sd over seeds)";
+  plot.log_x = true;
   plot.caption = command;
   write_line_plot(path, lines, plot);
 }
@@ -204,8 +253,14 @@ RunResult read_run_result(const std::string& run_dir, const Config& config, cons
     }
   }
   r.metrics["valid_ppl"] = best_ppl;
-  for (const auto& eval : make_task(config)->ablation_evals(asked))
+  for (const auto& eval : make_task(config)->ablation_evals(asked)) {
     for (const auto& [key, column] : eval.columns) r.metrics[column] = json_number(run_dir + "/" + eval.file, key);
+    const auto positions = run_dir + "/" + eval.positions_file;
+    if (eval.positions_file.empty() || !fs::exists(positions)) continue;
+    const auto table = read_item_table(positions, {"position", "mean_loss", "tokens"});
+    auto& losses = r.position_loss[eval.context];
+    for (size_t i = 1; i < table.size(); i += 3) losses.push_back(table[i]);
+  }
   r.metrics["train_s"] = elapsed;
   try {
     r.items = make_task(config)->ablation_items(run_dir, asked);
@@ -335,9 +390,15 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
 
 void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunResult>& results,
                             const std::string& out_dir, const std::string& command) {
-  std::vector<std::string> metrics;  // column order: by name, numbers by value (test_ppl@256 before @1024)
-  if (!results.empty())
-    for (const auto& [name, value] : results.front().metrics) metrics.push_back(name);
+  // Every run's columns (a rotary run's scaled evaluations are its own); order: by name,
+  // numbers by value (test_ppl@256 before @1024).
+  std::vector<std::string> metrics;
+  {
+    std::set<std::string> names;
+    for (const auto& r : results)
+      for (const auto& [name, value] : r.metrics) names.insert(name);
+    metrics.assign(names.begin(), names.end());
+  }
   std::stable_sort(metrics.begin(), metrics.end(), [](const std::string& a, const std::string& b) {
     const auto pa = a.find('@'), pb = b.find('@');
     if (pa == std::string::npos || pb == std::string::npos || a.compare(0, pa, b, 0, pb) != 0) return a < b;
@@ -351,7 +412,10 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     csv.precision(10);
     for (const auto& r : results) {
       csv << "\"" << r.variant << "\"," << r.seed;
-      for (const auto& m : metrics) csv << "," << r.metrics.at(m);
+      for (const auto& m : metrics) {
+        csv << ",";
+        if (r.metrics.count(m)) csv << r.metrics.at(m);  // empty: not evaluated for this run
+      }
       csv << "\n";
     }
   }
@@ -392,13 +456,20 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
       if (r.variant == variant) runs.push_back(&r);
     md << "| " << variant << " | " << runs.size() << " |";
     for (const auto& m : metrics) {
+      std::vector<double> values;  // the runs that have this column
+      for (auto* r : runs)
+        if (r->metrics.count(m)) values.push_back(r->metrics.at(m));
+      if (values.empty()) {
+        md << " - |";
+        continue;
+      }
       double mean = 0, sq = 0;
-      for (auto* r : runs) mean += r->metrics.at(m);
-      mean /= static_cast<double>(runs.size());
-      for (auto* r : runs) sq += std::pow(r->metrics.at(m) - mean, 2);
+      for (double v : values) mean += v;
+      mean /= static_cast<double>(values.size());
+      for (double v : values) sq += std::pow(v - mean, 2);
       char cell[64];
-      if (runs.size() > 1) {
-        const double sd = std::sqrt(sq / static_cast<double>(runs.size() - 1));
+      if (values.size() > 1) {
+        const double sd = std::sqrt(sq / static_cast<double>(values.size() - 1));
         std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f" : " %.3f ± %.3f", mean, sd);
       } else {  // one seed: no spread to report
         std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f" : " %.3f", mean);
@@ -480,6 +551,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   write_line_plot((fs::path(out_dir) / "valid_curves.svg").string(), curves, plot);
   write_extrapolation_plot(order, results, metrics, (fs::path(out_dir) / "extrapolation.svg").string(), spec.path,
                            command);
+  write_positions_plot(order, results, (fs::path(out_dir) / "positions.svg").string(), spec.path, command);
 }
 
 }  // namespace ropelab

@@ -34,6 +34,8 @@ struct RunResult {
   std::vector<std::pair<double, double>> curve;  // (step, validation loss)
   std::vector<PairedItems> items;                // test outputs for paired tests (Task::ablation_items)
   std::string items_error;                       // why `items` is empty, if it is
+  /// Language models: the mean test loss at each position of the window, per context.
+  std::map<int64_t, std::vector<double>> position_loss;
 };
 
 /// Reads a finished run directory (metrics.jsonl and eval.test*.json).
