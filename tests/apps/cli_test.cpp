@@ -805,7 +805,10 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_NE(scaled.find("| model.position.type=alibi | 1 |"), std::string::npos) << scaled;
   EXPECT_NE(scaled.find(" - | - |"), std::string::npos) << scaled;  // alibi: no scaled columns
   EXPECT_EQ(scaled.find("n/a"), std::string::npos) << scaled;       // and no paired test that cannot apply
-  EXPECT_NE(read_text(out + "/extrapolation.svg").find("yarn"), std::string::npos);
+  const auto extrapolation = read_text(out + "/extrapolation.svg");
+  EXPECT_NE(extrapolation.find(">rotary, yarn<"), std::string::npos) << extrapolation;  // a line per scaling
+  EXPECT_EQ(extrapolation.find(">alibi, yarn<"), std::string::npos) << extrapolation;   // only where it applies
+  EXPECT_NE(extrapolation.find("<circle"), std::string::npos);                          // its points marked
 
   // another experiment in the same directory: its variant with this config reuses the run
   write_experiment("3", "8", "  model.attention.type: [softmax]\n  model.position.type: [rotary]\n");

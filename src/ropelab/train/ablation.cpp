@@ -157,6 +157,15 @@ void write_extrapolation_plot(const std::vector<std::string>& order, const std::
   size_t contexts = 0;
   for (const auto& [group, columns] : groups) contexts = std::max(contexts, columns.size());
   if (contexts < 2) return;
+  // A scaled line starts from the plain evaluation at the contexts it does not cover (the
+  // training context, where the factor would be 1).
+  for (auto& [group, columns] : groups) {
+    if (group.second == "none" || !groups.count({group.first, "none"})) continue;
+    int64_t first = std::numeric_limits<int64_t>::max();
+    for (const auto& [context, column] : columns) first = std::min(first, context);
+    for (const auto& plain : groups.at({group.first, "none"}))
+      if (plain.first < first) columns.push_back(plain);
+  }
   std::vector<Series> lines;
   for (const auto& variant : order)
     for (auto& [group, columns] : groups) {
@@ -165,12 +174,14 @@ void write_extrapolation_plot(const std::vector<std::string>& order, const std::
       line.name = variant + ",windows=" +
                   (group.first == 0 ? std::string("non-overlapping") : "stride " + std::to_string(group.first)) +
                   ",scaling=" + group.second;
+      bool own = group.second == "none";  // a scaled line needs a scaled value of its own
       for (const auto& [context, column] : columns) {
         std::vector<double> values;
         for (const auto& r : results)
           if (r.variant == variant && r.metrics.count(column) && std::isfinite(r.metrics.at(column)))
             values.push_back(r.metrics.at(column));
         if (values.empty()) continue;
+        own = own || column.find('+') != std::string::npos;
         double mean = 0, sq = 0;
         for (double v : values) mean += v;
         mean /= static_cast<double>(values.size());
@@ -180,13 +191,14 @@ void write_extrapolation_plot(const std::vector<std::string>& order, const std::
         line.spread.push_back(values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1))
                                                 : std::numeric_limits<double>::quiet_NaN());
       }
-      if (!line.x.empty()) lines.push_back(std::move(line));
+      if (own && !line.x.empty()) lines.push_back(std::move(line));
     }
   PlotOptions plot;
   plot.title = experiment + ": test perplexity by evaluation length";
   plot.x_label = "evaluation context (tokens)";
   plot.y_label = "test perplexity (mean ± sd over seeds)";
   plot.log_x = plot.log_y = true;
+  plot.markers = true;
   plot.caption = command;
   write_line_plot(path, lines, plot);
 }

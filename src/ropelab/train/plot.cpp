@@ -196,10 +196,15 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
     svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.8\" points=\"";
     for (size_t i = 0; i < s.x.size(); ++i)
       if (usable(s.x[i], s.y[i])) svg << px(s.x[i]) << ',' << py(s.y[i]) << ' ';
-    svg << "\"/>\n<line x1=\"" << W - right + 12 << "\" y1=\"" << legend_top + 14 + 18 * k << "\" x2=\""
-        << W - right + 34 << "\" y2=\"" << legend_top + 14 + 18 * k << "\" stroke=\"" << colour
-        << "\" stroke-width=\"3\"/><text x=\"" << W - right + 40 << "\" y=\"" << legend_top + 18 + 18 * k << "\">"
-        << escape(labels[k]) << "</text>\n";
+    svg << "\"/>\n";
+    if (options.markers)
+      for (size_t i = 0; i < s.x.size(); ++i)
+        if (usable(s.x[i], s.y[i]))
+          svg << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3\" fill=\"" << colour
+              << "\"/>\n";
+    svg << "<line x1=\"" << W - right + 12 << "\" y1=\"" << legend_top + 14 + 18 * k << "\" x2=\"" << W - right + 34
+        << "\" y2=\"" << legend_top + 14 + 18 * k << "\" stroke=\"" << colour << "\" stroke-width=\"3\"/><text x=\""
+        << W - right + 40 << "\" y=\"" << legend_top + 18 + 18 * k << "\">" << escape(labels[k]) << "</text>\n";
   }
   if (!options.caption.empty())
     svg << "<text x=\"" << left << "\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">"

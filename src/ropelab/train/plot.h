@@ -23,6 +23,7 @@ struct PlotOptions {
   std::string title, x_label, y_label;
   std::string caption;  // below the plot, e.g. the command that made it
   bool log_x = false, log_y = false;
+  bool markers = false;  // a dot at every point (for few points per series)
 };
 
 /// Writes an SVG line plot of `series` (each its own colour, with a legend) to `path`.
