@@ -625,6 +625,14 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   EXPECT_NE(r.output.find(exp + ": eval_scaling: yarm is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)"),
             std::string::npos)
       << r.output;
+  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs
+                     << "]\ngrid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: rotray\n";
+  r = run("ablate " + exp + " -o " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find(exp + ": finetune.from: rotray is not a variant of the grid "
+                                "(model.position.type=sinusoidal, model.position.type=rotary)"),
+            std::string::npos)
+      << r.output;
   std::filesystem::remove_all(root);
 }
 
@@ -809,6 +817,26 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_NE(extrapolation.find(">rotary, yarn<"), std::string::npos) << extrapolation;  // a line per scaling
   EXPECT_EQ(extrapolation.find(">alibi, yarn<"), std::string::npos) << extrapolation;   // only where it applies
   EXPECT_NE(extrapolation.find("<circle"), std::string::npos);                          // its points marked
+
+  // fine-tunes of the rotary run at a longer context, with and without YaRN, from its best checkpoint
+  std::ofstream(exp, std::ios::app) << "finetune:\n  from: model.position.type=rotary\n"
+                                       "  set: [data.context=16, train.steps=2, model.position.scaling.factor=2]\n"
+                                       "  grid:\n    model.position.scaling.type: [none, yarn]\n";
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 fine-tunes of model.position.type=rotary x 1 seeds = 2 runs; 0 finished already"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);  // the source untouched
+  const auto yarn_dir = out + "/runs/finetune_model.position.scaling.type=yarn.seed1";
+  EXPECT_NE(read_text(yarn_dir + "/config.yaml").find("init_from: " + run_dir), std::string::npos);
+  EXPECT_NE(read_text(yarn_dir + ".log").find("init: parameters from " + run_dir + "/checkpoint_best.pt"),
+            std::string::npos);
+  const auto tuned = read_text(out + "/results.md");
+  EXPECT_NE(tuned.find("| finetune:model.position.scaling.type=yarn | 1 |"), std::string::npos) << tuned;
+  EXPECT_NE(tuned.find("| finetune:model.position.scaling.type=none | 1 |"), std::string::npos) << tuned;
+  r = run("ablate " + exp + " -o " + out + " --threads 1");  // all done: nothing runs again
+  EXPECT_NE(r.output.find("= 2 runs; 2 finished already, 0 to run"), std::string::npos) << r.output;
 
   // another experiment in the same directory: its variant with this config reuses the run
   write_experiment("3", "8", "  model.attention.type: [softmax]\n  model.position.type: [rotary]\n");

@@ -38,13 +38,13 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (!root.IsMap()) fail(path, "expected a mapping with base, grid and seeds");
   ExperimentSpec spec;
   spec.path = path;
-  static const std::set<std::string> known = {"base",          "set",          "grid",        "seeds",
-                                              "eval_contexts", "eval_strides", "eval_scaling"};
+  static const std::set<std::string> known = {"base",          "set",          "grid",         "seeds",
+                                              "eval_contexts", "eval_strides", "eval_scaling", "finetune"};
   for (const auto& entry : root) {
     const auto key = entry.first.Scalar();
     if (!known.count(key))
-      fail(path,
-           "unknown key " + key + " (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling)");
+      fail(path, "unknown key " + key +
+                     " (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling, finetune)");
   }
   if (!root["base"]) fail(path, "base (the config file(s) every variant starts from) is required");
   spec.base = scalars(root["base"], path, "base");
@@ -52,14 +52,29 @@ ExperimentSpec load_experiment(const std::string& path) {
     if (!std::filesystem::exists(file))
       fail(path, "base: " + file + " not found (paths are from the working directory)");
   if (root["set"]) spec.set = scalars(root["set"], path, "set");
-  if (root["grid"]) {
-    if (!root["grid"].IsMap()) fail(path, "grid must map config keys to lists of values");
-    for (const auto& entry : root["grid"]) {
+  auto read_grid = [&](const YAML::Node& node, const std::string& name) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> grid;
+    if (!node.IsMap()) fail(path, name + " must map config keys to lists of values");
+    for (const auto& entry : node) {
       const auto key = entry.first.Scalar();
-      auto values = scalars(entry.second, path, "grid." + key);
-      if (values.empty()) fail(path, "grid." + key + " has no values");
-      spec.grid.emplace_back(key, std::move(values));
+      auto values = scalars(entry.second, path, name + "." + key);
+      if (values.empty()) fail(path, name + "." + key + " has no values");
+      grid.emplace_back(key, std::move(values));
     }
+    return grid;
+  };
+  if (root["grid"]) spec.grid = read_grid(root["grid"], "grid");
+  if (const auto node = root["finetune"]) {
+    if (!node.IsMap()) fail(path, "finetune must map from, set and grid");
+    for (const auto& entry : node)
+      if (entry.first.Scalar() != "from" && entry.first.Scalar() != "set" && entry.first.Scalar() != "grid")
+        fail(path, "finetune: unknown key " + entry.first.Scalar() + " (expected from, set, grid)");
+    FinetuneSpec f;
+    if (!node["from"] || !node["from"].IsScalar()) fail(path, "finetune.from (the variant to start from) is required");
+    f.from = node["from"].Scalar();
+    if (node["set"]) f.set = scalars(node["set"], path, "finetune.set");
+    if (node["grid"]) f.grid = read_grid(node["grid"], "finetune.grid");
+    spec.finetune.push_back(std::move(f));
   }
   auto integers = [&](const char* key) {
     std::vector<int64_t> out;
@@ -93,8 +108,19 @@ ExperimentSpec load_experiment(const std::string& path) {
     if (type == RopeScalingType::none) fail(path, "eval_scaling: none is the plain evaluation; list scalings only");
   }
 
-  // Every variant must load and validate before any run starts.
-  for (const auto& variant : expand_grid(spec)) {
+  if (!spec.finetune.empty()) {
+    std::string names;
+    bool found = false;
+    for (const auto& v : expand_grid(spec)) {
+      found = found || v.name == spec.finetune[0].from;
+      names += (names.empty() ? "" : ", ") + v.name;
+    }
+    if (!found) fail(path, "finetune.from: " + spec.finetune[0].from + " is not a variant of the grid (" + names + ")");
+  }
+  // Every variant, fine-tunes included, must load and validate before any run starts.
+  auto variants = expand_grid(spec);
+  for (auto& v : finetune_variants(spec)) variants.push_back(std::move(v));
+  for (const auto& variant : variants) {
     try {
       const auto config = variant_config(spec, variant, spec.seeds.front());
       if (config.data.test().empty()) fail(path, "data.test is not set (every run is evaluated on the test split)");
@@ -124,6 +150,26 @@ std::vector<Variant> expand_grid(const ExperimentSpec& spec) {
         next.push_back(std::move(v));
       }
     out = std::move(next);
+  }
+  return out;
+}
+
+std::vector<Variant> finetune_variants(const ExperimentSpec& spec) {
+  if (spec.finetune.empty()) return {};
+  const auto& f = spec.finetune[0];
+  std::vector<std::string> from;
+  for (const auto& v : expand_grid(spec))
+    if (v.name == f.from) from = v.overrides;
+  ExperimentSpec points;
+  points.grid = f.grid;
+  std::vector<Variant> out;
+  for (auto& point : expand_grid(points)) {
+    Variant v;
+    v.overrides = from;
+    v.overrides.insert(v.overrides.end(), f.set.begin(), f.set.end());
+    v.overrides.insert(v.overrides.end(), point.overrides.begin(), point.overrides.end());
+    v.name = "finetune" + (point.name.empty() ? std::string() : ":" + point.name);
+    out.push_back(std::move(v));
   }
   return out;
 }

@@ -9,6 +9,11 @@
 ///   eval_contexts: [128, 256, 512, 1024]     # language models: test perplexity at each (optional)
 ///   eval_strides: [64]                       # and sliding windows with each stride (optional)
 ///   eval_scaling: [linear, ntk, dynamic_ntk, yarn]  # rotary runs again, scaled, past data.context (optional)
+///   finetune:                                # fine-tunes of one variant's finished runs (optional)
+///     from: model.position.type=rotary       #   the grid variant they start from, seed by seed
+///     set: [data.context=512, train.steps=300]
+///     grid:
+///       model.position.scaling.type: [none, linear, yarn]
 ///
 /// Every variant's config is loaded and validated before anything runs; errors name the
 /// experiment file and the variant.
@@ -31,6 +36,14 @@ struct TestEvaluations {
   std::vector<std::string> scalings;
 };
 
+/// Fine-tunes (`train --init-from`) of a grid variant's runs, each seed from the run of
+/// that seed: base, set, the source variant's overrides, then these.
+struct FinetuneSpec {
+  std::string from;                                                    // a grid variant's name
+  std::vector<std::string> set;                                        // overrides for every fine-tune
+  std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // crossed, as the main grid
+};
+
 struct ExperimentSpec {
   std::string path;                                                    // the experiment file
   std::vector<std::string> base;                                       // config files
@@ -41,6 +54,7 @@ struct ExperimentSpec {
   std::vector<int64_t> eval_strides;      // LM: also sliding-window perplexity with each stride below a context
   std::vector<std::string> eval_scaling;  // rotary LMs: RoPE scalings evaluated past the training context
   TestEvaluations test_evaluations() const { return {eval_contexts, eval_strides, eval_scaling}; }
+  std::vector<FinetuneSpec> finetune;  // at most one
 };
 
 /// One point of the grid: its overrides ("key=value") and a name for directories and tables.
@@ -54,6 +68,11 @@ ExperimentSpec load_experiment(const std::string& path);
 
 /// The cross product of the grid, in file order (the last key varies fastest).
 std::vector<Variant> expand_grid(const ExperimentSpec& spec);
+
+/// The fine-tune variants: the source variant's overrides, finetune.set, then each point of
+/// finetune.grid; named "finetune:" + the point ("finetune" without a grid). Empty without
+/// a finetune section.
+std::vector<Variant> finetune_variants(const ExperimentSpec& spec);
 
 /// The config of one variant and seed (base, then set, then the variant, then the seed).
 Config variant_config(const ExperimentSpec& spec, const Variant& variant, int64_t seed);

@@ -297,92 +297,131 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     if (entry.is_directory() && fs::exists(entry.path() / "ablation.done")) finished.push_back(entry.path().string());
   std::sort(finished.begin(), finished.end());
 
-  std::vector<Job> todo;
   std::vector<std::pair<Job, Config>> all;
+  const std::string exe = quote(o.executable);
+  const std::string runtime =
+      " --threads " + std::to_string(threads) + (o.device.empty() ? "" : " --device " + quote(o.device));
+  // Plans one run: its directory (a finished run of the same config is reused), and the
+  // command that trains and evaluates it, or only adds the evaluations it lacks; returns
+  // false when nothing is left to do.
+  auto plan = [&](const Variant& variant, int64_t seed, const std::vector<std::string>& extra, Job& job) {
+    job.variant = variant.name.empty() ? "base" : variant.name;
+    job.seed = seed;
+    job.dir = (fs::path(o.out_dir) / "runs" / (slug(variant.name) + ".seed" + std::to_string(seed))).string();
+    job.log = job.dir + ".log";
+    Variant full = variant;
+    full.overrides.insert(full.overrides.end(), extra.begin(), extra.end());
+    const auto config = variant_config(spec, full, seed);
+    if (!fs::exists(job.dir + "/ablation.done"))
+      for (const auto& other : finished)
+        if (run_started_with(other, config)) {
+          job.dir = other, job.log = other + ".log";
+          break;
+        }
+    all.emplace_back(job, config);
+    // The test evaluations this experiment asks for; with `missing_only`, those not on disk.
+    auto evaluations = [&](bool missing_only) {
+      std::string evals;
+      for (const auto& eval : make_task(config)->ablation_evals(spec.test_evaluations())) {
+        if (missing_only && evaluation_complete(job.dir, eval)) continue;
+        evals += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + eval.args + runtime + " >> " +
+                 quote(job.log) + " 2>&1";
+      }
+      return evals;
+    };
+    const bool same = run_started_with(job.dir, config);
+    if (fs::exists(job.dir + "/ablation.done") && same) {
+      const auto missing = evaluations(true);  // a finished run: only evaluations it lacks
+      if (missing.empty()) return false;
+      job.command = "true" + missing + " && touch " + quote(job.dir + "/ablation.done");
+      return true;
+    }
+    std::string train = exe + " train";
+    if (same) {
+      train += " --resume";  // an interrupted run of this very config continues (or restarts)
+    } else {                 // new, or made by another config, which is moved aside, never deleted
+      train += " --overwrite";
+      for (const auto& f : spec.base) train += " " + quote(f);
+      for (const auto& s : spec.set) train += " --set " + quote(s);
+      for (const auto& s : full.overrides) train += " --set " + quote(s);
+      train += " --set train.seed=" + std::to_string(seed);
+    }
+    train += runtime + " -o " + quote(job.dir);
+    job.command = train + " > " + quote(job.log) + " 2>&1" + evaluations(false) + " && touch " +
+                  quote(job.dir + "/ablation.done");
+    return true;
+  };
+
+  int64_t failed = 0;
+  // Runs the planned jobs, `jobs` at a time, with a progress line and an ETA each.
+  auto run_jobs = [&](const std::vector<Job>& todo, size_t skipped, size_t total) {
+    std::map<pid_t, std::pair<Job, double>> running;
+    size_t next = 0, done = 0;
+    const double start = now_seconds();
+    while (next < todo.size() || !running.empty()) {
+      while (next < todo.size() && static_cast<int64_t>(running.size()) < jobs) {
+        const auto& job = todo[next++];
+        fs::create_directories(fs::path(job.dir).parent_path());
+        const pid_t pid = spawn({"/bin/sh", "-c", job.command}, {}, "ablate");
+        running[pid] = {job, now_seconds()};
+        std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant << " seed "
+                  << job.seed << " (log " << job.log << ")" << std::endl;
+      }
+      const auto child = wait_any("ablate");
+      auto it = running.find(child.pid);
+      if (it == running.end()) continue;
+      const auto [job, began] = it->second;
+      running.erase(it);
+      ++done;
+      const bool ok = child.code == 0;
+      if (!ok) ++failed;
+      // Runs have finished at this pace so far, `jobs` at a time.
+      const double left = (now_seconds() - start) / static_cast<double>(done) * static_cast<double>(todo.size() - done);
+      std::cout << "ablate: " << (ok ? "finished " : "FAILED ") << job.variant << " seed " << job.seed << " in "
+                << format_duration(now_seconds() - began) << "; " << (todo.size() - done) << " left, ETA "
+                << format_duration(left) << std::endl;
+      if (!ok) std::cerr << "ablate: run failed, see " << job.log << std::endl;
+    }
+  };
+
+  std::vector<Job> todo;
   for (const auto& variant : variants)
     for (auto seed : spec.seeds) {
       Job job;
-      job.variant = variant.name.empty() ? "base" : variant.name;
-      job.seed = seed;
-      job.dir = (fs::path(o.out_dir) / "runs" / (slug(variant.name) + ".seed" + std::to_string(seed))).string();
-      job.log = job.dir + ".log";
-      const auto config = variant_config(spec, variant, seed);
-      if (!fs::exists(job.dir + "/ablation.done"))
-        for (const auto& other : finished)
-          if (run_started_with(other, config)) {
-            job.dir = other, job.log = other + ".log";
-            break;
-          }
-      all.emplace_back(job, config);
-      const std::string exe = quote(o.executable);
-      const std::string runtime =
-          " --threads " + std::to_string(threads) + (o.device.empty() ? "" : " --device " + quote(o.device));
-      // The test evaluations this experiment asks for; with `missing_only`, those not on disk.
-      auto evaluations = [&](bool missing_only) {
-        std::string evals;
-        for (const auto& eval : make_task(config)->ablation_evals(spec.test_evaluations())) {
-          if (missing_only && evaluation_complete(job.dir, eval)) continue;
-          evals += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + eval.args + runtime + " >> " +
-                   quote(job.log) + " 2>&1";
-        }
-        return evals;
-      };
-      const bool same = run_started_with(job.dir, config);
-      if (fs::exists(job.dir + "/ablation.done") && same) {
-        const auto missing = evaluations(true);  // a finished run: only evaluations it lacks
-        if (missing.empty()) continue;
-        job.command = "true" + missing + " && touch " + quote(job.dir + "/ablation.done");
-        todo.push_back(job);
-        continue;
-      }
-      std::string train = exe + " train";
-      if (same) {
-        train += " --resume";  // an interrupted run of this very config continues (or restarts)
-      } else {                 // new, or made by another config, which is moved aside, never deleted
-        train += " --overwrite";
-        for (const auto& f : spec.base) train += " " + quote(f);
-        for (const auto& s : spec.set) train += " --set " + quote(s);
-        for (const auto& s : variant.overrides) train += " --set " + quote(s);
-        train += " --set train.seed=" + std::to_string(seed);
-      }
-      train += runtime + " -o " + quote(job.dir);
-      const std::string command = train + " > " + quote(job.log) + " 2>&1" + evaluations(false);
-      job.command = command + " && touch " + quote(job.dir + "/ablation.done");
-      todo.push_back(job);
+      if (plan(variant, seed, {}, job)) todo.push_back(job);
     }
-
   const size_t total = all.size(), skipped = total - todo.size();
   std::cout << "ablate: " << variants.size() << " variants x " << spec.seeds.size() << " seeds = " << total << " runs; "
             << skipped << " finished already, " << todo.size() << " to run, " << jobs << " at a time, " << threads
             << " threads each" << std::endl;
-  std::map<pid_t, std::pair<Job, double>> running;
-  size_t next = 0, done = 0;
-  int64_t failed = 0;
-  const double start = now_seconds();
-  while (next < todo.size() || !running.empty()) {
-    while (next < todo.size() && static_cast<int64_t>(running.size()) < jobs) {
-      const auto& job = todo[next++];
-      fs::create_directories(fs::path(job.dir).parent_path());
-      const pid_t pid = spawn({"/bin/sh", "-c", job.command}, {}, "ablate");
-      running[pid] = {job, now_seconds()};
-      std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant << " seed " << job.seed
-                << " (log " << job.log << ")" << std::endl;
-    }
-    const auto child = wait_any("ablate");
-    const pid_t pid = child.pid;
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    const auto [job, began] = it->second;
-    running.erase(it);
-    ++done;
-    const bool ok = child.code == 0;
-    if (!ok) ++failed;
-    // Runs have finished at this pace so far, `jobs` at a time.
-    const double left = (now_seconds() - start) / static_cast<double>(done) * static_cast<double>(todo.size() - done);
-    std::cout << "ablate: " << (ok ? "finished " : "FAILED ") << job.variant << " seed " << job.seed << " in "
-              << format_duration(now_seconds() - began) << "; " << (todo.size() - done) << " left, ETA "
-              << format_duration(left) << std::endl;
-    if (!ok) std::cerr << "ablate: run failed, see " << job.log << std::endl;
+  run_jobs(todo, skipped, total);
+
+  // Fine-tunes, once the runs they start from have finished: each seed from its own run.
+  const auto finetunes = finetune_variants(spec);
+  if (!finetunes.empty()) {
+    const auto from = spec.finetune[0].from;
+    std::vector<Job> more;
+    const size_t before = all.size();
+    for (const auto& variant : finetunes)
+      for (auto seed : spec.seeds) {
+        const auto source =
+            std::find_if(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(before),
+                         [&](const auto& entry) { return entry.first.variant == from && entry.first.seed == seed; });
+        if (source == all.begin() + static_cast<std::ptrdiff_t>(before) ||
+            !fs::exists(source->first.dir + "/ablation.done")) {
+          std::cerr << "ablate: " << variant.name << " seed " << seed << " not run: its source run (" << from
+                    << " seed " << seed << ") did not finish" << std::endl;
+          ++failed;
+          continue;
+        }
+        Job job;
+        if (plan(variant, seed, {"train.init_from=" + source->first.dir}, job)) more.push_back(job);
+      }
+    const size_t added = all.size() - before;
+    std::cout << "ablate: " << finetunes.size() << " fine-tunes of " << from << " x " << spec.seeds.size()
+              << " seeds = " << added << " runs; " << added - more.size() << " finished already, " << more.size()
+              << " to run" << std::endl;
+    run_jobs(more, added - more.size(), added);
   }
 
   std::vector<RunResult> results;
