@@ -327,6 +327,7 @@ TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
   const std::string text = read_text(run_dir + ".log");
   EXPECT_NE(text.find("stopping on SIGTERM after step"), std::string::npos) << text;
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoint_last.pt"));
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/trained"));  // stopped, not finished
   auto r = run("translate --run " + run_dir + " --checkpoint last --input " + data);
   EXPECT_EQ(r.code, 0) << r.output;
   std::filesystem::remove_all(root);
@@ -1047,6 +1048,29 @@ wait $ablate; echo "ablate exit $?"
 )sh",
                       {{"CLI", cli}, {"EXP", exp}, {"OUT", out}}));
   EXPECT_NE(r.output.find("both runs locked\nablate exit 0"), std::string::npos) << r.output << read_text(out + ".log");
+
+  // A training stopped by SIGTERM saves and exits 0 before its end: ablate neither evaluates
+  // it nor marks it done, and the next ablate resumes it to the end.
+  std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\nset: [data.train=" << pairs
+                     << ", data.valid=" << pairs << ", data.test=" << pairs
+                     << ", train.steps=100000, train.log_every=1, train.valid_every=0]\n"
+                        "grid:\n  model.position.type: [rotary]\n";
+  const auto stopped = out + "/runs/model.position.type=rotary.seed1";
+  r = run_script(root, "stopped",
+                 fill(R"sh(
+{CLI} ablate {EXP} -o {OUT} --threads 1 > {OUT}.stopped.log 2>&1 & ablate=$!
+for i in $(seq 600); do grep -q 'step 3/' {RUN}.log 2>/dev/null && break; sleep 0.05; done
+pkill -TERM -f "train .*-o {RUN}"
+wait $ablate; echo "ablate exit $?"
+)sh",
+                      {{"CLI", cli}, {"EXP", exp}, {"OUT", out}, {"RUN", stopped}}));
+  EXPECT_NE(r.output.find("ablate exit 1"), std::string::npos) << r.output << read_text(out + ".stopped.log");
+  EXPECT_NE(read_text(out + ".stopped.log").find("FAILED model.position.type=rotary seed 1"), std::string::npos);
+  EXPECT_NE(read_text(stopped + ".log").find("stopping on SIGTERM after step"), std::string::npos);
+  EXPECT_NE(read_text(stopped + ".log").find("ablate: the training stopped before its end"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(stopped + "/ablation.done"));
+  EXPECT_FALSE(std::filesystem::exists(stopped + "/trained"));
+  EXPECT_FALSE(std::filesystem::exists(stopped + "/eval.test.json"));
   std::filesystem::remove_all(root);
 }
 

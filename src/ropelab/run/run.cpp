@@ -16,7 +16,8 @@ RunPaths::RunPaths(std::string d)
       last((fs::path(dir) / "checkpoint_last.pt").string()),
       best((fs::path(dir) / "checkpoint_best.pt").string()),
       metrics((fs::path(dir) / "metrics.jsonl").string()),
-      data((fs::path(dir) / "data").string()) {}
+      data((fs::path(dir) / "data").string()),
+      trained((fs::path(dir) / "trained").string()) {}
 
 bool run_started_with(const std::string& dir, const Config& config) {
   try {

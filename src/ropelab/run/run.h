@@ -19,6 +19,9 @@ namespace ropelab {
 struct RunPaths {
   explicit RunPaths(std::string dir);
   std::string dir, config, last, best, metrics, data;
+  /// Written when training reaches its end (train.steps, or early stopping), removed when
+  /// training starts: a run stopped by a signal exits 0 but has no such file.
+  std::string trained;
   /// "best" | "last" | a file path -> the checkpoint file.
   std::string checkpoint(const std::string& which) const;
   /// The checkpoint --resume continues from: `last`, or `best` where a run stopped after a

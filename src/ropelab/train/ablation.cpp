@@ -347,7 +347,13 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       train += " --set train.seed=" + std::to_string(seed);
     }
     train += runtime + " -o " + quote(job.dir);
-    job.command = train + " > " + quote(job.log) + " 2>&1" + evaluations(false) + " && touch " +
+    // A training stopped by a signal exits 0 without reaching its end: no evaluation then,
+    // and the run is not marked done, so the next ablate resumes it.
+    const std::string reached_end =
+        " && { test -e " + quote(RunPaths(job.dir).trained) + " || { echo " +
+        quote("ablate: the training stopped before its end; run ablate again to resume it") + " >> " + quote(job.log) +
+        "; false; }; }";
+    job.command = train + " > " + quote(job.log) + " 2>&1" + reached_end + evaluations(false) + " && touch " +
                   quote(job.dir + "/ablation.done");
     return true;
   };

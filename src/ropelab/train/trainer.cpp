@@ -348,6 +348,8 @@ void Trainer::run() {
   auto& module = model_->module();
   module.train();
   StopSignals signals;  // SIGINT/SIGTERM: finish the update, save, return
+  // Until this run reaches its end again (a resumed run may be given more steps).
+  if (writer_) fs::remove(paths_.trained);
   ProgressLog progress_log(terminal_, progress_.step, t_.steps());
   const double seconds_before = progress_.seconds;  // a resumed run's time continues
   while (!stop_ && progress_.step < t_.steps()) {
@@ -410,6 +412,7 @@ void Trainer::run() {
   if (!writer_) return;
   checkpoint();
   write_loss_curve(paths_.metrics, paths_.dir + "/loss.svg");
+  write_file_atomically(paths_.trained, "step " + std::to_string(progress_.step) + "\n", "completion marker");
   std::cout << "done: step " << progress_.step << " in " << format_duration(now_seconds() - progress_log.started())
             << ", run " << paths_.dir << std::endl;
 }
