@@ -38,12 +38,19 @@ std::vector<int64_t> lm_line_ids(const std::string& line, const Tokenizer& token
   return ids;
 }
 
-/// The chunks of an n-token LM stream, `fn(start, end)`: `context` predicted tokens each,
-/// consecutive chunks sharing one token (every token after the first predicted once).
+/// The windows of an n-token LM stream, `fn(start, end, context_only)`: `context` inputs
+/// each (fewer at the end), starting every `stride` tokens; a window after the first
+/// scores only its predictions from `context_only` = context - stride on, so every token
+/// after the first is scored exactly once. stride = context: consecutive chunks sharing
+/// one token.
 template <typename F>
-void for_each_lm_chunk(size_t n, int64_t context, F&& fn) {
-  const auto step = static_cast<size_t>(context);
-  for (size_t start = 0; start + 1 < n; start += step) fn(start, std::min(n, start + step + 1));
+void for_each_lm_window(size_t n, int64_t context, int64_t stride, F&& fn) {
+  const auto width = static_cast<size_t>(context), step = static_cast<size_t>(stride);
+  for (size_t start = 0;; start += step) {
+    const size_t context_only = start == 0 ? 0 : width - step;  // predictions an earlier window scored
+    if (start + context_only + 1 >= n) break;                   // nothing left to score
+    fn(start, std::min(n, start + width + 1), context_only);
+  }
 }
 
 /// Most tokens a pair's side may have: max_len counts BOS or EOS.
@@ -84,17 +91,13 @@ std::vector<Example> lm_windows(const std::vector<std::string>& lines, const Tok
   }
   if (stream.size() > limit) stream.resize(limit);
   std::vector<Example> windows;
-  const auto n = stream.size(), width = static_cast<size_t>(context), step = static_cast<size_t>(stride);
-  for (size_t start = 0;; start += step) {
-    const size_t context_only = start == 0 ? 0 : width - step;  // predictions an earlier window scored
-    if (start + context_only + 1 >= n) break;                   // nothing left to score
-    const size_t end = std::min(n, start + width + 1);
+  for_each_lm_window(stream.size(), context, stride, [&](size_t start, size_t end, size_t context_only) {
     windows.push_back({{},
                        std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
                                             stream.begin() + static_cast<std::ptrdiff_t>(end)),
                        {},
                        static_cast<int64_t>(context_only)});
-  }
+  });
   return windows;
 }
 
@@ -122,8 +125,9 @@ int64_t write_lm_store(const std::string& text_path, const Tokenizer& tokenizer,
     if (line.empty()) return void(++empty);
     writer.append_tokens(lm_line_ids(line, tokenizer));
   });
-  for_each_lm_chunk(static_cast<size_t>(writer.tokens()), context,
-                    [&](size_t start, size_t end) { writer.add_span(start, 0, static_cast<uint32_t>(end - start)); });
+  for_each_lm_window(static_cast<size_t>(writer.tokens()), context, context, [&](size_t start, size_t end, size_t) {
+    writer.add_span(start, 0, static_cast<uint32_t>(end - start));
+  });
   writer.finish();
   return empty;
 }
