@@ -19,26 +19,26 @@ LossTotals evaluate_loss(const Task& task, const TaskModel& model, const Example
     auto [loss, nll] = smoothed_loss(logits, batch.target_out, label_smoothing, kPadId);
     totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
     if (!per_example && !per_position) continue;
-    // each target's NLL in double, 0 at padding
+    // each target's NLL, logsumexp - target logit (no log-probability tensor), 0 at padding;
+    // summed per row and per position in double, then brought to the host once
+    const auto target = batch.target_out.clamp_min(0).unsqueeze(-1);
     const auto mask = batch.target_out.ne(kPadId);
-    const auto log_p =
-        logits.to(torch::kDouble).log_softmax(-1).gather(-1, batch.target_out.clamp_min(0).unsqueeze(-1)).squeeze(-1);
-    const auto token_nll = (-log_p * mask).cpu();
-    const auto counts = mask.cpu();
+    const auto token_nll = ((logits.logsumexp(-1) - logits.gather(-1, target).squeeze(-1)) * mask).to(torch::kDouble);
+    const auto counts = mask.to(torch::kDouble);
     if (per_example) {
-      const auto row_nll = token_nll.sum(1), row_tokens = counts.sum(1);
+      const auto rows = torch::stack({token_nll.sum(1), counts.sum(1)}, 1).cpu();  // (B, 2)
+      const auto r = rows.accessor<double, 2>();
       for (size_t b = 0; b < indices.size(); ++b)
-        (*per_example)[indices[b]] = {row_nll[static_cast<int64_t>(b)].item<double>(),
-                                      static_cast<double>(row_tokens[static_cast<int64_t>(b)].item<int64_t>())};
+        (*per_example)[indices[b]] = {r[static_cast<int64_t>(b)][0], r[static_cast<int64_t>(b)][1]};
     }
     if (per_position) {
-      const auto column_nll = token_nll.sum(0), column_tokens = counts.sum(0);
-      const auto length = static_cast<size_t>(column_nll.size(0));
-      if (per_position->size() < length) per_position->resize(length);
-      for (size_t j = 0; j < length; ++j) {
-        (*per_position)[j].nll += column_nll[static_cast<int64_t>(j)].item<double>();
-        (*per_position)[j].tokens += static_cast<double>(column_tokens[static_cast<int64_t>(j)].item<int64_t>());
-      }
+      const auto columns = torch::stack({token_nll.sum(0), counts.sum(0)}, 1).cpu();  // (T, 2)
+      const auto c = columns.accessor<double, 2>();
+      if (per_position->size() < static_cast<size_t>(columns.size(0)))
+        per_position->resize(static_cast<size_t>(columns.size(0)));
+      for (int64_t j = 0; j < columns.size(0); ++j)
+        (*per_position)[static_cast<size_t>(j)].nll += c[j][0],
+            (*per_position)[static_cast<size_t>(j)].tokens += c[j][1];
     }
   }
   model->train(was_training);
