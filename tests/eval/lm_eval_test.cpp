@@ -109,7 +109,9 @@ TEST_F(LmEval, WindowsScoreEveryTokenOnceWithTheirHistory) {
                                                stream.begin() + static_cast<std::ptrdiff_t>(start + w.target.size())));
       for (size_t j = static_cast<size_t>(w.score_from); j + 1 < w.target.size(); ++j) {
         ++scored[start + j + 1];
-        if (start > 0) EXPECT_GE(j + 1, static_cast<size_t>(6 - stride));  // history of at least context - stride
+        if (start > 0) {  // history of at least context - stride
+          EXPECT_GE(j + 1, static_cast<size_t>(6 - stride));
+        }
       }
       start += static_cast<size_t>(stride);
     }

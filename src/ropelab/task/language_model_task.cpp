@@ -156,7 +156,9 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluation
                        " --context " + n + " --set model.position.scaling.type=" + scaling +
                            " --set model.position.scaling.factor=" + factor,
                        {{"perplexity", "test_ppl@" + n + "+" + scaling}},
-                       tag + ".items.tsv"});
+                       tag + ".items.tsv",
+                       "",
+                       c});
       }
     for (auto s : asked.strides) {  // sliding windows; a stride of the context or more is the above
       if (s >= c) continue;
@@ -164,7 +166,9 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluation
       out.push_back({tag + ".json",
                      " --context " + n + " --stride " + std::to_string(s),
                      {{"perplexity", "test_ppl@" + n + "/" + std::to_string(s)}},
-                     tag + ".items.tsv"});
+                     tag + ".items.tsv",
+                     "",
+                     c});
     }
   }
   return out;

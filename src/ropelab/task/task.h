@@ -76,10 +76,9 @@ struct AblationEval {
   std::string file;                                          // RUN/eval.test....json
   std::string args;                                          // extra `ropelab eval` flags
   std::vector<std::pair<std::string, std::string>> columns;  // {json key, column name}
-  std::string items_file;  // what ablation_items reads (RUN/hyp.test.txt, RUN/eval....items.tsv)
-  /// Language models' plain evaluations: the per-position losses (eval --per-position) at `context`.
-  std::string positions_file;
-  int64_t context = 0;
+  std::string items_file;      // what ablation_items reads (RUN/hyp.test.txt, RUN/eval....items.tsv)
+  std::string positions_file;  // language models' plain evaluations: per-position losses (--per-position)
+  int64_t context = 0;         // language models: the evaluation context
 };
 
 class Task {

@@ -202,7 +202,9 @@ std::vector<AblationEval> TranslationTask::ablation_evals(const TestEvaluations&
   return {{"eval.test.json",
            "",
            {{"bleu", "test_bleu"}, {"chrf", "test_chrf"}, {"ter", "test_ter"}, {"perplexity", "test_ppl"}},
-           "hyp.test.txt"}};
+           "hyp.test.txt",
+           "",
+           0}};
 }
 
 std::vector<PairedItems> TranslationTask::ablation_items(const std::string& run_dir,

@@ -67,6 +67,28 @@ bool evaluation_complete(const std::string& run_dir, const AblationEval& eval) {
   return true;
 }
 
+/// Mean and sample standard deviation over seeds (sd NaN for a single value).
+struct Spread {
+  double mean = 0, sd = std::numeric_limits<double>::quiet_NaN();
+};
+Spread mean_sd(const std::vector<double>& values) {
+  Spread s;
+  for (double v : values) s.mean += v;
+  s.mean /= static_cast<double>(values.size());
+  if (values.size() < 2) return s;
+  double sq = 0;
+  for (double v : values) sq += (v - s.mean) * (v - s.mean);
+  s.sd = std::sqrt(sq / static_cast<double>(values.size() - 1));
+  return s;
+}
+
+/// Adds a point at `x`: the mean of `values` with its sd as the band (none for no values).
+void add_point(Series& line, double x, const std::vector<double>& values) {
+  if (values.empty()) return;
+  const auto s = mean_sd(values);
+  line.x.push_back(x), line.y.push_back(s.mean), line.spread.push_back(s.sd);
+}
+
 /// One paired bootstrap of a variant against the baseline variant: one seed, or all pooled.
 struct PairedCell {
   std::string variant, column, seed;  // seed: "1", ..., or "pooled"
@@ -94,11 +116,14 @@ std::vector<PairedCell> paired_cells(const std::vector<std::string>& order, cons
   for (const auto* b : baseline)
     for (const auto& i : b->items)
       if (std::find(columns.begin(), columns.end(), i.column) == columns.end()) columns.push_back(i.column);
+  std::map<size_t, Resamples> draws;  // by number of items: the same draws for every test of that size
   auto test = [&](const CorpusMetric& metric, const std::vector<double>& base, const std::vector<double>& system,
                   PairedCell cell) {
     const size_t items = base.size() / metric.width();
-    const auto r = paired_bootstrap(
-        metric, base, system, draw_resamples(items, static_cast<size_t>(options.resolved_samples()), options.seed));
+    auto& resamples = draws[items];
+    if (resamples.empty())
+      resamples = draw_resamples(items, static_cast<size_t>(options.resolved_samples()), options.seed);
+    const auto r = paired_bootstrap(metric, base, system, resamples);
     cell.baseline = metric.score(column_sums(base, metric.width()).data());
     cell.score = r.score;
     cell.p_value = r.p_value;
@@ -112,7 +137,7 @@ std::vector<PairedCell> paired_cells(const std::vector<std::string>& order, cons
         const auto it = std::find_if(results.begin(), results.end(),
                                      [&](const RunResult& r) { return r.variant == order[v] && r.seed == b->seed; });
         if (it == results.end()) continue;
-        PairedCell cell{order[v], column, std::to_string(b->seed)};
+        PairedCell cell{order[v], column, std::to_string(b->seed), 0, 0, 0, ""};
         const auto *x = items_for(*b, column), *y = items_for(*it, column);
         if ((!x || !y) && b->items_error.empty() && it->items_error.empty())
           continue;  // a column of one variant only (a rotary run's scaled evaluation)
@@ -132,7 +157,7 @@ std::vector<PairedCell> paired_cells(const std::vector<std::string>& order, cons
         }
         cells.push_back(cell);
       }
-      if (metric) cells.push_back(test(*metric, pooled_base, pooled_system, {order[v], column, "pooled"}));
+      if (metric) cells.push_back(test(*metric, pooled_base, pooled_system, {order[v], column, "pooled", 0, 0, 0, ""}));
     }
   return cells;
 }
@@ -180,16 +205,8 @@ void write_extrapolation_plot(const std::vector<std::string>& order, const std::
         for (const auto& r : results)
           if (r.variant == variant && r.metrics.count(column) && std::isfinite(r.metrics.at(column)))
             values.push_back(r.metrics.at(column));
-        if (values.empty()) continue;
-        own = own || column.find('+') != std::string::npos;
-        double mean = 0, sq = 0;
-        for (double v : values) mean += v;
-        mean /= static_cast<double>(values.size());
-        for (double v : values) sq += (v - mean) * (v - mean);
-        line.x.push_back(static_cast<double>(context));
-        line.y.push_back(mean);
-        line.spread.push_back(values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1))
-                                                : std::numeric_limits<double>::quiet_NaN());
+        if (!values.empty()) own = own || column.find('+') != std::string::npos;
+        add_point(line, static_cast<double>(context), values);
       }
       if (own && !line.x.empty()) lines.push_back(std::move(line));
     }
@@ -224,15 +241,7 @@ void write_positions_plot(const std::vector<std::string>& order, const std::vect
         if (static_cast<size_t>(j) < losses.size() && std::isfinite(losses[static_cast<size_t>(j)]))
           values.push_back(losses[static_cast<size_t>(j)]);
       }
-      if (values.empty()) continue;
-      double mean = 0, sq = 0;
-      for (double v : values) mean += v;
-      mean /= static_cast<double>(values.size());
-      for (double v : values) sq += (v - mean) * (v - mean);
-      line.x.push_back(static_cast<double>(j + 1));
-      line.y.push_back(mean);
-      line.spread.push_back(values.size() > 1 ? std::sqrt(sq / static_cast<double>(values.size() - 1))
-                                              : std::numeric_limits<double>::quiet_NaN());
+      add_point(line, static_cast<double>(j + 1), values);
     }
     if (!line.x.empty()) lines.push_back(std::move(line));
   }
@@ -520,17 +529,12 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
         md << " - |";
         continue;
       }
-      double mean = 0, sq = 0;
-      for (double v : values) mean += v;
-      mean /= static_cast<double>(values.size());
-      for (double v : values) sq += std::pow(v - mean, 2);
+      const auto spread = mean_sd(values);
       char cell[64];
-      if (values.size() > 1) {
-        const double sd = std::sqrt(sq / static_cast<double>(values.size() - 1));
-        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f" : " %.3f ± %.3f", mean, sd);
-      } else {  // one seed: no spread to report
-        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f" : " %.3f", mean);
-      }
+      if (values.size() > 1)
+        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f" : " %.3f ± %.3f", spread.mean, spread.sd);
+      else  // one seed: no spread to report
+        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f" : " %.3f", spread.mean);
       md << cell << (pooled_significant(variant, m) ? " * |" : " |");
     }
     md << "\n";
@@ -539,15 +543,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     std::map<double, std::vector<double>> by_step;
     for (auto* r : runs)
       for (const auto& [step, loss] : r->curve) by_step[step].push_back(loss);
-    for (const auto& [step, losses] : by_step) {
-      double mean = 0, sq = 0;
-      for (double l : losses) mean += l;
-      mean /= static_cast<double>(losses.size());
-      for (double l : losses) sq += (l - mean) * (l - mean);
-      s.x.push_back(step), s.y.push_back(mean);
-      s.spread.push_back(losses.size() > 1 ? std::sqrt(sq / static_cast<double>(losses.size() - 1))
-                                           : std::numeric_limits<double>::quiet_NaN());
-    }
+    for (const auto& [step, losses] : by_step) add_point(s, step, losses);
     curves.push_back(std::move(s));
   }
   if (!cells.empty()) {
