@@ -53,15 +53,9 @@ void add_score(CLI::App& cli) {
   cmd->add_option("-w,--width", a->width, "decimals in the tables")->check(CLI::Range(0, 10))->capture_default_str();
   cmd->add_flag("--json", a->json, "print one JSON document");
   cmd->callback([a] {
-    std::vector<std::vector<std::string>> refs;
-    for (const auto& path : a->refs) refs.push_back(read_text_lines(path));
-    std::vector<SystemOutput> systems;
+    std::vector<SystemOutput> refs, systems;
+    for (const auto& path : a->refs) refs.push_back({path, read_text_lines(path)});
     for (const auto& path : a->hyps) systems.push_back({path, read_text_lines(path)});
-    for (size_t k = 0; k < refs.size(); ++k)
-      for (const auto& s : systems)
-        if (refs[k].size() != s.lines.size())
-          throw std::runtime_error(a->refs[k] + " has " + std::to_string(refs[k].size()) + " lines but " + s.name +
-                                   " has " + std::to_string(s.lines.size()));
     ScoreRequest request;
     request.metrics = a->metrics;
     request.options.smoothing = parse_bleu_smoothing(a->smooth);
@@ -79,7 +73,7 @@ void add_score(CLI::App& cli) {
       paired.seed = a->seed;
       request.paired = paired;
     }
-    const auto report = score_systems(systems, refs, request);
+    const auto report = score_systems(systems, std::move(refs), request);
     if (a->json)
       std::cout << report.json().dump() << std::endl;
     else

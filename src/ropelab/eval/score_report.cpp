@@ -45,12 +45,18 @@ std::string table(const std::vector<std::vector<std::string>>& rows) {
 
 }  // namespace
 
-ScoreReport score_systems(const std::vector<SystemOutput>& systems, const std::vector<std::vector<std::string>>& refs,
+ScoreReport score_systems(const std::vector<SystemOutput>& systems, std::vector<SystemOutput> references,
                           const ScoreRequest& request) {
   if (systems.empty()) throw std::invalid_argument("no hypotheses to score");
   if (request.metrics.empty()) throw std::invalid_argument("no metric asked for");
-  if (request.paired && systems.size() < 2)
-    throw std::invalid_argument("a paired test compares systems with the first: give --hyp at least twice");
+  std::vector<std::vector<std::string>> refs;
+  for (auto& r : references) {
+    for (const auto& system : systems)
+      if (r.lines.size() != system.lines.size())
+        throw std::invalid_argument(r.name + " has " + std::to_string(r.lines.size()) + " lines but " + system.name +
+                                    " has " + std::to_string(system.lines.size()));
+    refs.push_back(std::move(r.lines));
+  }
   ScoreReport report;
   report.paired = request.paired;
   report.width = request.width;
@@ -65,10 +71,6 @@ ScoreReport score_systems(const std::vector<SystemOutput>& systems, const std::v
   // statistics[system][metric]
   std::vector<std::vector<std::vector<double>>> statistics;
   for (const auto& system : systems) {
-    for (size_t k = 0; k < refs.size(); ++k)
-      if (refs[k].size() != system.lines.size())
-        throw std::invalid_argument("reference " + std::to_string(k + 1) + " has " + std::to_string(refs[k].size()) +
-                                    " lines but " + system.name + " has " + std::to_string(system.lines.size()));
     report.systems.push_back(system.name);
     statistics.push_back(text_metric_stats(request.metrics, request.options, system.lines, refs));
     auto& lines = report.lines.emplace_back();
@@ -82,8 +84,11 @@ ScoreReport score_systems(const std::vector<SystemOutput>& systems, const std::v
   } else {
     for (const auto& per_system : statistics) {
       auto& row = report.results.emplace_back();
-      for (size_t m = 0; m < metrics.size(); ++m)
-        row.push_back({metrics[m]->score(column_sums(per_system[m], metrics[m]->width()).data())});
+      for (size_t m = 0; m < metrics.size(); ++m) {
+        PairedResult r;  // a score alone: no test asked for
+        r.score = metrics[m]->score(column_sums(per_system[m], metrics[m]->width()).data());
+        row.push_back(r);
+      }
     }
   }
   return report;
@@ -103,9 +108,9 @@ std::string ScoreReport::text() const {
     row.push_back(paired && s == 0 ? "Baseline: " + systems[s] : systems[s]);
     for (const auto& r : results[s]) {
       std::string cell = format_fixed(r.score, width);
-      if (r.has_confidence)
-        cell +=
-            " (" + format_fixed(r.confidence.mean, width) + " ± " + format_fixed(r.confidence.half_width, width) + ")";
+      if (r.confidence)
+        cell += " (" + format_fixed(r.confidence->mean, width) + " ± " + format_fixed(r.confidence->half_width, width) +
+                ")";
       if (!std::isnan(r.p_value)) cell += " (p = " + format_fixed(r.p_value, 4) + ")" + (r.p_value < 0.05 ? "*" : "");
       row.push_back(cell);
     }
@@ -166,7 +171,7 @@ nlohmann::ordered_json ScoreReport::json() const {
     for (size_t m = 0; m < metric_keys.size(); ++m) {
       const auto& r = results[s][m];
       nlohmann::ordered_json cell = {{"score", r.score}, {"line", lines[s][m]}};
-      if (r.has_confidence) cell["mean"] = r.confidence.mean, cell["ci"] = r.confidence.half_width;
+      if (r.confidence) cell["mean"] = r.confidence->mean, cell["ci"] = r.confidence->half_width;
       if (!std::isnan(r.p_value)) cell["p_value"] = r.p_value;
       row[metric_keys[m]] = cell;
     }

@@ -21,8 +21,9 @@ struct ScoreRequest {
   int width = 1;  // decimals in the paired and multi-system tables (sacreBLEU's --width)
 };
 
+/// A system's hypotheses, or a reference set: lines of a file.
 struct SystemOutput {
-  std::string name;  // the hypothesis file as given
+  std::string name;  // the file as given
   std::vector<std::string> lines;
 };
 
@@ -42,9 +43,9 @@ struct ScoreReport {
   nlohmann::ordered_json json() const;
 };
 
-/// Throws std::invalid_argument if a reference set or system has another number of lines
-/// than the first system, or a paired test has fewer than two systems.
-ScoreReport score_systems(const std::vector<SystemOutput>& systems, const std::vector<std::vector<std::string>>& refs,
+/// Throws std::invalid_argument naming both files if a reference set and a system differ
+/// in their number of lines, or if a paired test has fewer than two systems.
+ScoreReport score_systems(const std::vector<SystemOutput>& systems, std::vector<SystemOutput> references,
                           const ScoreRequest& request);
 
 }  // namespace ropelab

@@ -17,6 +17,14 @@ void check_stats(const CorpusMetric& metric, const std::vector<double>& stats, c
                                 metric.name());
 }
 
+/// Both systems' statistics whole rows of the metric, item for item.
+void check_pair(const CorpusMetric& metric, const std::vector<double>& baseline, const std::vector<double>& system) {
+  check_stats(metric, baseline, "baseline");
+  check_stats(metric, system, "system");
+  if (baseline.size() != system.size())
+    throw std::invalid_argument("paired test: the systems have different numbers of items");
+}
+
 double score_of(const CorpusMetric& metric, const std::vector<double>& stats) {
   return metric.score(column_sums(stats, metric.width()).data());
 }
@@ -82,16 +90,12 @@ double p_value_above(const std::vector<double>& statistics, double observed) {
 
 PairedResult paired_bootstrap(const CorpusMetric& metric, const std::vector<double>& baseline,
                               const std::vector<double>& system, const Resamples& resamples) {
-  check_stats(metric, baseline, "baseline");
-  check_stats(metric, system, "system");
-  if (baseline.size() != system.size())
-    throw std::invalid_argument("paired test: the systems have different numbers of items");
+  check_pair(metric, baseline, system);
   PairedResult r;
   r.score = score_of(metric, system);
   const double observed = std::abs(score_of(metric, baseline) - r.score);
   const auto base_scores = resampled_scores(metric, baseline, resamples);
   const auto sys_scores = resampled_scores(metric, system, resamples);
-  r.has_confidence = true;
   r.confidence = estimate_confidence(sys_scores);
   // The differences centred on their mean: their spread under the null hypothesis.
   std::vector<double> diffs(sys_scores.size());
@@ -105,10 +109,7 @@ PairedResult paired_bootstrap(const CorpusMetric& metric, const std::vector<doub
 
 PairedResult paired_randomization(const CorpusMetric& metric, const std::vector<double>& baseline,
                                   const std::vector<double>& system, const Flips& flips, const Resamples* confidence) {
-  check_stats(metric, baseline, "baseline");
-  check_stats(metric, system, "system");
-  if (baseline.size() != system.size())
-    throw std::invalid_argument("paired test: the systems have different numbers of items");
+  check_pair(metric, baseline, system);
   const size_t w = metric.width(), items = baseline.size() / w;
   PairedResult r;
   const auto base_sums = column_sums(baseline, w), sys_sums = column_sums(system, w);
@@ -131,10 +132,7 @@ PairedResult paired_randomization(const CorpusMetric& metric, const std::vector<
     diffs.push_back(std::abs(metric.score(a.data()) - metric.score(b.data())));
   }
   r.p_value = p_value_above(diffs, observed);
-  if (confidence != nullptr) {
-    r.has_confidence = true;
-    r.confidence = estimate_confidence(resampled_scores(metric, system, *confidence));
-  }
+  if (confidence != nullptr) r.confidence = estimate_confidence(resampled_scores(metric, system, *confidence));
   return r;
 }
 
@@ -156,10 +154,8 @@ std::vector<std::vector<PairedResult>> run_paired_test(const std::vector<const C
   for (size_t m = 0; m < metrics.size(); ++m) {
     auto& baseline = results[0][m];
     baseline.score = score_of(*metrics[m], base[m]);
-    if (!resamples.empty()) {
-      baseline.has_confidence = true;
+    if (!resamples.empty())
       baseline.confidence = estimate_confidence(resampled_scores(*metrics[m], base[m], resamples));
-    }
     for (size_t s = 1; s < statistics.size(); ++s)
       results[s][m] = bootstrap ? paired_bootstrap(*metrics[m], base[m], statistics[s][m], resamples)
                                 : paired_randomization(*metrics[m], base[m], statistics[s][m], flips,

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,7 @@ double p_value_above(const std::vector<double>& statistics, double observed);
 
 struct PairedResult {
   double score = 0;
-  bool has_confidence = false;
-  Confidence confidence;
+  std::optional<Confidence> confidence;                       // the bootstrap mean and interval, where estimated
   double p_value = std::numeric_limits<double>::quiet_NaN();  // NaN for the baseline
 };
 
