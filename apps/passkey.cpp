@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "ropelab/eval/passkey_eval.h"
+#include "ropelab/util/random.h"
 #include "run_args.h"
 
 namespace ropelab::apps {
@@ -48,14 +49,14 @@ void add_passkey(CLI::App& cli) {
       throw std::runtime_error("--length " + std::to_string(low) + " is below the " +
                                std::to_string(passkey_minimum_length(m->digits)) +
                                " characters of the key sentence and the question");
+    // each document's length and depth from a stream of their own, its text from (seed, index)
+    SplitMix64 shapes(m->seed ^ 0xA5A5A5A5A5A5A5A5ULL);
     for (int64_t i = 0; i < m->count; ++i) {
-      // the document's length and depth from the document's own stream
       const auto u = static_cast<uint64_t>(i);
       PasskeyOptions o;
       o.digits = m->digits;
-      const uint64_t mix = (m->seed ^ 0xA5A5A5A5A5A5A5A5ULL) * 0x9E3779B97F4A7C15ULL + u;
-      o.length = low + static_cast<int64_t>(mix % static_cast<uint64_t>(m->length - low + 1));
-      o.depth = static_cast<double>((mix >> 20) % 101) / 100.0;
+      o.length = low + static_cast<int64_t>(shapes.below(static_cast<uint32_t>(m->length - low + 1)));
+      o.depth = static_cast<double>(shapes.below(101)) / 100.0;
       const auto d = make_passkey_document(o, m->seed, u);
       std::cout << (m->prompts ? d.prompt + "\t" + d.key : d.with_answer()) << '\n';
     }

@@ -48,6 +48,18 @@ TEST(Passkey, DocumentsAreDeterministicBySeedAndHoldTheirKeyWhereAsked) {
                 std::to_string(passkey_minimum_length(5)) + " characters of the key sentence and the question");
 }
 
+TEST(Passkey, ARetrievalIsTheKeyRightAfterTheQuestion) {
+  PasskeyOptions o;
+  o.length = 200;
+  const auto d = make_passkey_document(o, 3, 0);
+  EXPECT_TRUE(passkey_retrieved(d.with_answer(), d.key));
+  EXPECT_TRUE(passkey_retrieved(d.prompt + "  " + d.key + " and more", d.key));
+  EXPECT_FALSE(passkey_retrieved(d.prompt, d.key));  // the key appears earlier, not as the answer
+  EXPECT_FALSE(passkey_retrieved(d.prompt + " 1" + d.key, d.key));
+  EXPECT_FALSE(passkey_retrieved(d.prompt + " " + d.key.substr(0, 4), d.key));
+  EXPECT_FALSE(passkey_retrieved("", d.key));
+}
+
 TEST(Passkey, AnswersAreTheLeadingDigits) {
   EXPECT_EQ(passkey_answer(" 12345."), "12345");
   EXPECT_EQ(passkey_answer("12345 is"), "12345");

@@ -72,6 +72,12 @@ std::string passkey_answer(const std::string& continuation) {
   return continuation.substr(i, j - i);
 }
 
+bool passkey_retrieved(const std::string& output, const std::string& key) {
+  static const std::string kAnswerFollows = "The pass key is";
+  const auto at = output.rfind(kAnswerFollows);
+  return at != std::string::npos && passkey_answer(output.substr(at + kAnswerFollows.size())) == key;
+}
+
 void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>& cells) {
   std::string text = "length,depth,documents,correct,accuracy,error\n";
   char row[128];

@@ -37,6 +37,11 @@ PasskeyDocument make_passkey_document(const PasskeyOptions& options, uint64_t se
 /// or "" if it does not start with a digit.
 std::string passkey_answer(const std::string& continuation);
 
+/// Whether a decoded document (the prompt and the model's continuation; a subword
+/// tokenizer may change the prompt's spacing) answers the question with `key`: what
+/// follows the last "The pass key is" is the key.
+bool passkey_retrieved(const std::string& output, const std::string& key);
+
 struct PasskeyCell {
   int64_t length = 0;
   double depth = 0;
