@@ -607,33 +607,21 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   EXPECT_EQ(r.output, "ropelab: error: --context, --stride and --per-position measure language models; " + run_dir +
                           " is a translator\n");
 
-  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs
-                     << "]\ngrid:\n  model.position.type: [sinusoidal, rotray]\n";
-  r = run("ablate " + exp + " -o " + out);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find(exp + ": variant model.position.type=rotray"), std::string::npos) << r.output;
-  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs << "]\neval_strides: [4]\n";
-  r = run("ablate " + exp + " -o " + out);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find(exp + ": eval_strides applies to language models (task lm)"), std::string::npos) << r.output;
-  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs << "]\neval_strides: [0]\n";
-  r = run("ablate " + exp + " -o " + out);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find(exp + ": eval_strides: 0 must be positive"), std::string::npos) << r.output;
-  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs << "]\neval_scaling: [yarm]\n";
-  r = run("ablate " + exp + " -o " + out);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find(exp + ": eval_scaling: yarm is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)"),
-            std::string::npos)
-      << r.output;
-  std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs
-                     << "]\ngrid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: rotray\n";
-  r = run("ablate " + exp + " -o " + out);
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find(exp + ": finetune.from: rotray is not a variant of the grid "
-                                "(model.position.type=sinusoidal, model.position.type=rotary)"),
-            std::string::npos)
-      << r.output;
+  // experiment files that stop before any run, exit 2, with one line naming the file and key
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"grid:\n  model.position.type: [sinusoidal, rotray]\n", "variant model.position.type=rotray"},
+      {"eval_strides: [4]\n", "eval_strides applies to language models (task lm)"},
+      {"eval_strides: [0]\n", "eval_strides: 0 must be positive"},
+      {"eval_scaling: [yarm]\n", "eval_scaling: yarm is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)"},
+      {"grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: rotray\n",
+       "finetune.from: rotray is not a variant of the grid (model.position.type=sinusoidal, "
+       "model.position.type=rotary)"}};
+  for (const auto& [tail, message] : bad) {
+    std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs << "]\n" << tail;
+    r = run("ablate " + exp + " -o " + out);
+    EXPECT_EQ(r.code, 2) << tail;
+    EXPECT_NE(r.output.find(exp + ": " + message), std::string::npos) << r.output;
+  }
   std::filesystem::remove_all(root);
 }
 
