@@ -10,21 +10,6 @@
 
 namespace ropelab::apps {
 
-namespace {
-/// ".set_yarn_8" for --set ...type=yarn --set ...factor=8: evaluations of one run under
-/// different settings keep reports of their own.
-std::string override_tag(const std::vector<std::string>& overrides) {
-  if (overrides.empty()) return "";
-  std::string tag = ".set";
-  for (const auto& o : overrides) {
-    tag += '_';
-    for (char c : o.substr(o.find('=') + 1))
-      tag += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ? c : '-';
-  }
-  return tag;
-}
-}  // namespace
-
 void add_eval(CLI::App& cli) {
   auto* cmd = cli.add_subcommand("eval", "evaluate a split: BLEU, chrF and perplexity, or LM perplexity");
   struct Args : RunArgs {
@@ -70,12 +55,13 @@ void add_eval(CLI::App& cli) {
       wrote = hyp_path + " and ";
     }
     if (!report.items.empty()) {
-      const auto items_path = (dir / ("eval." + report.file_tag + override_tag(a->overrides) + ".items.tsv")).string();
+      const auto items_path =
+          (dir / ("eval." + report.file_tag + evaluation_tag(a->overrides) + ".items.tsv")).string();
       write_item_table(items_path, report.item_columns, report.items);
       wrote += items_path + " and ";
     }
     if (!report.position_loss.empty()) {
-      const auto stem = (dir / ("eval." + report.file_tag + override_tag(a->overrides) + ".positions")).string();
+      const auto stem = (dir / ("eval." + report.file_tag + evaluation_tag(a->overrides) + ".positions")).string();
       std::vector<std::vector<double>> rows;
       Series curve;
       curve.name = a->run_dir;
@@ -98,7 +84,7 @@ void add_eval(CLI::App& cli) {
     nlohmann::ordered_json json = {{"split", a->split}, {"checkpoint", a->checkpoint}};
     if (!a->overrides.empty()) json["set"] = a->overrides;
     json.update(report.fields);
-    const auto json_path = (dir / ("eval." + report.file_tag + override_tag(a->overrides) + ".json")).string();
+    const auto json_path = (dir / ("eval." + report.file_tag + evaluation_tag(a->overrides) + ".json")).string();
     std::ofstream(json_path) << json.dump() << '\n';
     std::cout << report.summary << "\nwrote " << wrote << json_path << std::endl;
     for (const auto& w : report.warnings) std::cerr << "ropelab eval: warning: " << w << std::endl;

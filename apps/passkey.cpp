@@ -105,7 +105,7 @@ void add_passkey(CLI::App& cli) {
       else
         std::printf("n/a: %s\n", c.error.c_str());
     }
-    std::cout << "wrote " << stem << ".csv and " << stem << ".svg" << std::endl;
+    std::cout << "wrote " << stem << ".csv, " << stem << ".json and " << stem << ".svg" << std::endl;
   });
 }
 

@@ -613,6 +613,15 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
       {"eval_strides: [4]\n", "eval_strides applies to language models (task lm)"},
       {"eval_strides: [0]\n", "eval_strides: 0 must be positive"},
       {"eval_scaling: [yarm]\n", "eval_scaling: yarm is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)"},
+      {"eval_tokens: 4096\n", "eval_tokens applies to language models (task lm)"},
+      {"eval_tokens: [1, 2]\n", "eval_tokens must be one number of tokens"},
+      {"eval_tokens: 0\n", "eval_tokens: 0 must be positive"},
+      {"passkey:\n  lengths: [120]\n", "passkey applies to language models (task lm)"},
+      {"passkey:\n  lengths: [50]\n", "passkey.lengths: 50 is below the "},
+      {"passkey:\n  lengths: [120]\n  depths: [0, 1.5]\n", "passkey.depths: 1.5 is not between 0 and 1"},
+      {"passkey:\n  lengths: [120]\n  documents: [2, 3]\n", "passkey.documents must be one number"},
+      {"passkey:\n  depths: [0]\n", "passkey.lengths (the prompts' characters) is required"},
+      {"passkey:\n  lengths: [120]\n  size: 3\n", "passkey: unknown key size (expected lengths, depths, documents)"},
       {"grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: rotray\n",
        "finetune.from: rotray is not a variant of the grid (model.position.type=sinusoidal, "
        "model.position.type=rotary)"}};
@@ -846,6 +855,64 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
     if (entry.path().filename().string().rfind("model.position.type=rotary.seed1.old-", 0) == 0)
       kept += std::filesystem::exists(entry.path() / "eval.test.ctx16.json");
   EXPECT_EQ(kept, 1);
+  std::filesystem::remove_all(root);
+}
+
+// An experiment's evaluations on fewer test tokens (eval_tokens) and its passkey retrieval:
+// a column per length, a plot, and no context beyond a learned table asked for.
+TEST(Cli, AblateEvaluatesPasskeyRetrievalAndLimitsTestTokens) {
+  const auto root = fresh_dir("ablate_passkey");
+  const auto documents = run("passkey make --count 8 --length 100 --seed 5");
+  ASSERT_EQ(documents.code, 0) << documents.output;
+  const auto text = write_temp((root / "passkey.txt").string(), documents.output);
+  const auto exp = (root / "exp.yaml").string();
+  std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\n"
+                     << "set: [task=lm, data.format=text, tokenizer.type=byte, data.context=32, data.train=" << text
+                     << ", data.valid=" << text << ", data.test=" << text
+                     << ", train.steps=2, model.d_model=16, model.heads=2, model.d_ff=16, model.encoder_layers=1,"
+                        " model.decoder_layers=1, model.position.max_len=112]\n"
+                        "grid:\n  model.position.type: [rotary, learned]\n"
+                        "eval_contexts: [32, 128]\neval_strides: [16]\neval_tokens: 256\n"
+                        "passkey:\n  lengths: [100, 140]\n  depths: [0, 1]\n  documents: 2\n";
+  const auto out = (root / "out").string();
+  auto r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto rotary = out + "/runs/model.position.type=rotary.seed1",
+             learned = out + "/runs/model.position.type=learned.seed1";
+  for (const auto* file : {"eval.test.ctx32.set_256.json", "eval.test.ctx32.set_256.positions.csv",
+                           "eval.test.ctx128.set_256.json", "eval.test.ctx128.stride16.set_256.json", "passkey.json"})
+    EXPECT_TRUE(std::filesystem::exists(rotary + "/" + file)) << file;
+  // 256 of the 864 test tokens scored: the first window's 32, then 16 at a time
+  const auto sliding = nlohmann::json::parse(read_text(rotary + "/eval.test.ctx32.stride16.set_256.json"));
+  EXPECT_EQ(sliding.at("tokens").get<int>(), 256) << sliding;
+  EXPECT_EQ(sliding.at("set"), nlohmann::json::array({"data.eval_tokens=256"}));
+  const auto passkey = nlohmann::json::parse(read_text(rotary + "/passkey.json"));
+  EXPECT_TRUE(passkey.at("accuracy@100").is_number()) << passkey;
+  EXPECT_TRUE(passkey.at("accuracy@140").is_number()) << passkey;
+  // the learned table (112 positions): no window of 128, no passkey prompt of 140 asked for
+  EXPECT_FALSE(std::filesystem::exists(learned + "/eval.test.ctx128.set_256.json"));
+  EXPECT_TRUE(nlohmann::json::parse(read_text(learned + "/passkey.json")).at("accuracy@140").is_null());
+  const auto table = read_text(out + "/results.md");
+  EXPECT_NE(table.find("| passkey@100 | passkey@140 | test_ppl@32 | test_ppl@32/16 | test_ppl@128 | test_ppl@128/16 |"),
+            std::string::npos)
+      << table;
+  std::vector<std::string> learned_cells;  // "", variant, n, then the columns above
+  {
+    std::istringstream row(table.substr(table.find("| model.position.type=learned | 1 |")));
+    std::string line;
+    std::getline(row, line);
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, '|');) learned_cells.push_back(cell);
+  }
+  ASSERT_GE(learned_cells.size(), 9u) << table;
+  EXPECT_NE(learned_cells[3], " - ") << table;  // passkey@100
+  EXPECT_EQ(learned_cells[4], " - ") << table;  // passkey@140
+  EXPECT_NE(learned_cells[5], " - ") << table;  // test_ppl@32
+  EXPECT_EQ(learned_cells[7], " - ") << table;  // test_ppl@128
+  EXPECT_EQ(learned_cells[8], " - ") << table;  // test_ppl@128/16
+  EXPECT_NE(read_text(out + "/passkey.svg").find("passkey retrieval by document length"), std::string::npos);
+  r = run("ablate " + exp + " -o " + out + " --threads 1");  // nothing missing: nothing runs again
+  EXPECT_NE(r.output.find("2 finished already, 0 to run"), std::string::npos) << r.output;
   std::filesystem::remove_all(root);
 }
 

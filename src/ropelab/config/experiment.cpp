@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -38,13 +39,14 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (!root.IsMap()) fail(path, "expected a mapping with base, grid and seeds");
   ExperimentSpec spec;
   spec.path = path;
-  static const std::set<std::string> known = {"base",          "set",          "grid",         "seeds",
-                                              "eval_contexts", "eval_strides", "eval_scaling", "finetune"};
+  static const std::set<std::string> known = {"base",         "set",          "grid",        "seeds",   "eval_contexts",
+                                              "eval_strides", "eval_scaling", "eval_tokens", "passkey", "finetune"};
   for (const auto& entry : root) {
     const auto key = entry.first.Scalar();
     if (!known.count(key))
       fail(path, "unknown key " + key +
-                     " (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling, finetune)");
+                     " (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling, eval_tokens, "
+                     "passkey, finetune)");
   }
   if (!root["base"]) fail(path, "base (the config file(s) every variant starts from) is required");
   spec.base = scalars(root["base"], path, "base");
@@ -76,27 +78,64 @@ ExperimentSpec load_experiment(const std::string& path) {
     if (node["grid"]) f.grid = read_grid(node["grid"], "finetune.grid");
     spec.finetune.push_back(std::move(f));
   }
-  auto integers = [&](const char* key) {
-    std::vector<int64_t> out;
-    for (const auto& s : scalars(root[key], path, key)) {
+  // The values at `key` of `node` as numbers, each read whole by `parse` (std::stoll, std::stod).
+  auto numbers = [&](const YAML::Node& node, const std::string& key, auto parse, const char* kind) {
+    std::vector<decltype(parse(std::string(), nullptr))> out;
+    for (const auto& s : scalars(node, path, key)) {
       try {
         size_t used = 0;
-        out.push_back(std::stoll(s, &used));
+        out.push_back(parse(s, &used));
         if (used != s.size()) throw std::invalid_argument(s);
       } catch (const std::exception&) {
-        fail(path, std::string(key) + ": '" + s + "' is not an integer");
+        fail(path, key + ": '" + s + "' is not " + kind);
       }
     }
     return out;
   };
+  const auto to_integer = [](const std::string& s, size_t* used) { return static_cast<int64_t>(std::stoll(s, used)); };
+  const auto to_number = [](const std::string& s, size_t* used) { return std::stod(s, used); };
+  auto integers = [&](const char* key) { return numbers(root[key], key, to_integer, "an integer"); };
+  auto positive_integers = [&](const YAML::Node& node, const std::string& key) {
+    const auto values = numbers(node, key, to_integer, "an integer");
+    for (auto v : values)
+      if (v <= 0) fail(path, key + ": " + std::to_string(v) + " must be positive");
+    return values;
+  };
   if (root["seeds"]) spec.seeds = integers("seeds");
   if (spec.seeds.empty()) fail(path, "seeds has no values");
-  if (root["eval_contexts"]) spec.eval_contexts = integers("eval_contexts");
-  for (auto c : spec.eval_contexts)
-    if (c <= 0) fail(path, "eval_contexts: " + std::to_string(c) + " must be positive");
-  if (root["eval_strides"]) spec.eval_strides = integers("eval_strides");
-  for (auto s : spec.eval_strides)
-    if (s <= 0) fail(path, "eval_strides: " + std::to_string(s) + " must be positive");
+  if (root["eval_contexts"]) spec.eval_contexts = positive_integers(root["eval_contexts"], "eval_contexts");
+  if (root["eval_strides"]) spec.eval_strides = positive_integers(root["eval_strides"], "eval_strides");
+  if (const auto node = root["eval_tokens"]) {
+    if (!node.IsScalar()) fail(path, "eval_tokens must be one number of tokens");
+    spec.eval_tokens = positive_integers(node, "eval_tokens").front();
+  }
+  if (const auto node = root["passkey"]) {
+    if (!node.IsMap()) fail(path, "passkey must map lengths, depths and documents");
+    for (const auto& entry : node)
+      if (entry.first.Scalar() != "lengths" && entry.first.Scalar() != "depths" && entry.first.Scalar() != "documents")
+        fail(path, "passkey: unknown key " + entry.first.Scalar() + " (expected lengths, depths, documents)");
+    PasskeyGrid grid;
+    if (!node["lengths"]) fail(path, "passkey.lengths (the prompts' characters) is required");
+    grid.lengths = positive_integers(node["lengths"], "passkey.lengths");
+    for (auto l : grid.lengths)
+      if (l < passkey_minimum_length(grid.digits))
+        fail(path, "passkey.lengths: " + std::to_string(l) + " is below the " +
+                       std::to_string(passkey_minimum_length(grid.digits)) +
+                       " characters of the key sentence and the question");
+    if (node["depths"]) grid.depths = numbers(node["depths"], "passkey.depths", to_number, "a number");
+    for (auto d : grid.depths)
+      if (!(d >= 0 && d <= 1)) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", d);
+        fail(path, "passkey.depths: " + std::string(text) + " is not between 0 and 1");
+      }
+    if (node["documents"]) {
+      if (!node["documents"].IsScalar()) fail(path, "passkey.documents must be one number");
+      grid.documents = positive_integers(node["documents"], "passkey.documents").front();
+    }
+    if (grid.lengths.empty() || grid.depths.empty()) fail(path, "passkey: lengths and depths need values");
+    spec.passkey = grid;
+  }
   if (root["eval_scaling"]) spec.eval_scaling = scalars(root["eval_scaling"], path, "eval_scaling");
   for (const auto& s : spec.eval_scaling) {
     RopeScalingType type = RopeScalingType::none;
@@ -124,12 +163,14 @@ ExperimentSpec load_experiment(const std::string& path) {
     try {
       const auto config = variant_config(spec, variant, spec.seeds.front());
       if (config.data.test().empty()) fail(path, "data.test is not set (every run is evaluated on the test split)");
-      if ((!spec.eval_contexts.empty() || !spec.eval_strides.empty() || !spec.eval_scaling.empty()) &&
-          !make_task(config)->takes_eval_context())
-        fail(path, std::string(!spec.eval_contexts.empty()  ? "eval_contexts"
-                               : !spec.eval_strides.empty() ? "eval_strides"
-                                                            : "eval_scaling") +
-                       " applies to language models (task lm)");
+      const char* lm_only = !spec.eval_contexts.empty()  ? "eval_contexts"
+                            : !spec.eval_strides.empty() ? "eval_strides"
+                            : !spec.eval_scaling.empty() ? "eval_scaling"
+                            : spec.eval_tokens > 0       ? "eval_tokens"
+                            : spec.passkey               ? "passkey"
+                                                         : nullptr;
+      if (lm_only && !make_task(config)->takes_eval_context())
+        fail(path, std::string(lm_only) + " applies to language models (task lm)");
     } catch (const ConfigError& e) {
       if (std::string(e.what()).rfind(path + ":", 0) == 0) throw;
       fail(path, "variant " + (variant.name.empty() ? std::string("(base)") : variant.name) + ": " + e.what());

@@ -9,6 +9,11 @@
 ///   eval_contexts: [128, 256, 512, 1024]     # language models: test perplexity at each (optional)
 ///   eval_strides: [64]                       # and sliding windows with each stride (optional)
 ///   eval_scaling: [linear, ntk, dynamic_ntk, yarn]  # rotary runs again, scaled, past data.context (optional)
+///   eval_tokens: 16384                       # language models: test tokens of every evaluation (optional)
+///   passkey:                                 # language models: passkey retrieval of every run (optional)
+///     lengths: [120, 248, 504]               #   prompt characters
+///     depths: [0, 0.5, 1]                    #   (optional; default 0, 0.25, 0.5, 0.75, 1)
+///     documents: 10                          #   per (length, depth) (optional; default 20)
 ///   finetune:                                # fine-tunes of one variant's finished runs (optional)
 ///     from: model.position.type=rotary       #   the grid variant they start from, seed by seed
 ///     set: [data.context=512, train.steps=300]
@@ -18,11 +23,13 @@
 /// Every variant's config is loaded and validated before anything runs; errors name the
 /// experiment file and the variant.
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "ropelab/config/config.h"
+#include "ropelab/eval/passkey.h"
 
 namespace ropelab {
 
@@ -34,6 +41,11 @@ struct TestEvaluations {
   /// (not retrained) with each RoPE scaling (linear, ntk, dynamic_ntk, yarn) at factor
   /// context / data.context.
   std::vector<std::string> scalings;
+  /// Language models: the first `tokens` tokens of the test split in every evaluation
+  /// (`eval --set data.eval_tokens=N`); 0: the run's data.eval_tokens.
+  int64_t tokens = 0;
+  /// Language models: passkey retrieval (`ropelab passkey eval`) over this grid.
+  std::optional<PasskeyGrid> passkey;
 };
 
 /// Fine-tunes (`train --init-from`) of a grid variant's runs, each seed from the run of
@@ -53,7 +65,9 @@ struct ExperimentSpec {
   std::vector<int64_t> eval_contexts;     // LM test perplexity contexts; empty: data.context
   std::vector<int64_t> eval_strides;      // LM: also sliding-window perplexity with each stride below a context
   std::vector<std::string> eval_scaling;  // rotary LMs: RoPE scalings evaluated past the training context
-  TestEvaluations test_evaluations() const { return {eval_contexts, eval_strides, eval_scaling}; }
+  int64_t eval_tokens = 0;                // LM: test tokens per evaluation; 0: the run's data.eval_tokens
+  std::optional<PasskeyGrid> passkey;     // LM: passkey retrieval of every run
+  TestEvaluations test_evaluations() const { return {eval_contexts, eval_strides, eval_scaling, eval_tokens, passkey}; }
   std::vector<FinetuneSpec> finetune;  // at most one
 };
 

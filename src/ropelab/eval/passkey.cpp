@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "ropelab/util/files.h"
@@ -87,6 +89,24 @@ void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>
     text += row + (c.error.empty() ? std::string() : "\"" + c.error + "\"") + "\n";
   }
   write_file_atomically(path, text, "passkey table");
+}
+
+void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells) {
+  std::map<int64_t, std::pair<int64_t, int64_t>> by_length;  // length -> (correct, documents)
+  int64_t correct = 0, documents = 0;
+  for (const auto& c : cells) {
+    auto& [length_correct, length_documents] = by_length[c.length];
+    if (!c.error.empty()) continue;
+    length_correct += c.correct, length_documents += c.documents;
+    correct += c.correct, documents += c.documents;
+  }
+  auto accuracy = [](int64_t right, int64_t of) {
+    return of > 0 ? nlohmann::json(static_cast<double>(right) / static_cast<double>(of)) : nlohmann::json();
+  };
+  nlohmann::ordered_json json = {{"accuracy", accuracy(correct, documents)}};
+  for (const auto& [length, counts] : by_length)
+    json["accuracy@" + std::to_string(length)] = accuracy(counts.first, counts.second);
+  write_file_atomically(path, json.dump() + "\n", "passkey summary");
 }
 
 }  // namespace ropelab

@@ -42,6 +42,19 @@ std::string passkey_answer(const std::string& continuation);
 /// follows the last "The pass key is" is the key.
 bool passkey_retrieved(const std::string& output, const std::string& key);
 
+/// What `ropelab passkey eval` measures: every length x depth, `documents` each.
+struct PasskeyGrid {
+  std::vector<int64_t> lengths{128, 256, 512, 1024, 2048};  // prompt characters
+  std::vector<double> depths{0, 0.25, 0.5, 0.75, 1};
+  int64_t documents = 20;  // per cell
+  int64_t digits = 5;
+  uint64_t seed = 1;
+};
+
+/// The shortest context (tokens of a byte or character tokenizer) that holds a prompt of
+/// `length` characters, the start token and the answer (a space, the digits, a period).
+inline int64_t passkey_context(int64_t length, int64_t digits) { return length + digits + 3; }
+
 struct PasskeyCell {
   int64_t length = 0;
   double depth = 0;
@@ -52,5 +65,9 @@ struct PasskeyCell {
 
 /// passkey.csv: length, depth, documents, correct, accuracy, error.
 void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>& cells);
+
+/// passkey.json: {"accuracy": over every evaluated cell, "accuracy@L": over length L's
+/// depths, ...}; null for a length none of whose cells could be evaluated.
+void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells);
 
 }  // namespace ropelab

@@ -46,6 +46,7 @@ std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& mod
 void write_passkey_results(const std::string& stem, const std::vector<PasskeyCell>& cells, const PasskeyGrid& grid,
                            const std::string& title, const std::string& caption) {
   write_passkey_table(stem + ".csv", cells);
+  write_passkey_summary(stem + ".json", cells);
   std::vector<std::string> columns, rows;
   for (auto l : grid.lengths) columns.push_back(std::to_string(l));
   std::vector<std::vector<double>> values(

@@ -10,20 +10,13 @@
 
 namespace ropelab {
 
-struct PasskeyGrid {
-  std::vector<int64_t> lengths{128, 256, 512, 1024, 2048};
-  std::vector<double> depths{0, 0.25, 0.5, 0.75, 1};
-  int64_t documents = 20;  // per cell
-  int64_t digits = 5;
-  uint64_t seed = 1;
-};
-
 /// Accuracy per (length, depth), lengths outer. A cell the model cannot evaluate (a
 /// context beyond a learned position table) carries the error instead of a score.
 std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& model, const Tokenizer& tokenizer,
                                           const PasskeyGrid& grid, const torch::Device& device);
 
-/// RUN-style outputs: the table (passkey.csv) and the heat map (passkey.svg) at `stem`.
+/// RUN-style outputs at `stem`: the table (passkey.csv), the accuracy per length
+/// (passkey.json, write_passkey_summary) and the heat map (passkey.svg).
 void write_passkey_results(const std::string& stem, const std::vector<PasskeyCell>& cells, const PasskeyGrid& grid,
                            const std::string& title, const std::string& caption);
 

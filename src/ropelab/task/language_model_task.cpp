@@ -136,40 +136,65 @@ EvalReport LanguageModelTask::evaluate(const TaskModel& model, const Tokenizer& 
 
 std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluations& asked) const {
   std::vector<AblationEval> out;
+  const auto& position = config_.model.decoder_position();
+  // A learned table has no positions past max_len: longer contexts are not evaluated.
+  const int64_t longest = position.type() == PositionType::learned ? position.max_len() : 0;
+  const std::vector<std::string> tokens =
+      asked.tokens > 0 ? std::vector<std::string>{"data.eval_tokens=" + std::to_string(asked.tokens)}
+                       : std::vector<std::string>{};
+  // `ropelab eval --split test` at `context` (sliding by `stride`, 0: none) with these
+  // overrides after eval_tokens, and the name it gives its reports
+  auto eval = [&](int64_t context, int64_t stride, const std::vector<std::string>& overrides, std::string flags) {
+    auto all = tokens;
+    all.insert(all.end(), overrides.begin(), overrides.end());
+    std::string tag = "eval.test.ctx" + std::to_string(context);
+    if (stride > 0) flags += " --stride " + std::to_string(stride), tag += ".stride" + std::to_string(stride);
+    for (const auto& o : all) flags += " --set " + o;
+    return std::make_pair("eval --split test --context " + std::to_string(context) + flags, tag + evaluation_tag(all));
+  };
   for (auto c : asked.contexts.empty() ? std::vector<int64_t>{config_.data.context()} : asked.contexts) {
+    if (longest > 0 && c > longest) continue;
     const auto n = std::to_string(c);
-    out.push_back({"eval.test.ctx" + n + ".json",
-                   " --context " + n + " --per-position",
-                   {{"perplexity", "test_ppl@" + n}},
-                   "eval.test.ctx" + n + ".items.tsv",
-                   "eval.test.ctx" + n + ".positions.csv",
-                   c});
+    {
+      const auto [command, tag] = eval(c, 0, {}, " --per-position");
+      out.push_back(
+          {tag + ".json", command, {{"perplexity", "test_ppl@" + n}}, tag + ".items.tsv", tag + ".positions.csv", c});
+    }
     const auto trained = config_.data.context();
-    const auto type = config_.model.decoder_position().type();
-    const bool rotary = type == PositionType::rotary || type == PositionType::rotary_nd;
-    if (rotary && config_.model.decoder_position().scaling().type() == RopeScalingType::none && c > trained)
+    const bool rotary = position.type() == PositionType::rotary || position.type() == PositionType::rotary_nd;
+    if (rotary && position.scaling().type() == RopeScalingType::none && c > trained)
       for (const auto& scaling : asked.scalings) {  // the same run, scaled to this context
         char factor[32];
         std::snprintf(factor, sizeof factor, "%g", static_cast<double>(c) / static_cast<double>(trained));
-        const auto tag = "eval.test.ctx" + n + ".set_" + scaling + "_" + factor;
-        out.push_back({tag + ".json",
-                       " --context " + n + " --set model.position.scaling.type=" + scaling +
-                           " --set model.position.scaling.factor=" + factor,
-                       {{"perplexity", "test_ppl@" + n + "+" + scaling}},
-                       tag + ".items.tsv",
-                       "",
-                       c});
+        const auto [command, tag] = eval(
+            c, 0, {"model.position.scaling.type=" + scaling, "model.position.scaling.factor=" + std::string(factor)},
+            "");
+        out.push_back(
+            {tag + ".json", command, {{"perplexity", "test_ppl@" + n + "+" + scaling}}, tag + ".items.tsv", "", c});
       }
     for (auto s : asked.strides) {  // sliding windows; a stride of the context or more is the above
       if (s >= c) continue;
-      const auto tag = "eval.test.ctx" + n + ".stride" + std::to_string(s);
+      const auto [command, tag] = eval(c, s, {}, "");
       out.push_back({tag + ".json",
-                     " --context " + n + " --stride " + std::to_string(s),
+                     command,
                      {{"perplexity", "test_ppl@" + n + "/" + std::to_string(s)}},
                      tag + ".items.tsv",
                      "",
                      c});
     }
+  }
+  if (asked.passkey) {  // retrieval at every length the model can take: a column per length
+    const auto& grid = *asked.passkey;
+    std::ostringstream command;
+    command << "passkey eval --documents " << grid.documents << " --passkey-seed " << grid.seed << " --lengths ";
+    for (size_t i = 0; i < grid.lengths.size(); ++i) command << (i ? "," : "") << grid.lengths[i];
+    command << " --depths ";
+    for (size_t i = 0; i < grid.depths.size(); ++i) command << (i ? "," : "") << grid.depths[i];
+    AblationEval passkey{"passkey.json", command.str(), {}, "", "", 0};
+    for (auto l : grid.lengths)
+      if (longest == 0 || passkey_context(l, grid.digits) <= longest)
+        passkey.columns.push_back({"accuracy@" + std::to_string(l), "passkey@" + std::to_string(l)});
+    out.push_back(std::move(passkey));
   }
   return out;
 }
@@ -178,8 +203,9 @@ std::vector<PairedItems> LanguageModelTask::ablation_items(const std::string& ru
                                                            const TestEvaluations& asked) const {
   std::vector<PairedItems> out;
   for (const auto& eval : ablation_evals(asked))
-    out.push_back({eval.columns[0].second, perplexity_metric(),
-                   read_item_table(run_dir + "/" + eval.items_file, {"nll", "tokens"})});
+    if (!eval.items_file.empty())
+      out.push_back({eval.columns[0].second, perplexity_metric(),
+                     read_item_table(run_dir + "/" + eval.items_file, {"nll", "tokens"})});
   return out;
 }
 

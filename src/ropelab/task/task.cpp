@@ -1,5 +1,7 @@
 #include "ropelab/task/task.h"
 
+#include <cctype>
+
 #include "ropelab/task/language_model_task.h"
 #include "ropelab/task/translation_task.h"
 
@@ -13,6 +15,17 @@ std::unique_ptr<Task> make_task(const Config& config) {
       return std::make_unique<LanguageModelTask>(config);
   }
   TORCH_INTERNAL_ASSERT(false, "unhandled TaskType");
+}
+
+std::string evaluation_tag(const std::vector<std::string>& overrides) {
+  if (overrides.empty()) return "";
+  std::string tag = ".set";
+  for (const auto& o : overrides) {
+    tag += '_';
+    for (char c : o.substr(o.find('=') + 1))
+      tag += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ? c : '-';
+  }
+  return tag;
 }
 
 }  // namespace ropelab

@@ -73,13 +73,18 @@ struct EvalProtocol {
 
 /// One evaluation `ropelab ablate` runs on the test split and the table columns it reads.
 struct AblationEval {
-  std::string file;                                          // RUN/eval.test....json
-  std::string args;                                          // extra `ropelab eval` flags
+  std::string file;                                          // RUN/eval.test....json, RUN/passkey.json
+  std::string command;                                       // `ropelab COMMAND --run RUN`: "eval --split test ..."
   std::vector<std::pair<std::string, std::string>> columns;  // {json key, column name}
-  std::string items_file;      // what ablation_items reads (RUN/hyp.test.txt, RUN/eval....items.tsv)
+  std::string items_file;      // what ablation_items reads (RUN/hyp.test.txt, RUN/eval....items.tsv); "": none
   std::string positions_file;  // language models' plain evaluations: per-position losses (--per-position)
   int64_t context = 0;         // language models: the evaluation context
 };
+
+/// What `ropelab eval --set K=V ...` adds to its report's name, so that evaluations of one
+/// run under other settings keep their own: ".set_yarn_8" for --set ...type=yarn --set
+/// ...factor=8; "" without overrides.
+std::string evaluation_tag(const std::vector<std::string>& overrides);
 
 class Task {
  public:

@@ -220,6 +220,37 @@ void write_extrapolation_plot(const std::vector<std::string>& order, const std::
   write_line_plot(path, lines, plot);
 }
 
+/// passkey.svg, when the table has passkey accuracy ("passkey@L"): the accuracy over
+/// depths against the prompt length on a log axis, a line per variant (mean ± sd over seeds).
+void write_passkey_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
+                        const std::vector<std::string>& metrics, const std::string& path, const std::string& experiment,
+                        const std::string& command) {
+  const std::string prefix = "passkey@";
+  std::vector<Series> lines;
+  for (const auto& variant : order) {
+    Series line;
+    line.name = variant;
+    for (const auto& m : metrics) {
+      if (m.rfind(prefix, 0) != 0) continue;
+      std::vector<double> values;
+      for (const auto& r : results)
+        if (r.variant == variant && r.metrics.count(m) && std::isfinite(r.metrics.at(m)))
+          values.push_back(r.metrics.at(m));
+      add_point(line, static_cast<double>(std::atol(m.c_str() + prefix.size())), values);
+    }
+    if (!line.x.empty()) lines.push_back(std::move(line));
+  }
+  if (lines.empty()) return;
+  PlotOptions plot;
+  plot.title = experiment + ": passkey retrieval by document length";
+  plot.x_label = "prompt length (characters)";
+  plot.y_label = "accuracy over key depths (mean ± sd over seeds)";
+  plot.log_x = true;
+  plot.markers = true;
+  plot.caption = command;
+  write_line_plot(path, lines, plot);
+}
+
 /// positions.svg for language models: the mean test loss at each position of the window,
 /// at the longest context evaluated, a line per variant (mean over seeds, ± sd shaded):
 /// where past the training length each encoding breaks.
@@ -333,8 +364,8 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       std::string evals;
       for (const auto& eval : make_task(config)->ablation_evals(spec.test_evaluations())) {
         if (missing_only && evaluation_complete(job.dir, eval)) continue;
-        evals += " && " + exe + " eval --run " + quote(job.dir) + " --split test" + eval.args + runtime + " >> " +
-                 quote(job.log) + " 2>&1";
+        evals += " && " + exe + " " + eval.command + " --run " + quote(job.dir) + runtime + " >> " + quote(job.log) +
+                 " 2>&1";
       }
       return evals;
     };
@@ -605,6 +636,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   write_extrapolation_plot(order, results, metrics, (fs::path(out_dir) / "extrapolation.svg").string(), spec.path,
                            command);
   write_positions_plot(order, results, (fs::path(out_dir) / "positions.svg").string(), spec.path, command);
+  write_passkey_plot(order, results, metrics, (fs::path(out_dir) / "passkey.svg").string(), spec.path, command);
 }
 
 }  // namespace ropelab
