@@ -796,7 +796,8 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   const auto sliding = nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.stride4.json"));
   EXPECT_EQ(sliding.at("stride").get<int>(), 4);
   EXPECT_EQ(sliding.at("tokens"), nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.json")).at("tokens"));
-  EXPECT_NE(read_text(out + "/extrapolation.svg").find("stride 4"), std::string::npos);
+  EXPECT_NE(read_text(out + "/extrapolation.stride4.svg").find("windows sliding by 4"), std::string::npos);
+  EXPECT_EQ(read_text(out + "/extrapolation.svg").find("sliding"), std::string::npos);
 
   // RoPE scaling at evaluation: the rotary run evaluated again (not retrained) past its
   // training context, at factor 16 / 8 = 2; an ALiBi variant has no such columns

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "../test_util.h"
@@ -103,6 +104,28 @@ TEST_F(Plot, SvgHasTheLegendRoundTicksABandAndTheCaption) {
   std::smatch width;
   ASSERT_TRUE(std::regex_search(svg, width, std::regex(R"re(width="([0-9.]+)")re")));
   EXPECT_GE(std::stod(width[1]), 560 + 7.0 * std::string("model.position.type").size());
+}
+
+// Past ten series the colours repeat: each further round is dashed, and the canvas grows
+// to hold the legend.
+TEST_F(Plot, ManySeriesStayTellableApart) {
+  std::vector<Series> series;
+  for (int k = 0; k < 24; ++k) series.push_back({"variant=" + std::to_string(k), {1, 2}, {1.0 + k, 2.0 + k}, {}});
+  const auto path = (dir_ / "many.svg").string();
+  write_line_plot(path, series, PlotOptions());
+  const auto svg = read(path);
+  std::vector<std::string> strokes;  // each line's colour and dashes, in order
+  const std::regex line(R"re(<polyline fill="none" stroke="([^"]+)"( stroke-dasharray="[^"]+")?)re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), line); it != std::sregex_iterator(); ++it)
+    strokes.push_back((*it)[1].str() + (*it)[2].str());
+  ASSERT_EQ(strokes.size(), 24u);
+  EXPECT_EQ(std::set<std::string>(strokes.begin(), strokes.end()).size(), 24u);  // no two alike
+  EXPECT_EQ(strokes[0].find("dasharray"), std::string::npos);
+  EXPECT_NE(strokes[10].find("dasharray"), std::string::npos);
+  std::smatch height, last;
+  ASSERT_TRUE(std::regex_search(svg, height, std::regex(R"re(height="([0-9.]+)")re")));
+  ASSERT_TRUE(std::regex_search(svg, last, std::regex(R"re(<text x="[0-9.]+" y="([0-9.]+)">23</text>)re"))) << svg;
+  EXPECT_LT(std::stod(last[1]), std::stod(height[1]) - 20);  // the last legend entry on the canvas
 }
 
 TEST_F(Plot, LogAxesPlaceDecadesEvenly) {

@@ -164,11 +164,11 @@ std::vector<PairedCell> paired_cells(const std::vector<std::string>& order, cons
 
 /// extrapolation.svg, when the table has test perplexity at two or more contexts: mean
 /// perplexity over seeds (± sd shaded) against the evaluation length on a log axis, a
-/// line per variant, window protocol (non-overlapping, or sliding with a stride) and RoPE
-/// scaling applied at evaluation.
-void write_extrapolation_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
-                              const std::vector<std::string>& metrics, const std::string& path,
-                              const std::string& experiment, const std::string& command) {
+/// line per variant and RoPE scaling applied at evaluation; non-overlapping windows in
+/// extrapolation.svg, sliding windows of each stride S in extrapolation.strideS.svg.
+void write_extrapolation_plots(const std::vector<std::string>& order, const std::vector<RunResult>& results,
+                               const std::vector<std::string>& metrics, const std::string& out_dir,
+                               const std::string& experiment, const std::string& command) {
   // column "test_ppl@C", "test_ppl@C/S" or "test_ppl@C+SCALING" -> (stride or 0, scaling) -> (context, column)
   std::map<std::pair<int64_t, std::string>, std::vector<std::pair<int64_t, std::string>>> groups;
   const std::string prefix = "test_ppl@";
@@ -191,33 +191,40 @@ void write_extrapolation_plot(const std::vector<std::string>& order, const std::
     for (const auto& plain : groups.at({group.first, "none"}))
       if (plain.first < first) columns.push_back(plain);
   }
-  std::vector<Series> lines;
-  for (const auto& variant : order)
-    for (auto& [group, columns] : groups) {
-      std::sort(columns.begin(), columns.end());
-      Series line;
-      line.name = variant + ",windows=" +
-                  (group.first == 0 ? std::string("non-overlapping") : "stride " + std::to_string(group.first)) +
-                  ",scaling=" + group.second;
-      bool own = group.second == "none";  // a scaled line needs a scaled value of its own
-      for (const auto& [context, column] : columns) {
-        std::vector<double> values;
-        for (const auto& r : results)
-          if (r.variant == variant && r.metrics.count(column) && std::isfinite(r.metrics.at(column)))
-            values.push_back(r.metrics.at(column));
-        if (!values.empty()) own = own || column.find('+') != std::string::npos;
-        add_point(line, static_cast<double>(context), values);
+  std::set<int64_t> strides;
+  for (const auto& [group, columns] : groups) strides.insert(group.first);
+  for (const auto stride : strides) {
+    std::vector<Series> lines;
+    for (const auto& variant : order)
+      for (auto& [group, columns] : groups) {
+        if (group.first != stride) continue;
+        std::sort(columns.begin(), columns.end());
+        Series line;
+        line.name = variant + ",scaling=" + group.second;
+        bool own = group.second == "none";  // a scaled line needs a scaled value of its own
+        for (const auto& [context, column] : columns) {
+          std::vector<double> values;
+          for (const auto& r : results)
+            if (r.variant == variant && r.metrics.count(column) && std::isfinite(r.metrics.at(column)))
+              values.push_back(r.metrics.at(column));
+          if (!values.empty()) own = own || column.find('+') != std::string::npos;
+          add_point(line, static_cast<double>(context), values);
+        }
+        if (own && !line.x.empty()) lines.push_back(std::move(line));
       }
-      if (own && !line.x.empty()) lines.push_back(std::move(line));
-    }
-  PlotOptions plot;
-  plot.title = experiment + ": test perplexity by evaluation length";
-  plot.x_label = "evaluation context (tokens)";
-  plot.y_label = "test perplexity (mean ± sd over seeds)";
-  plot.log_x = plot.log_y = true;
-  plot.markers = true;
-  plot.caption = command;
-  write_line_plot(path, lines, plot);
+    PlotOptions plot;
+    plot.title =
+        experiment + ": test perplexity by evaluation length, " +
+        (stride == 0 ? std::string("non-overlapping windows") : "windows sliding by " + std::to_string(stride));
+    plot.x_label = "evaluation context (tokens)";
+    plot.y_label = "test perplexity (mean ± sd over seeds)";
+    plot.log_x = plot.log_y = true;
+    plot.markers = true;
+    plot.caption = command;
+    const auto name =
+        stride == 0 ? std::string("extrapolation.svg") : "extrapolation.stride" + std::to_string(stride) + ".svg";
+    write_line_plot((fs::path(out_dir) / name).string(), lines, plot);
+  }
 }
 
 /// passkey.svg, when the table has passkey accuracy ("passkey@L"): the accuracy over
@@ -633,8 +640,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   plot.y_label = "validation loss (mean ± sd over seeds)";
   plot.caption = command;
   write_line_plot((fs::path(out_dir) / "valid_curves.svg").string(), curves, plot);
-  write_extrapolation_plot(order, results, metrics, (fs::path(out_dir) / "extrapolation.svg").string(), spec.path,
-                           command);
+  write_extrapolation_plots(order, results, metrics, out_dir, spec.path, command);
   write_positions_plot(order, results, (fs::path(out_dir) / "positions.svg").string(), spec.path, command);
   write_passkey_plot(order, results, metrics, (fs::path(out_dir) / "passkey.svg").string(), spec.path, command);
 }

@@ -120,7 +120,9 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
   // room for the legend: about 7 px per character at 12 px
   const double left = 70, right = std::max(120.0, 30.0 + 7.0 * static_cast<double>(longest)), top = 40, bottom = 50,
                caption_h = options.caption.empty() ? 0 : 22;
-  const double W = 560 + right, H = 440 + caption_h;
+  // tall enough for the legend: a title and 18 px per series
+  const double W = 560 + right,
+               H = std::max(440.0, top + 18.0 * static_cast<double>(series.size() + 2) + bottom) + caption_h;
   const double plot_bottom = H - bottom - caption_h;
   auto tx = [&](double x) { return options.log_x ? std::log10(x) : x; };
   auto ty = [&](double y) { return options.log_y ? std::log10(y) : y; };
@@ -179,6 +181,9 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
     const char* colour = kColours[k % 10];
+    // past ten series the colours repeat, each round with its own dashes
+    static const char* kDashes[] = {"", " stroke-dasharray=\"7,4\"", " stroke-dasharray=\"2,3\""};
+    const char* dash = kDashes[(k / 10) % 3];
     if (!s.spread.empty()) {  // the band: y + sd along the points, then y - sd back
       std::vector<size_t> points;
       for (size_t i = 0; i < s.x.size(); ++i)
@@ -193,7 +198,7 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
         svg << "\"/>\n";
       }
     }
-    svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.8\" points=\"";
+    svg << "<polyline fill=\"none\" stroke=\"" << colour << "\"" << dash << " stroke-width=\"1.8\" points=\"";
     for (size_t i = 0; i < s.x.size(); ++i)
       if (usable(s.x[i], s.y[i])) svg << px(s.x[i]) << ',' << py(s.y[i]) << ' ';
     svg << "\"/>\n";
@@ -203,8 +208,9 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
           svg << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3\" fill=\"" << colour
               << "\"/>\n";
     svg << "<line x1=\"" << W - right + 12 << "\" y1=\"" << legend_top + 14 + 18 * k << "\" x2=\"" << W - right + 34
-        << "\" y2=\"" << legend_top + 14 + 18 * k << "\" stroke=\"" << colour << "\" stroke-width=\"3\"/><text x=\""
-        << W - right + 40 << "\" y=\"" << legend_top + 18 + 18 * k << "\">" << escape(labels[k]) << "</text>\n";
+        << "\" y2=\"" << legend_top + 14 + 18 * k << "\" stroke=\"" << colour << "\"" << dash
+        << " stroke-width=\"3\"/><text x=\"" << W - right + 40 << "\" y=\"" << legend_top + 18 + 18 * k << "\">"
+        << escape(labels[k]) << "</text>\n";
   }
   if (!options.caption.empty())
     svg << "<text x=\"" << left << "\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">"
