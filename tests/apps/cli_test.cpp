@@ -912,6 +912,15 @@ TEST(Cli, AblateEvaluatesPasskeyRetrievalAndLimitsTestTokens) {
   EXPECT_EQ(learned_cells[7], " - ") << table;  // test_ppl@128
   EXPECT_EQ(learned_cells[8], " - ") << table;  // test_ppl@128/16
   EXPECT_NE(read_text(out + "/passkey.svg").find("passkey retrieval by document length"), std::string::npos);
+  {  // the loss by position in windows of 128 (rotary's only): 128 positions in 24 quarter-octave bins
+    const auto svg = read_text(out + "/positions.svg");
+    const auto line = svg.find("<polyline");
+    ASSERT_NE(line, std::string::npos) << svg;
+    EXPECT_EQ(svg.find("<polyline", line + 1), std::string::npos) << svg;
+    const auto begin = svg.find("points=\"", line) + 8;
+    const auto points = svg.substr(begin, svg.find('"', begin) - begin);
+    EXPECT_EQ(std::count(points.begin(), points.end(), ','), 24) << points;
+  }
   r = run("ablate " + exp + " -o " + out + " --threads 1");  // nothing missing: nothing runs again
   EXPECT_NE(r.output.find("2 finished already, 0 to run"), std::string::npos) << r.output;
   std::filesystem::remove_all(root);

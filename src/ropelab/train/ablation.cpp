@@ -259,33 +259,42 @@ void write_passkey_plot(const std::vector<std::string>& order, const std::vector
 }
 
 /// positions.svg for language models: the mean test loss at each position of the window,
-/// at the longest context evaluated, a line per variant (mean over seeds, ± sd shaded):
-/// where past the training length each encoding breaks.
+/// at the longest context evaluated, in quarter-octave bins of positions, a line per
+/// variant (mean over seeds, ± sd shaded): where past the training length each encoding
+/// breaks.
 void write_positions_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
                           const std::string& path, const std::string& experiment, const std::string& command) {
   int64_t context = 0;
   for (const auto& r : results)
     for (const auto& [c, losses] : r.position_loss) context = std::max(context, c);
   if (context == 0) return;
+  // Positions 1..context in bins of a quarter octave ([2^(b/4), 2^((b+1)/4))): a run's
+  // value in a bin is the mean of its positions' losses, which averages out the few windows
+  // behind each single position of a long window.
+  auto bin_of = [](int64_t position) { return static_cast<int64_t>(std::floor(4 * std::log2(position) + 1e-9)); };
   std::vector<Series> lines;
   for (const auto& variant : order) {
     Series line;
     line.name = variant;
-    for (int64_t j = 0; j < context; ++j) {
-      std::vector<double> values;
-      for (const auto& r : results) {
-        if (r.variant != variant || !r.position_loss.count(context)) continue;
-        const auto& losses = r.position_loss.at(context);
-        if (static_cast<size_t>(j) < losses.size() && std::isfinite(losses[static_cast<size_t>(j)]))
-          values.push_back(losses[static_cast<size_t>(j)]);
-      }
-      add_point(line, static_cast<double>(j + 1), values);
+    std::map<int64_t, std::vector<double>> by_bin;  // bin -> each run's mean over the bin
+    for (const auto& r : results) {
+      if (r.variant != variant || !r.position_loss.count(context)) continue;
+      std::map<int64_t, std::pair<double, int64_t>> sums;  // bin -> (sum, positions)
+      const auto& losses = r.position_loss.at(context);
+      for (size_t j = 0; j < losses.size(); ++j)
+        if (std::isfinite(losses[j])) {
+          auto& [sum, n] = sums[bin_of(static_cast<int64_t>(j) + 1)];
+          sum += losses[j], ++n;
+        }
+      for (const auto& [bin, sum] : sums) by_bin[bin].push_back(sum.first / static_cast<double>(sum.second));
     }
+    for (const auto& [bin, values] : by_bin)  // at the bin's geometric middle
+      add_point(line, std::max(1.0, std::pow(2.0, (static_cast<double>(bin) + 0.5) / 4)), values);
     if (!line.x.empty()) lines.push_back(std::move(line));
   }
   PlotOptions plot;
   plot.title = experiment + ": test loss by position in windows of " + std::to_string(context);
-  plot.x_label = "position in the window (tokens of history + 1)";
+  plot.x_label = "position in the window (tokens of history + 1; quarter-octave bins)";
   plot.y_label = "mean test loss (nats per token, mean ± sd over seeds)";
   plot.log_x = true;
   plot.caption = command;
