@@ -22,6 +22,8 @@ def main():
         for row in csv.DictReader(f):
             if metric not in row:
                 sys.exit(f"{path}: no column {metric}")
+            if row[metric] == "":  # not evaluated for this run (a context past a learned table)
+                continue
             values.setdefault(row["variant"], {})[row["seed"]] = float(row[metric])
     seeds = sorted({s for v in values.values() for s in v}, key=int)
     mean = {v: statistics.mean(s.values()) for v, s in values.items()}
