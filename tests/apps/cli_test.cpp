@@ -613,8 +613,14 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
       {"eval_strides: [4]\n", "eval_strides applies to language models (task lm)"},
       {"eval_strides: [0]\n", "eval_strides: 0 must be positive"},
       {"eval_scaling: [yarm]\n", "eval_scaling: yarm is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)"},
+      {"eval_context: [128]\n",
+       "unknown key eval_context (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling, "
+       "eval_tokens, passkey, finetune)"},
+      {"grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: model.position.type=rotary\n  steps: "
+       "3\n",
+       "finetune: unknown key steps (expected from, set, grid)"},
       {"eval_tokens: 4096\n", "eval_tokens applies to language models (task lm)"},
-      {"eval_tokens: [1, 2]\n", "eval_tokens must be one number of tokens"},
+      {"eval_tokens: [1, 2]\n", "eval_tokens must be one number"},
       {"eval_tokens: 0\n", "eval_tokens: 0 must be positive"},
       {"passkey:\n  lengths: [120]\n", "passkey applies to language models (task lm)"},
       {"passkey:\n  lengths: [50]\n", "passkey.lengths: 50 is below the "},

@@ -2,9 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <set>
 
 #include "ropelab/task/task.h"
 
@@ -25,6 +25,18 @@ std::vector<std::string> scalars(const YAML::Node& node, const std::string& path
   return out;
 }
 
+/// Fails naming the first key of the map `node` (the section `name`) not in `allowed`.
+void expect_keys(const YAML::Node& node, const std::string& path, const std::string& name,
+                 const std::vector<std::string>& allowed) {
+  for (const auto& entry : node) {
+    const auto key = entry.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    fail(path, (name.empty() ? "" : name + ": ") + "unknown key " + key + " (expected " + list + ")");
+  }
+}
+
 }  // namespace
 
 ExperimentSpec load_experiment(const std::string& path) {
@@ -39,15 +51,9 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (!root.IsMap()) fail(path, "expected a mapping with base, grid and seeds");
   ExperimentSpec spec;
   spec.path = path;
-  static const std::set<std::string> known = {"base",         "set",          "grid",        "seeds",   "eval_contexts",
-                                              "eval_strides", "eval_scaling", "eval_tokens", "passkey", "finetune"};
-  for (const auto& entry : root) {
-    const auto key = entry.first.Scalar();
-    if (!known.count(key))
-      fail(path, "unknown key " + key +
-                     " (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling, eval_tokens, "
-                     "passkey, finetune)");
-  }
+  expect_keys(root, path, "",
+              {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides", "eval_scaling", "eval_tokens",
+               "passkey", "finetune"});
   if (!root["base"]) fail(path, "base (the config file(s) every variant starts from) is required");
   spec.base = scalars(root["base"], path, "base");
   for (const auto& file : spec.base)
@@ -68,9 +74,7 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (root["grid"]) spec.grid = read_grid(root["grid"], "grid");
   if (const auto node = root["finetune"]) {
     if (!node.IsMap()) fail(path, "finetune must map from, set and grid");
-    for (const auto& entry : node)
-      if (entry.first.Scalar() != "from" && entry.first.Scalar() != "set" && entry.first.Scalar() != "grid")
-        fail(path, "finetune: unknown key " + entry.first.Scalar() + " (expected from, set, grid)");
+    expect_keys(node, path, "finetune", {"from", "set", "grid"});
     FinetuneSpec f;
     if (!node["from"] || !node["from"].IsScalar()) fail(path, "finetune.from (the variant to start from) is required");
     f.from = node["from"].Scalar();
@@ -101,19 +105,19 @@ ExperimentSpec load_experiment(const std::string& path) {
       if (v <= 0) fail(path, key + ": " + std::to_string(v) + " must be positive");
     return values;
   };
+  auto positive_integer = [&](const YAML::Node& node, const std::string& key) {
+    if (!node.IsScalar()) fail(path, key + " must be one number");
+    return positive_integers(node, key).front();
+  };
+  auto& asked = spec.evaluations;
   if (root["seeds"]) spec.seeds = integers("seeds");
   if (spec.seeds.empty()) fail(path, "seeds has no values");
-  if (root["eval_contexts"]) spec.eval_contexts = positive_integers(root["eval_contexts"], "eval_contexts");
-  if (root["eval_strides"]) spec.eval_strides = positive_integers(root["eval_strides"], "eval_strides");
-  if (const auto node = root["eval_tokens"]) {
-    if (!node.IsScalar()) fail(path, "eval_tokens must be one number of tokens");
-    spec.eval_tokens = positive_integers(node, "eval_tokens").front();
-  }
+  if (root["eval_contexts"]) asked.contexts = positive_integers(root["eval_contexts"], "eval_contexts");
+  if (root["eval_strides"]) asked.strides = positive_integers(root["eval_strides"], "eval_strides");
+  if (root["eval_tokens"]) asked.tokens = positive_integer(root["eval_tokens"], "eval_tokens");
   if (const auto node = root["passkey"]) {
     if (!node.IsMap()) fail(path, "passkey must map lengths, depths and documents");
-    for (const auto& entry : node)
-      if (entry.first.Scalar() != "lengths" && entry.first.Scalar() != "depths" && entry.first.Scalar() != "documents")
-        fail(path, "passkey: unknown key " + entry.first.Scalar() + " (expected lengths, depths, documents)");
+    expect_keys(node, path, "passkey", {"lengths", "depths", "documents"});
     PasskeyGrid grid;
     if (!node["lengths"]) fail(path, "passkey.lengths (the prompts' characters) is required");
     grid.lengths = positive_integers(node["lengths"], "passkey.lengths");
@@ -129,15 +133,12 @@ ExperimentSpec load_experiment(const std::string& path) {
         std::snprintf(text, sizeof text, "%g", d);
         fail(path, "passkey.depths: " + std::string(text) + " is not between 0 and 1");
       }
-    if (node["documents"]) {
-      if (!node["documents"].IsScalar()) fail(path, "passkey.documents must be one number");
-      grid.documents = positive_integers(node["documents"], "passkey.documents").front();
-    }
+    if (node["documents"]) grid.documents = positive_integer(node["documents"], "passkey.documents");
     if (grid.lengths.empty() || grid.depths.empty()) fail(path, "passkey: lengths and depths need values");
-    spec.passkey = grid;
+    asked.passkey = grid;
   }
-  if (root["eval_scaling"]) spec.eval_scaling = scalars(root["eval_scaling"], path, "eval_scaling");
-  for (const auto& s : spec.eval_scaling) {
+  if (root["eval_scaling"]) asked.scalings = scalars(root["eval_scaling"], path, "eval_scaling");
+  for (const auto& s : asked.scalings) {
     RopeScalingType type = RopeScalingType::none;
     try {
       type = parse_rope_scaling_type(s);
@@ -163,12 +164,12 @@ ExperimentSpec load_experiment(const std::string& path) {
     try {
       const auto config = variant_config(spec, variant, spec.seeds.front());
       if (config.data.test().empty()) fail(path, "data.test is not set (every run is evaluated on the test split)");
-      const char* lm_only = !spec.eval_contexts.empty()  ? "eval_contexts"
-                            : !spec.eval_strides.empty() ? "eval_strides"
-                            : !spec.eval_scaling.empty() ? "eval_scaling"
-                            : spec.eval_tokens > 0       ? "eval_tokens"
-                            : spec.passkey               ? "passkey"
-                                                         : nullptr;
+      const char* lm_only = !asked.contexts.empty()   ? "eval_contexts"
+                            : !asked.strides.empty()  ? "eval_strides"
+                            : !asked.scalings.empty() ? "eval_scaling"
+                            : asked.tokens > 0        ? "eval_tokens"
+                            : asked.passkey           ? "passkey"
+                                                      : nullptr;
       if (lm_only && !make_task(config)->takes_eval_context())
         fail(path, std::string(lm_only) + " applies to language models (task lm)");
     } catch (const ConfigError& e) {

@@ -33,7 +33,8 @@
 
 namespace ropelab {
 
-/// The test evaluations an experiment asks of each run (`eval_contexts`, `eval_strides`).
+/// The test evaluations an experiment asks of each run (`eval_contexts`, `eval_strides`,
+/// `eval_scaling`, `eval_tokens`, `passkey`).
 struct TestEvaluations {
   std::vector<int64_t> contexts;  // language models: perplexity at each; empty: data.context
   std::vector<int64_t> strides;   // language models: also sliding windows with each stride below the context
@@ -62,12 +63,7 @@ struct ExperimentSpec {
   std::vector<std::string> set;                                        // overrides for every variant
   std::vector<std::pair<std::string, std::vector<std::string>>> grid;  // in file order
   std::vector<int64_t> seeds = {1};
-  std::vector<int64_t> eval_contexts;     // LM test perplexity contexts; empty: data.context
-  std::vector<int64_t> eval_strides;      // LM: also sliding-window perplexity with each stride below a context
-  std::vector<std::string> eval_scaling;  // rotary LMs: RoPE scalings evaluated past the training context
-  int64_t eval_tokens = 0;                // LM: test tokens per evaluation; 0: the run's data.eval_tokens
-  std::optional<PasskeyGrid> passkey;     // LM: passkey retrieval of every run
-  TestEvaluations test_evaluations() const { return {eval_contexts, eval_strides, eval_scaling, eval_tokens, passkey}; }
+  TestEvaluations evaluations;         // eval_contexts, eval_strides, eval_scaling, eval_tokens, passkey
   std::vector<FinetuneSpec> finetune;  // at most one
 };
 

@@ -378,7 +378,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     // The test evaluations this experiment asks for; with `missing_only`, those not on disk.
     auto evaluations = [&](bool missing_only) {
       std::string evals;
-      for (const auto& eval : make_task(config)->ablation_evals(spec.test_evaluations())) {
+      for (const auto& eval : make_task(config)->ablation_evals(spec.evaluations)) {
         if (missing_only && evaluation_complete(job.dir, eval)) continue;
         evals += " && " + exe + " " + eval.command + " --run " + quote(job.dir) + runtime + " >> " + quote(job.log) +
                  " 2>&1";
@@ -489,7 +489,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   std::vector<RunResult> results;
   for (const auto& [job, config] : all) {
     if (!fs::exists(job.dir + "/ablation.done")) continue;
-    auto r = read_run_result(job.dir, config, spec.test_evaluations());
+    auto r = read_run_result(job.dir, config, spec.evaluations);
     r.variant = job.variant;
     r.seed = job.seed;
     if (!r.items_error.empty())
