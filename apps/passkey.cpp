@@ -10,17 +10,6 @@
 
 namespace ropelab::apps {
 
-namespace {
-
-template <typename T>
-std::string joined(const std::vector<T>& values) {
-  std::ostringstream out;
-  for (size_t i = 0; i < values.size(); ++i) out << (i ? "," : "") << values[i];
-  return out.str();
-}
-
-}  // namespace
-
 void add_passkey(CLI::App& cli) {
   auto* cmd = cli.add_subcommand("passkey", "passkey retrieval: make documents, evaluate a language model");
   cmd->require_subcommand(1);
@@ -93,9 +82,7 @@ void add_passkey(CLI::App& cli) {
                                  " characters of the key sentence and the question");
     const auto cells = evaluate_passkey(*run.task, *run.model, *run.tokenizer, e->grid, device);
     const auto stem = (std::filesystem::path(e->run_dir) / "passkey").string();
-    const std::string command = "ropelab passkey eval --run " + e->run_dir + " --lengths " + joined(e->grid.lengths) +
-                                " --depths " + joined(e->grid.depths) + " --documents " +
-                                std::to_string(e->grid.documents) + " --passkey-seed " + std::to_string(e->grid.seed);
+    const std::string command = "ropelab passkey eval --run " + e->run_dir + passkey_eval_flags(e->grid);
     write_passkey_results(stem, cells, e->grid, e->run_dir + ": passkey accuracy", command);
     std::cout << "length  depth  accuracy\n";
     for (const auto& c : cells) {

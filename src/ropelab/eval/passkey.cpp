@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 
 #include "ropelab/util/files.h"
@@ -107,6 +108,16 @@ void write_passkey_summary(const std::string& path, const std::vector<PasskeyCel
   for (const auto& [length, counts] : by_length)
     json["accuracy@" + std::to_string(length)] = accuracy(counts.first, counts.second);
   write_file_atomically(path, json.dump() + "\n", "passkey summary");
+}
+
+std::string passkey_eval_flags(const PasskeyGrid& grid) {
+  std::ostringstream flags;
+  flags << " --lengths ";
+  for (size_t i = 0; i < grid.lengths.size(); ++i) flags << (i ? "," : "") << grid.lengths[i];
+  flags << " --depths ";
+  for (size_t i = 0; i < grid.depths.size(); ++i) flags << (i ? "," : "") << grid.depths[i];
+  flags << " --documents " << grid.documents << " --passkey-seed " << grid.seed;
+  return flags.str();
 }
 
 }  // namespace ropelab

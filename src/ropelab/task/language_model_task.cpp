@@ -185,12 +185,7 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluation
   }
   if (asked.passkey) {  // retrieval at every length the model can take: a column per length
     const auto& grid = *asked.passkey;
-    std::ostringstream command;
-    command << "passkey eval --documents " << grid.documents << " --passkey-seed " << grid.seed << " --lengths ";
-    for (size_t i = 0; i < grid.lengths.size(); ++i) command << (i ? "," : "") << grid.lengths[i];
-    command << " --depths ";
-    for (size_t i = 0; i < grid.depths.size(); ++i) command << (i ? "," : "") << grid.depths[i];
-    AblationEval passkey{"passkey.json", command.str(), {}, "", "", 0};
+    AblationEval passkey{"passkey.json", "passkey eval" + passkey_eval_flags(grid), {}, "", "", 0};
     for (auto l : grid.lengths)
       if (longest == 0 || passkey_context(l, grid.digits) <= longest)
         passkey.columns.push_back({"accuracy@" + std::to_string(l), "passkey@" + std::to_string(l)});

@@ -89,6 +89,17 @@ void add_point(Series& line, double x, const std::vector<double>& values) {
   line.x.push_back(x), line.y.push_back(s.mean), line.spread.push_back(s.sd);
 }
 
+/// The finite values of `column` over the runs of `variant` (one per seed that has it).
+std::vector<double> finite_values(const std::vector<RunResult>& results, const std::string& variant,
+                                  const std::string& column) {
+  std::vector<double> values;
+  for (const auto& r : results) {
+    const auto it = r.metrics.find(column);
+    if (r.variant == variant && it != r.metrics.end() && std::isfinite(it->second)) values.push_back(it->second);
+  }
+  return values;
+}
+
 /// One paired bootstrap of a variant against the baseline variant: one seed, or all pooled.
 struct PairedCell {
   std::string variant, column, seed;  // seed: "1", ..., or "pooled"
@@ -203,10 +214,7 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
         line.name = variant + ",scaling=" + group.second;
         bool own = group.second == "none";  // a scaled line needs a scaled value of its own
         for (const auto& [context, column] : columns) {
-          std::vector<double> values;
-          for (const auto& r : results)
-            if (r.variant == variant && r.metrics.count(column) && std::isfinite(r.metrics.at(column)))
-              values.push_back(r.metrics.at(column));
+          const auto values = finite_values(results, variant, column);
           if (!values.empty()) own = own || column.find('+') != std::string::npos;
           add_point(line, static_cast<double>(context), values);
         }
@@ -239,11 +247,7 @@ void write_passkey_plot(const std::vector<std::string>& order, const std::vector
     line.name = variant;
     for (const auto& m : metrics) {
       if (m.rfind(prefix, 0) != 0) continue;
-      std::vector<double> values;
-      for (const auto& r : results)
-        if (r.variant == variant && r.metrics.count(m) && std::isfinite(r.metrics.at(m)))
-          values.push_back(r.metrics.at(m));
-      add_point(line, static_cast<double>(std::atol(m.c_str() + prefix.size())), values);
+      add_point(line, static_cast<double>(std::atol(m.c_str() + prefix.size())), finite_values(results, variant, m));
     }
     if (!line.x.empty()) lines.push_back(std::move(line));
   }
@@ -289,7 +293,7 @@ void write_positions_plot(const std::vector<std::string>& order, const std::vect
       for (const auto& [bin, sum] : sums) by_bin[bin].push_back(sum.first / static_cast<double>(sum.second));
     }
     for (const auto& [bin, values] : by_bin)  // at the bin's geometric middle
-      add_point(line, std::max(1.0, std::pow(2.0, (static_cast<double>(bin) + 0.5) / 4)), values);
+      add_point(line, std::pow(2.0, (static_cast<double>(bin) + 0.5) / 4), values);
     if (!line.x.empty()) lines.push_back(std::move(line));
   }
   PlotOptions plot;
