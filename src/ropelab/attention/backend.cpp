@@ -1,5 +1,7 @@
 #include "ropelab/attention/backend.h"
 
+#include <ATen/OpMathType.h>
+
 #include <limits>
 
 #include "ropelab/attention/performer.h"
@@ -68,7 +70,15 @@ void attention_before_update(torch::nn::Module& model, int64_t done) {
 
 SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options) : dropout_(options.dropout()) {}
 
-torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
+torch::Tensor SoftmaxAttention::forward(const AttentionInputs& given) {
+  // bf16 or fp16 queries, keys and values (mixed precision, model/precision.h): the scores,
+  // the softmax and the weighted sum run in fp32 on the CPU's fused kernel
+  AttentionInputs in = given;
+  const auto reduced = [](const torch::Tensor& t) {
+    return t.defined() && (t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf);
+  };
+  if (in.q.device().is_cpu() && (reduced(in.q) || reduced(in.k) || reduced(in.v)))
+    in.q = in.q.to(torch::kFloat), in.k = in.k.to(torch::kFloat), in.v = in.v.to(torch::kFloat);
   const bool dropping = dropout_ > 0.0 && is_training();
   const auto &dense = in.logit_bias.dense, &relative = in.logit_bias.relative;
   if (!dropping && fused_attention_available(in.q, in.k, in.v, dense, relative))
@@ -94,7 +104,7 @@ torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
   // hidden then gives uniform weights instead of NaN, and its output is ignored by the caller
   // anyway. Half and bfloat16 cannot hold it: masked_fill throws an overflow error for them.
   if (mask.defined()) scores = scores.masked_fill(mask, std::numeric_limits<float>::lowest());
-  auto probs = torch::softmax(scores, -1);
+  auto probs = torch::softmax(scores, -1, at::toOpMathType(scores.scalar_type()));  // fp32 for bf16 and fp16
   if (dropout_ > 0.0 && is_training()) probs = torch::dropout(probs, dropout_, true);
   return torch::matmul(probs, in.v);  // (B, H, Tq, Dh)
 }

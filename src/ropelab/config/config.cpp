@@ -43,6 +43,8 @@ const EnumNames<TaskType, 2> kTaskNames{{{TaskType::translation, "translation"},
 const EnumNames<SourceLayout, 2> kLayoutNames{{{SourceLayout::sequence, "sequence"}, {SourceLayout::grid, "grid"}}};
 const EnumNames<LrSchedule, 3> kScheduleNames{
     {{LrSchedule::noam, "noam"}, {LrSchedule::inverse_sqrt, "inverse_sqrt"}, {LrSchedule::constant, "constant"}}};
+const EnumNames<Precision, 3> kPrecisionNames{
+    {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}}};
 const EnumNames<CorpusFormat, 3> kFormatNames{
     {{CorpusFormat::tsv, "tsv"}, {CorpusFormat::parallel, "parallel"}, {CorpusFormat::text, "text"}}};
 const EnumNames<TokenizerType, 3> kTokenizerNames{
@@ -59,6 +61,8 @@ std::string to_string(TokenizerType v) { return enum_name(v, kTokenizerNames); }
 std::string to_string(LengthPenalty v) { return enum_name(v, kPenaltyNames); }
 TaskType parse_task(const std::string& s) { return parse_enum(s, kTaskNames, "task"); }
 LrSchedule parse_lr_schedule(const std::string& s) { return parse_enum(s, kScheduleNames, "lr schedule"); }
+std::string to_string(Precision v) { return enum_name(v, kPrecisionNames); }
+Precision parse_precision(const std::string& s) { return parse_enum(s, kPrecisionNames, "precision"); }
 CorpusFormat parse_corpus_format(const std::string& s) { return parse_enum(s, kFormatNames, "corpus format"); }
 TokenizerType parse_tokenizer_type(const std::string& s) { return parse_enum(s, kTokenizerNames, "tokenizer"); }
 LengthPenalty parse_length_penalty(const std::string& s) {
@@ -162,6 +166,7 @@ void describe(V& v, Config& c) {
     v("device", t.device());
     v("threads", t.threads());
     v("seed", t.seed());
+    v.choice("precision", t.precision(), parse_precision);
     v("steps", t.steps());
     v("max_tokens", t.max_tokens());
     v("accumulate", t.accumulate());
@@ -506,6 +511,8 @@ void validate(const Config& c, const Reader& r) {
     require(false, "train.device", t.device(), "is not a device (expected cpu, cuda or cuda:N)");
   }
   require(t.threads() >= 0, "train.threads", t.threads(), "must be >= 0 (0 = all cores)");
+  require(t.precision() != Precision::fp16, "train.precision", to_string(t.precision()),
+          "is not implemented (fp16 needs CUDA and dynamic loss scaling); use fp32 or bf16");
   require(t.steps() > 0, "train.steps", t.steps(), "must be positive");
   require(t.max_tokens() > 0, "train.max_tokens", t.max_tokens(), "must be positive");
   require(t.accumulate() >= 1, "train.accumulate", t.accumulate(), "must be >= 1");

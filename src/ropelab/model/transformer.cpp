@@ -40,8 +40,11 @@ TransformerLayerImpl::TransformerLayerImpl(const LayerOptions& options, bool cau
 
 template <typename Sublayer>
 torch::Tensor TransformerLayerImpl::residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, Sublayer&& sublayer) {
-  if (norm_ == NormPosition::pre) return x + dropout(sublayer(norm(x)));
-  return norm(x + dropout(sublayer(x)));  // the paper's LayerNorm(x + Sublayer(x))
+  // A sublayer's output comes back in the residual stream's type (fp32 when its matrix
+  // products ran in bf16: model/precision.h), so dropout, the sum and the norm run in fp32.
+  auto out = [&](const torch::Tensor& in) { return dropout(sublayer(in).to(x.scalar_type())); };
+  if (norm_ == NormPosition::pre) return x + out(norm(x));
+  return norm(x + out(x));  // the paper's LayerNorm(x + Sublayer(x))
 }
 
 torch::Tensor TransformerLayerImpl::forward(const torch::Tensor& x, const StackInputs& in,

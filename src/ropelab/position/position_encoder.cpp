@@ -1,5 +1,7 @@
 #include "ropelab/position/position_encoder.h"
 
+#include <ATen/OpMathType.h>
+
 #include "ropelab/position/encoders.h"
 #include "ropelab/util/enum_names.h"
 
@@ -110,8 +112,9 @@ torch::Tensor RotaryEncoder::xpos_scale(const Positions& positions, double sign)
 }
 
 const std::vector<torch::Tensor>& RotaryEncoder::tables(const Positions& positions, const torch::Tensor& like) const {
-  return positions.derived(this, like.scalar_type(), [&] {
-    const auto dtype = like.scalar_type();
+  // fp32 tables for bf16 and fp16 inputs (model/precision.h); the fused kernel computes in fp32
+  const auto dtype = at::toOpMathType(like.scalar_type());
+  return positions.derived(this, dtype, [&] {
     auto a = angles(positions);  // (T, r/2) or (B, T, r/2), float
     auto cos = a.cos(), sin = a.sin();
     if (attention_factor_ != 1.0) cos = cos * attention_factor_, sin = sin * attention_factor_;  // YaRN

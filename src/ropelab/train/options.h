@@ -13,12 +13,18 @@ namespace ropelab {
 /// `constant`: lr throughout.
 enum class LrSchedule { noam, inverse_sqrt, constant };
 
+/// The arithmetic of training (model/precision.h): fp32 throughout, or bf16 matrix
+/// products with fp32 master weights, optimizer state, softmax, layer norm, loss and
+/// rotary tables. fp16 (CUDA, with dynamic loss scaling) is reserved and refused.
+enum class Precision { fp32, bf16, fp16 };
+
 struct TrainOptions {
   /// cpu, cuda, cuda:N
   TORCH_ARG(std::string, device) = "cpu";
   /// Intra-op threads; 0 = all cores.
   TORCH_ARG(int64_t, threads) = 0;
   TORCH_ARG(int64_t, seed) = 1;
+  TORCH_ARG(Precision, precision) = Precision::fp32;
   /// Optimizer updates to run.
   TORCH_ARG(int64_t, steps) = 100000;
   /// Token budget of one batch (source or target side, whichever is longer, padding included).

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ropelab/data/text.h"
+#include "ropelab/model/precision.h"
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/metrics_log.h"
@@ -44,7 +45,11 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
   bool finite = true;
   for (const auto& batch : batches) {
     if (batch.sentences == 0) continue;  // a rank's empty shard of a small batch
-    auto [loss, nll] = smoothed_loss(model.logits(batch), batch.target_out, options.label_smoothing(), kPadId);
+    torch::Tensor loss, nll;
+    {
+      PrecisionScope precision(options.precision(), batch.target_out.device());  // forward and loss only
+      std::tie(loss, nll) = smoothed_loss(model.logits(batch), batch.target_out, options.label_smoothing(), kPadId);
+    }
     const double value = loss.item<double>();
     if (!std::isfinite(value)) {  // no backward: the gradient would be poisoned too
       finite = false;
@@ -314,7 +319,10 @@ Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
 
 void Trainer::validate() {
   if (data_.valid.empty()) return;
-  auto v = evaluate_loss(*task_, *model_, ExampleView(data_.valid), t_.max_tokens(), t_.label_smoothing(), device_);
+  const auto v = [&] {  // in the training's precision
+    PrecisionScope precision(t_.precision(), device_);
+    return evaluate_loss(*task_, *model_, ExampleView(data_.valid), t_.max_tokens(), t_.label_smoothing(), device_);
+  }();
   const double loss = v.mean_loss(), ppl = v.perplexity();
   const bool improved = loss < progress_.best_valid;
   if (improved)

@@ -103,6 +103,8 @@ std::pair<torch::Tensor, torch::Tensor> smoothed_loss_reference(const torch::Ten
 std::pair<torch::Tensor, torch::Tensor> smoothed_loss(const torch::Tensor& logits, const torch::Tensor& target,
                                                       double label_smoothing, int64_t pad_id) {
   const auto type = logits.scalar_type();
+  if (type == torch::kBFloat16 || type == torch::kHalf)  // mixed precision: the loss is computed in fp32
+    return smoothed_loss(logits.to(torch::kFloat), target, label_smoothing, pad_id);
   if (!logits.device().is_cpu() || (type != torch::kFloat && type != torch::kDouble))
     return smoothed_loss_reference(logits, target, label_smoothing, pad_id);
   const int64_t V = logits.size(-1);

@@ -1,0 +1,46 @@
+#pragma once
+/// Mixed-precision arithmetic for a model's forward computations (train.precision).
+///
+/// bf16 runs the matrix products in bfloat16 through LibTorch's autocast (at::autocast:
+/// linear, matmul and bmm cast their operands, with the casts of the fp32 weights cached
+/// for the scope) and keeps everything else in fp32. Autocast alone does not do that in
+/// LibTorch 1.13 on the CPU: softmax and log_softmax of bfloat16 stay bfloat16, and
+/// layer_norm of a bfloat16 input with fp32 weights fails. So the model keeps the fp32 parts
+/// itself:
+///   * the residual stream stays fp32: each sublayer's output is cast back before dropout
+///     and the residual sum (model/transformer.cpp), so every LayerNorm sees fp32;
+///   * attention computes its softmax in fp32 (the fused CPU kernel runs on fp32 copies of
+///     q, k and v; the reference path asks softmax for fp32) (attention/backend.cpp);
+///   * rotary angles and cos/sin tables are fp32 for bfloat16 queries and keys
+///     (position/position_encoder.cpp): a bfloat16 table has 8 bits of mantissa, so its
+///     angles are wrong by whole radians at long contexts;
+///   * the loss upcasts bfloat16 logits to fp32 before the label-smoothed cross-entropy
+///     (ops/cross_entropy/cross_entropy.cpp).
+/// Parameters, gradients and Adam's state stay fp32 (master weights), and checkpoints are
+/// fp32 whatever the precision they were trained or evaluated in.
+
+#include <torch/torch.h>
+
+#include "ropelab/train/options.h"
+
+namespace ropelab {
+
+/// The type of the matrix products under `precision`: kFloat, kBFloat16 or kHalf.
+torch::Dtype matmul_dtype(Precision precision);
+
+/// Turns autocast on for `device`'s kind with the precision's type for its lifetime, then
+/// restores what was there (a no-op for fp32). Thread-local, as autocast is: the backward
+/// pass needs no scope (autograd replays the casts it recorded).
+class PrecisionScope {
+ public:
+  PrecisionScope(Precision precision, const torch::Device& device);
+  ~PrecisionScope();
+  PrecisionScope(const PrecisionScope&) = delete;
+  PrecisionScope& operator=(const PrecisionScope&) = delete;
+
+ private:
+  bool active_ = false, cuda_ = false, was_enabled_ = false;
+  at::ScalarType was_dtype_ = at::kFloat;
+};
+
+}  // namespace ropelab
