@@ -2,7 +2,10 @@
 // the defaults cost a lot on this kind of machine (measured with `ropelab bench train`):
 //  * OpenBLAS picks its kernels from CPUID. On CPUs newer than its tables it falls back
 //    to generic code: Debian's OpenBLAS 0.3.21 reports an AVX-512 Xeon as "Prescott" and
-//    multiplies 1024x1024 matrices at 77 GFLOP/s instead of ~350 (SkylakeX kernels).
+//    multiplies 1024x1024 matrices at 77 GFLOP/s instead of ~350 (SkylakeX kernels). On
+//    an AMD EPYC with AVX-512 it picks its AVX2 kernels ("Haswell" or "Zen"), and a
+//    training step runs at 0.65x the speed of its AVX-512 ones
+//    (bench/openblas_coretypes.sh).
 //  * OpenMP threads spin after each parallel region and starve OpenBLAS's own threads
 //    (OMP_WAIT_POLICY=PASSIVE: ~1.2x on a training step).
 //  * glibc hands large freed blocks back to the kernel, so each training step page-faults
@@ -10,34 +13,26 @@
 // Only variables the user left unset are set, and the process re-executes itself once.
 #include "runtime_env.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "ropelab/util/runtime.h"
+
 namespace ropelab::apps {
 
 namespace {
 
-/// The OpenBLAS core type this CPU should use when OpenBLAS picked a pre-AVX2 one, else "".
+/// The OpenBLAS core type this CPU should use when OpenBLAS picked a slower one, else "".
 std::string openblas_correction() {
-  using CoreName = char* (*)();
-  auto corename = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  if (!corename) return "";  // not OpenBLAS
-  const std::string chosen = corename();
-  static const char* kPreAvx2[] = {"prescott", "core2",      "penryn",    "dunnington", "nehalem",     "atom",
-                                   "katmai",   "coppermine", "northwood", "banias",     "sandybridge", "unknown"};
-  bool outdated = false;
-  for (const char* name : kPreAvx2) outdated |= strcasecmp(chosen.c_str(), name) == 0;
-  if (!outdated) return "";
+  const std::string chosen = machine_info().blas_core;
+  if (chosen.empty()) return "";  // not OpenBLAS
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
-    return "SkylakeX";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
-  return "";
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return openblas_core_correction(chosen, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"), avx512);
 }
 
 bool set_if_unset(const char* name, const std::string& value) {

@@ -3,39 +3,35 @@
 # (bench/pytorch_train.py: torch.nn.Transformer set to ropelab's work, Debian's python3-torch
 # on the same LibTorch), N rounds, the order of the variants alternating between rounds:
 #   bash bench/compare_train.sh [ROUNDS=3] [STEPS=20]     (ROPELAB=PATH: another build)
-# Variants: ropelab; PyTorch in the environment ropelab sets for itself (bench/README.md,
-# "Runtime environment"), which isolates the code; PyTorch in its default environment.
-# Prints the CPU and both models' parameters and dropout sites first (they must be equal),
-# then one line per
-# round; the raw output goes to bench/results/compare_train-TIMESTAMP.log as well.
+# Variants: ropelab and PyTorch in one fixed environment, the one ropelab chooses for itself
+# when nothing is set (bench/README.md, "Runtime environment"; the OpenBLAS core type
+# included), so that only the code differs; PyTorch in the environment this shell gives it.
+# Prints the CPU and both models' parameters, dropout sites and OpenBLAS core types first
+# (they must be equal), then one line per round; the raw output goes to
+# bench/results/compare_train-TIMESTAMP.log as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-3}
-steps=${2:-20}
-ropelab=${ROPELAB:-build/ropelab}
-env_fixed=(OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE
-  GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295)
-grep -q avx512bw /proc/cpuinfo || env_fixed[0]=OPENBLAS_CORETYPE=Haswell
-log=bench/results/compare_train-$(date -u +%Y%m%d-%H%M%S).log
+source bench/common.sh "$@"
+log=$(log_for compare_train)
 
-field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])['$1'])"; }
 run() { # variant -> one JSON line
   case $1 in
-    ropelab) "$ropelab" bench train --threads 2 --steps "$steps" --json ;;
+    ropelab) env "${env_fixed[@]}" "$ropelab" bench train --threads 2 --steps "$steps" --gemm-repeats 0 --json ;;
     pytorch_same_env) env "${env_fixed[@]}" /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" --json ;;
     pytorch_default_env) /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" --json ;;
   esac
 }
 
 {
-  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+  cpu_line
   echo "ropelab: $ropelab ($(git rev-parse --short HEAD)); pytorch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')"
   echo "rounds $rounds, $steps timed steps each, 2 threads; same env = ${env_fixed[*]}"
-  a=$("$ropelab" bench train --threads 2 --steps 1 --warmup 0 --json)
-  b=$(/usr/bin/python3 bench/pytorch_train.py --threads 2 --steps 1 --warmup 0 --json)
+  echo "this shell's OpenBLAS settings: $(env | grep '^OPENBLAS_' | tr '\n' ' ')"
+  a=$(env "${env_fixed[@]}" "$ropelab" bench train --threads 2 --steps 1 --warmup 0 --gemm-repeats 0 --json)
+  b=$(env "${env_fixed[@]}" /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps 1 --warmup 0 --json)
   echo "ropelab $a"
   echo "pytorch $b"
-  for f in parameters dropout_sites; do
+  for f in parameters dropout_sites blas_core; do
     [ "$(field $f <<<"$a")" = "$(field $f <<<"$b")" ] || { echo "the two models differ in $f: not equal work"; exit 1; }
   done
   [ "$(field attention_weight_dropout <<<"$b")" = 0 ] || { echo "pytorch drops attention weights: not equal work"; exit 1; }

@@ -20,6 +20,7 @@ false masks would make PyTorch merge masks every step). Both sides then have 7,5
 parameters; --nn-transformer-defaults measures the unmodified nn.Transformer instead.
 """
 import argparse
+import ctypes
 import json
 import math
 import statistics
@@ -83,6 +84,16 @@ def dropout_sites(model, src, tgt):
     return len(calls), attention
 
 
+def blas_core():
+    """OpenBLAS's core type in this process (the library torch loaded), '' for another BLAS."""
+    try:
+        name = ctypes.CDLL('libblas.so.3').openblas_get_corename
+    except (OSError, AttributeError):
+        return ''
+    name.restype = ctypes.c_char_p
+    return name().decode()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--threads', type=int, default=2)
@@ -93,6 +104,8 @@ def main():
     p.add_argument('--warmup', type=int, default=3)
     p.add_argument('--device', default='cpu')
     p.add_argument('--json', action='store_true')
+    p.add_argument('--bf16', action='store_true',
+                   help="forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     p.add_argument('--nn-transformer-defaults', action='store_true',
                    help="nn.Transformer as it comes: more dropout, final norms, padding masks")
     a = p.parse_args()
@@ -106,9 +119,10 @@ def main():
     tgt_out = torch.randint(4, a.vocab, (a.batch, a.length), device=dev)
 
     def step():
-        logits = model(src, tgt_in)
-        loss = F.cross_entropy(logits.view(-1, a.vocab), tgt_out.view(-1), ignore_index=0,
-                               label_smoothing=0.1, reduction='sum')
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.bf16):
+            logits = model(src, tgt_in)
+            loss = F.cross_entropy(logits.view(-1, a.vocab), tgt_out.view(-1), ignore_index=0,
+                                   label_smoothing=0.1, reduction='sum')
         (loss / tgt_out.numel()).backward()
         opt.step()
         opt.zero_grad()
@@ -127,13 +141,15 @@ def main():
     tps = a.batch * a.length / med
     drops, attention_drops = dropout_sites(model, src, tgt_in)
     if a.json:
-        print(json.dumps({'bench': 'pytorch_train', 'threads': a.threads, 'parameters': params,
+        print(json.dumps({'bench': 'pytorch_train', 'threads': a.threads, 'precision': 'bf16' if a.bf16 else 'fp32',
+                          'parameters': params,
                           'dropout_sites': drops, 'attention_weight_dropout': attention_drops,
                           'final_norms': model.transformer.encoder.norm is not None,
-                          'step_median_s': med, 'target_tokens_per_s': tps}))
+                          'step_median_s': med, 'target_tokens_per_s': tps, 'blas_core': blas_core()}))
     else:
         print(f'pytorch nn.Transformer step: {params} parameters, batch {a.batch} x {a.length}, {a.threads} threads, '
-              f'{drops} dropout applications, {attention_drops} attention modules dropping weights')
+              f'{drops} dropout applications, {attention_drops} attention modules dropping weights, '
+              f'OpenBLAS core {blas_core() or "(not OpenBLAS)"}')
         print(f'  step median {1e3 * med:.1f} ms (min {1e3 * min(times):.1f}, max {1e3 * max(times):.1f})')
         print(f'  {tps:.0f} target tokens/s')
 

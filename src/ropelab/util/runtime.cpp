@@ -1,9 +1,13 @@
 #include "ropelab/util/runtime.h"
 
+#include <ATen/Version.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <dlfcn.h>
+#include <strings.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -60,6 +64,41 @@ int64_t set_threads(int64_t threads) {
   if (threads <= 0) threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
   torch::set_num_threads(static_cast<int>(threads));
   return torch::get_num_threads();
+}
+
+MachineInfo machine_info() {
+  MachineInfo info;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      info.cpu = colon == std::string::npos ? line : line.substr(line.find_first_not_of(' ', colon + 1));
+      break;
+    }
+  if (info.cpu.empty()) info.cpu = "unknown CPU";
+  info.cpu += ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
+  // ATen exports its run-time choice only in its build summary ("CPU capability usage: AVX2")
+  const std::string config = at::show_config(), key = "CPU capability usage: ";
+  const auto at = config.find(key);
+  info.aten_isa =
+      at == std::string::npos ? "unknown" : config.substr(at + key.size(), config.find('\n', at) - at - key.size());
+  using CoreName = char* (*)();
+  if (auto name = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"))) info.blas_core = name();
+  return info;
+}
+
+std::string openblas_core_correction(const std::string& chosen, bool avx2_fma, bool avx512) {
+  static const char* kPreAvx2[] = {"prescott", "core2",      "penryn",    "dunnington", "nehalem",     "atom",
+                                   "katmai",   "coppermine", "northwood", "banias",     "sandybridge", "unknown"};
+  static const char* kAvx512[] = {"skylakex", "cooperlake", "sapphirerapids"};
+  auto one_of = [&](const auto& names) {
+    for (const char* name : names)
+      if (strcasecmp(chosen.c_str(), name) == 0) return true;
+    return false;
+  };
+  if (avx512) return one_of(kAvx512) ? "" : "SkylakeX";
+  if (avx2_fma && one_of(kPreAvx2)) return "Haswell";
+  return "";
 }
 
 double now_seconds() {

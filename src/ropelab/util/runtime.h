@@ -31,6 +31,20 @@ torch::Device use_device(const std::string& name, int64_t local_rank = 0, int64_
 /// Sets LibTorch's intra-op threads (0 = all cores); returns the number in use.
 int64_t set_threads(int64_t threads);
 
+/// What a benchmark names about the machine it ran on.
+struct MachineInfo {
+  std::string cpu;        // /proc/cpuinfo's model name and the cores this process may use
+  std::string aten_isa;   // ATen's vectorised kernels chosen at run time: DEFAULT, AVX2, AVX512
+  std::string blas_core;  // OpenBLAS's core type in this process; "" when the BLAS is another
+};
+MachineInfo machine_info();
+
+/// The OpenBLAS core type (OPENBLAS_CORETYPE) worth asking for when OpenBLAS chose `chosen`
+/// (openblas_get_corename) on a CPU with these features, or "" to keep its choice:
+/// SkylakeX on an AVX-512 CPU (F, BW, VL, DQ) unless it chose an AVX-512 core; Haswell on an
+/// AVX2+FMA CPU when it chose a pre-AVX2 core. Case-insensitive.
+std::string openblas_core_correction(const std::string& chosen, bool avx2_fma, bool avx512);
+
 /// Wall-clock seconds since an arbitrary epoch (steady clock).
 double now_seconds();
 

@@ -1,0 +1,32 @@
+// What benchmarks report about the machine, and the OpenBLAS core type ropelab asks for
+// (util/runtime.h; apps/runtime_env.cpp applies it before LibTorch loads).
+#include "../test_util.h"
+#include "ropelab/util/runtime.h"
+
+using namespace ropelab;
+
+TEST(OpenblasCore, AvxFiveTwelveGetsSkylakeXUnlessOpenblasChoseAnAvxFiveTwelveCore) {
+  // An AMD EPYC with AVX-512: OpenBLAS 0.3.21 picks its AVX2 kernels (Zen or Haswell).
+  EXPECT_EQ(openblas_core_correction("Zen", true, true), "SkylakeX");
+  EXPECT_EQ(openblas_core_correction("Haswell", true, true), "SkylakeX");
+  EXPECT_EQ(openblas_core_correction("Prescott", true, true), "SkylakeX");
+  for (const char* kept : {"SkylakeX", "skylakex", "Cooperlake", "SapphireRapids"})
+    EXPECT_EQ(openblas_core_correction(kept, true, true), "") << kept;
+}
+
+TEST(OpenblasCore, AvxTwoGetsHaswellOnlyInPlaceOfAPreAvxTwoCore) {
+  EXPECT_EQ(openblas_core_correction("Prescott", true, false), "Haswell");
+  EXPECT_EQ(openblas_core_correction("sandybridge", true, false), "Haswell");
+  EXPECT_EQ(openblas_core_correction("Zen", true, false), "");
+  EXPECT_EQ(openblas_core_correction("Haswell", true, false), "");
+  EXPECT_EQ(openblas_core_correction("Prescott", false, false), "");  // nothing better to ask for
+}
+
+TEST(MachineInfo, NamesTheCpuTheIsaAndTheBlas) {
+  const auto info = machine_info();
+  EXPECT_NE(info.cpu.find(" cores"), std::string::npos) << info.cpu;
+  EXPECT_TRUE(info.aten_isa == "DEFAULT" || info.aten_isa == "AVX2" || info.aten_isa == "AVX512") << info.aten_isa;
+  // LibTorch here uses the system OpenBLAS: its core type is one name, no spaces
+  EXPECT_FALSE(info.blas_core.empty());
+  EXPECT_EQ(info.blas_core.find(' '), std::string::npos) << info.blas_core;
+}
