@@ -47,21 +47,23 @@ void add_eval(CLI::App& cli) {
     const auto report = run.task->evaluate(*run.model, *run.tokenizer, name, path,
                                            a->search.request(run.config.decode, false), protocol, device);
     const std::filesystem::path dir(a->run_dir);
+    // reports of another precision sit beside the fp32 ones, never over them
+    const std::string precision = a->precision == "fp32" ? "" : "." + a->precision;
+    const std::string tag = report.file_tag + evaluation_tag(a->overrides) + precision;
     std::string wrote;
     if (!report.hypotheses.empty()) {
-      const auto hyp_path = (dir / ("hyp." + name + ".txt")).string();
+      const auto hyp_path = (dir / ("hyp." + name + precision + ".txt")).string();
       std::ofstream hyp(hyp_path);
       for (const auto& h : report.hypotheses) hyp << h << '\n';
       wrote = hyp_path + " and ";
     }
     if (!report.items.empty()) {
-      const auto items_path =
-          (dir / ("eval." + report.file_tag + evaluation_tag(a->overrides) + ".items.tsv")).string();
+      const auto items_path = (dir / ("eval." + tag + ".items.tsv")).string();
       write_item_table(items_path, report.item_columns, report.items);
       wrote += items_path + " and ";
     }
     if (!report.position_loss.empty()) {
-      const auto stem = (dir / ("eval." + report.file_tag + evaluation_tag(a->overrides) + ".positions")).string();
+      const auto stem = (dir / ("eval." + tag + ".positions")).string();
       std::vector<std::vector<double>> rows;
       Series curve;
       curve.name = a->run_dir;
@@ -81,10 +83,10 @@ void add_eval(CLI::App& cli) {
       write_line_plot(stem + ".svg", {curve}, plot);
       wrote += stem + ".csv and .svg and ";
     }
-    nlohmann::ordered_json json = {{"split", a->split}, {"checkpoint", a->checkpoint}};
+    nlohmann::ordered_json json = {{"split", a->split}, {"checkpoint", a->checkpoint}, {"precision", a->precision}};
     if (!a->overrides.empty()) json["set"] = a->overrides;
     json.update(report.fields);
-    const auto json_path = (dir / ("eval." + report.file_tag + evaluation_tag(a->overrides) + ".json")).string();
+    const auto json_path = (dir / ("eval." + tag + ".json")).string();
     std::ofstream(json_path) << json.dump() << '\n';
     std::cout << report.summary << "\nwrote " << wrote << json_path << std::endl;
     for (const auto& w : report.warnings) std::cerr << "ropelab eval: warning: " << w << std::endl;

@@ -1,9 +1,11 @@
 #pragma once
 // Flags of the commands that load a trained run: --run, --checkpoint, --device, --threads
 // and the search flags, which override the run's `decode` section.
+#include <optional>
 #include <string>
 
 #include "commands.h"
+#include "ropelab/model/precision.h"
 #include "ropelab/run/run.h"
 #include "ropelab/util/runtime.h"
 
@@ -58,21 +60,30 @@ struct SearchFlags {
 struct RunArgs {
   RuntimeFlags flags;
   SearchFlags search;
-  std::string run_dir, checkpoint = "best";
+  std::string run_dir, checkpoint = "best", precision = "fp32";
   std::vector<std::string> overrides;
+  /// The forward passes' arithmetic (model/precision.h) from open() to the end of the command.
+  mutable std::optional<PrecisionScope> precision_scope;
   void add_to(CLI::App& cmd, bool generating = false) {
     cmd.add_option("--run", run_dir, "run directory from ropelab train")->required();
     cmd.add_option("--checkpoint", checkpoint, "best | last | FILE")->capture_default_str();
     cmd.add_option("--set", overrides,
                    "change the run's config for this command: model.position.scaling.*, decode.*, "
                    "data.eval_tokens (repeatable)");
+    cmd.add_option("--precision", precision,
+                   "arithmetic of the forward passes: fp32, or bf16 matrix products (train.precision; the "
+                   "checkpoint stays fp32)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"fp32", "bf16"}));
     flags.add_to(cmd);
     search.add_to(cmd, generating);
   }
-  /// Loads the run on the chosen device with the chosen threads.
+  /// Loads the run on the chosen device with the chosen threads, and turns its precision on.
   LoadedRun open(torch::Device* device) const {
     *device = flags.apply();
-    return open_run(run_dir, checkpoint, *device, overrides);
+    auto run = open_run(run_dir, checkpoint, *device, overrides);
+    precision_scope.emplace(parse_precision(precision), *device);
+    return run;
   }
 };
 

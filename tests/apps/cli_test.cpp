@@ -401,20 +401,30 @@ TEST(Cli, EveryEncoderAndAttentionTrainsAndDecodesInBothTasks) {
   std::filesystem::remove_all(root);
 }
 
+namespace {
+
+// A byte-level rotary LM of one layer trained for 5 updates on one line of text (written
+// into `root`) into `lm`, with `sets` added to the command line.
+Result train_tiny_rotary_lm(const std::filesystem::path& root, const std::string& lm, const std::string& sets) {
+  const auto text = (root / "text.txt").string();
+  std::ofstream(text) << "the cat sat on the mat. the dog sat on the log. a red house stood by the road.\n";
+  return run("train " + std::string(ROPELAB_SOURCE_DIR) +
+             "/experiments/demo_tiny.yaml --set task=lm --set data.format=text --set tokenizer.type=byte"
+             " --set data.context=16 --set model.position.type=rotary --set model.heads=2"
+             " --set model.decoder_layers=1 --set train.steps=5 --set train.valid_every=0 --threads 1" +
+             sets + " --set data.train=" + text + " --set data.valid=" + text + " --set data.test=" + text + " -o " +
+             lm);
+}
+
+}  // namespace
+
 // RoPE scaling at evaluation time, without retraining: each method changes the perplexity
 // past the training context; the report records what was set; keys that would not match
 // the trained parameters are refused.
 TEST(Cli, EvalScalesRotaryWithoutRetraining) {
   const auto root = fresh_dir("scaling");
-  const auto text = (root / "text.txt").string();
-  std::ofstream(text) << "the cat sat on the mat. the dog sat on the log. a red house stood by the road.\n";
   const auto lm = (root / "lm").string();
-  auto r = run("train " + std::string(ROPELAB_SOURCE_DIR) +
-               "/experiments/demo_tiny.yaml --set task=lm --set data.format=text --set tokenizer.type=byte"
-               " --set data.context=16 --set model.position.type=rotary --set model.d_model=16 --set model.heads=2"
-               " --set model.d_ff=16 --set model.decoder_layers=1 --set train.steps=5 --set train.valid_every=0"
-               " --threads 1 --set data.train=" +
-               text + " --set data.valid=" + text + " --set data.test=" + text + " -o " + lm);
+  auto r = train_tiny_rotary_lm(root, lm, " --set model.d_model=16 --set model.d_ff=16");
   ASSERT_EQ(r.code, 0) << r.output;
   r = run("eval --run " + lm + " --checkpoint last --context 64");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -434,6 +444,33 @@ TEST(Cli, EvalScalesRotaryWithoutRetraining) {
   EXPECT_NE(r.output.find("--set model.d_model=8: a trained run takes only model.position.scaling.*"),
             std::string::npos)
       << r.output;
+  std::filesystem::remove_all(root);
+}
+
+// A run trained in bf16 keeps an fp32 checkpoint: eval reads it in either precision, and the
+// two perplexities are close without being equal.
+TEST(Cli, Bfloat16RunEvaluatesInEitherPrecision) {
+  const auto root = fresh_dir("precision");
+  const auto lm = (root / "lm").string();
+  auto r = train_tiny_rotary_lm(root, lm, " --set model.d_model=32 --set model.d_ff=32 --set train.precision=bf16");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(read_text(lm + "/config.yaml").find("precision: bf16"), std::string::npos);
+  auto perplexity = [&](const std::string& flags) {
+    const auto out = run("eval --run " + lm + " --checkpoint last --threads 1" + flags);
+    EXPECT_EQ(out.code, 0) << out.output;
+    const auto at = out.output.find("perplexity = ");
+    return at == std::string::npos ? -1.0 : std::stod(out.output.substr(at + 13));
+  };
+  const double fp32 = perplexity(""), bf16 = perplexity(" --precision bf16");
+  EXPECT_GT(fp32, 1.0);
+  EXPECT_NE(bf16, fp32);
+  EXPECT_NEAR(bf16, fp32, 0.02 * fp32);
+  // each precision's report has its own file
+  EXPECT_NE(read_text(lm + "/eval.test.ctx16.json").find("\"precision\":\"fp32\""), std::string::npos);
+  EXPECT_NE(read_text(lm + "/eval.test.ctx16.bf16.json").find("\"precision\":\"bf16\""), std::string::npos);
+  r = run("eval --run " + lm + " --checkpoint last --precision fp16");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--precision"), std::string::npos) << r.output;
   std::filesystem::remove_all(root);
 }
 

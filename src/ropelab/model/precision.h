@@ -14,8 +14,9 @@
 ///   * rotary angles and cos/sin tables are fp32 for bfloat16 queries and keys
 ///     (position/position_encoder.cpp): a bfloat16 table has 8 bits of mantissa, so its
 ///     angles are wrong by whole radians at long contexts;
-///   * the loss upcasts bfloat16 logits to fp32 before the label-smoothed cross-entropy
-///     (ops/cross_entropy/cross_entropy.cpp).
+///   * the label-smoothed cross-entropy reads bfloat16 logits as they are and computes in
+///     fp32 (the fused CPU kernel; elsewhere the reference upcasts them first), so the loss
+///     is fp32 and the logits' gradient bfloat16 (ops/cross_entropy/cross_entropy.cpp).
 /// Parameters, gradients and Adam's state stay fp32 (master weights), and checkpoints are
 /// fp32 whatever the precision they were trained or evaluated in.
 

@@ -17,12 +17,15 @@
 
 #include <c10/core/Device.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
 
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
+
+#include "ropelab/ops/cpu_build.h"
 
 namespace ropelab {
 
@@ -100,5 +103,18 @@ auto loop_for(FloatFn float_fn, DoubleFn double_fn) {
   else
     return double_fn;
 }
+
+/// The same with a bfloat16 loop: scalar_t float, double or c10::BFloat16.
+template <typename scalar_t, typename FloatFn, typename DoubleFn, typename BFloat16Fn>
+auto loop_for(FloatFn float_fn, DoubleFn double_fn, BFloat16Fn bfloat16_fn) {
+  if constexpr (std::is_same_v<scalar_t, c10::BFloat16>)
+    return bfloat16_fn;
+  else
+    return loop_for<scalar_t>(float_fn, double_fn);
+}
+
+/// How a CPU loop sees an element of scalar_t: c10::BFloat16 as its bits (ops/cpu_build.h).
+template <typename scalar_t>
+using CpuElement = std::conditional_t<std::is_same_v<scalar_t, c10::BFloat16>, BFloat16Bits, scalar_t>;
 
 }  // namespace ropelab

@@ -11,21 +11,25 @@
 
 namespace ropelab {
 
-/// Forward, rows [begin, end): lse, loss and nll of each row.
-template <typename T>
-using SmoothedCeForwardFn = void (*)(const T* logits, int64_t V, const int64_t* target, int64_t pad, T eps,
-                                     int64_t begin, int64_t end, T* lse, T* loss, T* nll);
-/// Backward, rows [begin, end): grad (N, V) from the forward's lse and the gradient g (N) of loss.
-template <typename T>
-using SmoothedCeBackwardFn = void (*)(const T* logits, int64_t V, const int64_t* target, int64_t pad, T eps,
-                                      const T* lse, const T* g, int64_t begin, int64_t end, T* grad);
+/// Forward, rows [begin, end): lse, loss and nll of each row. Logits are T; the arithmetic
+/// and the per-row statistics are A: float for float and bfloat16, double for double.
+template <typename T, typename A>
+using SmoothedCeForwardFn = void (*)(const T* logits, int64_t V, const int64_t* target, int64_t pad, A eps,
+                                     int64_t begin, int64_t end, A* lse, A* loss, A* nll);
+/// Backward, rows [begin, end): grad (N, V), of the logits' type, from the forward's lse and
+/// the gradient g (N) of loss.
+template <typename T, typename A>
+using SmoothedCeBackwardFn = void (*)(const T* logits, int64_t V, const int64_t* target, int64_t pad, A eps,
+                                      const A* lse, const A* g, int64_t begin, int64_t end, T* grad);
 
 /// One build's loops: one instance of each template per dtype.
 struct CrossEntropyCpuKernels {
-  SmoothedCeForwardFn<float> forward_float;
-  SmoothedCeForwardFn<double> forward_double;
-  SmoothedCeBackwardFn<float> backward_float;
-  SmoothedCeBackwardFn<double> backward_double;
+  SmoothedCeForwardFn<float, float> forward_float;
+  SmoothedCeForwardFn<double, double> forward_double;
+  SmoothedCeForwardFn<BFloat16Bits, float> forward_bfloat16;
+  SmoothedCeBackwardFn<float, float> backward_float;
+  SmoothedCeBackwardFn<double, double> backward_double;
+  SmoothedCeBackwardFn<BFloat16Bits, float> backward_bfloat16;
 };
 
 namespace cpu_baseline {

@@ -55,20 +55,7 @@ using RotateAllFn = std::vector<torch::Tensor> (*)(const std::vector<torch::Tens
                                                    const torch::Tensor& sin, int64_t time_dim, bool interleaved,
                                                    float sign);
 
-/// A CPU build's instance of the loop for scalar_t. The loop sees c10::BFloat16 as its bits.
-template <typename scalar_t>
-using CpuElement = std::conditional_t<std::is_same_v<scalar_t, at::BFloat16>, BFloat16Bits, scalar_t>;
 static_assert(sizeof(at::BFloat16) == sizeof(BFloat16Bits) && alignof(at::BFloat16) == alignof(BFloat16Bits));
-
-template <typename scalar_t>
-RotaryRowsFn<CpuElement<scalar_t>, at::opmath_type<scalar_t>> cpu_loop(const RotaryCpuKernels& kernels) {
-  if constexpr (std::is_same_v<scalar_t, float>)
-    return kernels.rows_float;
-  else if constexpr (std::is_same_v<scalar_t, double>)
-    return kernels.rows_double;
-  else
-    return kernels.rows_bfloat16;
-}
 
 /// The CPU entry for one build (rotary_cpu.inc): the rows of all tensors in one parallel
 /// region, so q and k share the pass and the threads; float, double and bfloat16 (computed
@@ -89,7 +76,7 @@ std::vector<torch::Tensor> rotate_all_cpu(const std::vector<torch::Tensor>& xs, 
   AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, xs[0].scalar_type(), "rotary_fused", [&] {
     using acc_t = at::opmath_type<scalar_t>;  // float for float and bfloat16, double for double
     using element_t = CpuElement<scalar_t>;
-    const auto rows = cpu_loop<scalar_t>(kernels);
+    const auto rows = loop_for<scalar_t>(kernels.rows_float, kernels.rows_double, kernels.rows_bfloat16);
     const auto acc = c10::CppTypeToScalarType<acc_t>::value;
     auto c = cos.to(acc).contiguous(), s = sin.to(acc).contiguous();
     // One range over the rows of all tensors.
