@@ -10,6 +10,7 @@
 
 #include "ropelab/data/text.h"
 #include "ropelab/model/precision.h"
+#include "ropelab/ops/adam/adam.h"
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/metrics_log.h"
@@ -75,26 +76,24 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
     if (stop) *stop = stats[3].item<double>() > 0;
     finite = stats[4].item<double>() == 0;
   }
-  // Gradients of summed losses -> per-token mean over the whole update.
-  for (auto& p : model->parameters())
-    if (p.grad().defined()) p.grad().div_(std::max(totals.tokens, 1.0));
+  // Gradients of summed losses -> per-token mean over the whole update, and clipping: both
+  // one factor on the gradients, applied inside Adam's pass (ops/adam/adam.h).
+  const double mean = 1.0 / std::max(totals.tokens, 1.0);
   // The gradient norm (before clipping), the same on every rank: non-finite skips the update.
-  double norm = 0;
-  if (options.clip_norm() > 0) {
-    norm = torch::nn::utils::clip_grad_norm_(model->parameters(), options.clip_norm());
-  } else {
-    std::vector<torch::Tensor> norms;
-    for (const auto& p : model->parameters())
-      if (p.grad().defined()) norms.push_back(p.grad().norm());
-    if (!norms.empty()) norm = torch::stack(norms).norm().item<double>();
-  }
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : model->parameters())
+    if (p.grad().defined()) norms.push_back(p.grad().norm());
+  const double norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>() * mean;
   if (!finite || !std::isfinite(norm)) {
     optimizer.zero_grad();
     totals.skipped = true;
     return totals;
   }
+  double scale = mean;
+  if (options.clip_norm() > 0 && options.clip_norm() / (norm + 1e-6) < 1.0)  // clip_grad_norm_'s rule
+    scale *= options.clip_norm() / (norm + 1e-6);
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
-  optimizer.step();
+  adam_step(optimizer, scale);
   optimizer.zero_grad();
   return totals;
 }
