@@ -31,22 +31,24 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   const int64_t d = options.d_model();
   const bool self = !memory.defined();
   torch::Tensor q, k, v;
-  auto heads_out = [&](const torch::Tensor& out) { return out_proj(out.transpose(1, 2).flatten(-2)); };  // (B, Tq, D)
+  // torch::linear (ATen's) rather than the C++ frontend's functional linear, which adds the
+  // bias in a separate pass for 3-D inputs: ATen folds it into the GEMM (addmm).
+  auto heads_out = [&](const torch::Tensor& out) {  // (B, Tq, D)
+    return torch::linear(out.transpose(1, 2).flatten(-2), out_proj->weight, out_proj->bias);
+  };
   if (self) {
-    auto qkv = split_heads(torch::nn::functional::linear(x, in_proj_weight, in_proj_bias), 3);
+    auto qkv = split_heads(torch::linear(x, in_proj_weight, in_proj_bias), 3);
     q = qkv[0], k = qkv[1], v = qkv[2];
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
     if (call.cache)  // the backend keeps what later steps need (keys and values, or sums)
       return heads_out(
           backend_->forward_cached({q, k, v, call.key_padding_mask, call.logit_bias, call.causal}, *call.cache));
   } else {
-    q = split_heads(torch::nn::functional::linear(x, in_proj_weight.narrow(0, 0, d), in_proj_bias.narrow(0, 0, d)),
-                    1)[0];
+    q = split_heads(torch::linear(x, in_proj_weight.narrow(0, 0, d), in_proj_bias.narrow(0, 0, d)), 1)[0];
     if (rotation_) q = rotation_->rotate(q, call.positions);
     auto memory_kv = [&] {  // (B, H, Tk, Dh) each
-      auto kv = split_heads(
-          torch::nn::functional::linear(memory, in_proj_weight.narrow(0, d, 2 * d), in_proj_bias.narrow(0, d, 2 * d)),
-          2);
+      auto kv =
+          split_heads(torch::linear(memory, in_proj_weight.narrow(0, d, 2 * d), in_proj_bias.narrow(0, d, 2 * d)), 2);
       if (rotation_) kv[0] = rotation_->rotate(kv[0], call.key_positions);
       return std::make_pair(kv[0], kv[1]);
     };

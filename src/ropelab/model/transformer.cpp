@@ -17,7 +17,10 @@ FeedForwardImpl::FeedForwardImpl(const LayerOptions& options) {
   fc2 = register_module("fc2", torch::nn::Linear(options.d_ff(), options.d_model()));
 }
 
-torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) { return fc2(torch::relu(fc1(x))); }
+// torch::linear folds the bias into the GEMM (model/attention.cpp)
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  return torch::linear(torch::relu(torch::linear(x, fc1->weight, fc1->bias)), fc2->weight, fc2->bias);
+}
 
 // --- layer ----------------------------------------------------------------------------
 
@@ -142,9 +145,7 @@ torch::Tensor TiedEmbeddingImpl::forward(const torch::Tensor& tokens) {
   return torch::embedding(weight, tokens) * scale_;
 }
 
-torch::Tensor TiedEmbeddingImpl::logits(const torch::Tensor& hidden) {
-  return torch::nn::functional::linear(hidden, weight);
-}
+torch::Tensor TiedEmbeddingImpl::logits(const torch::Tensor& hidden) { return torch::linear(hidden, weight); }
 
 // --- models ---------------------------------------------------------------------------
 
