@@ -155,6 +155,8 @@ void add_bench_gemm(CLI::App& bench) {
     const auto config = a->model.config(a->flags);
     const auto& options = a->model.options;
     const auto device = use_device(config.train.device());
+    if (a->precision == "fp16" && !device.is_cuda())
+      throw CLI::ValidationError("--precision", "fp16 runs on CUDA only (LibTorch 1.13 has no fp16 mm on the CPU)");
     const auto threads = set_threads(config.train.threads());
     const auto dtype = a->precision == "bf16"   ? torch::kBFloat16
                        : a->precision == "fp16" ? torch::kHalf

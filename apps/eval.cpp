@@ -48,7 +48,7 @@ void add_eval(CLI::App& cli) {
                                            a->search.request(run.config.decode, false), protocol, device);
     const std::filesystem::path dir(a->run_dir);
     // reports of another precision sit beside the fp32 ones, never over them
-    const std::string precision = a->precision == "fp32" ? "" : "." + a->precision;
+    const std::string precision = a->precision_suffix();
     const std::string tag = report.file_tag + evaluation_tag(a->overrides) + precision;
     std::string wrote;
     if (!report.hypotheses.empty()) {

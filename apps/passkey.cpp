@@ -81,8 +81,10 @@ void add_passkey(CLI::App& cli) {
                                  std::to_string(passkey_minimum_length(e->grid.digits)) +
                                  " characters of the key sentence and the question");
     const auto cells = evaluate_passkey(*run.task, *run.model, *run.tokenizer, e->grid, device);
-    const auto stem = (std::filesystem::path(e->run_dir) / "passkey").string();
-    const std::string command = "ropelab passkey eval --run " + e->run_dir + passkey_eval_flags(e->grid);
+    // a precision other than fp32 writes beside the fp32 results (passkey.bf16.csv, ...)
+    const auto stem = (std::filesystem::path(e->run_dir) / ("passkey" + e->precision_suffix())).string();
+    const std::string command = "ropelab passkey eval --run " + e->run_dir + passkey_eval_flags(e->grid) +
+                                (e->precision == "fp32" ? "" : " --precision " + e->precision);
     write_passkey_results(stem, cells, e->grid, e->run_dir + ": passkey accuracy", command);
     std::cout << "length  depth  accuracy\n";
     for (const auto& c : cells) {

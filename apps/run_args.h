@@ -71,13 +71,16 @@ struct RunArgs {
                    "change the run's config for this command: model.position.scaling.*, decode.*, "
                    "data.eval_tokens (repeatable)");
     cmd.add_option("--precision", precision,
-                   "arithmetic of the forward passes: fp32, or bf16 matrix products (train.precision; the "
-                   "checkpoint stays fp32)")
+                   "arithmetic of the forward passes: fp32, or bf16 (fp16 on CUDA) matrix products "
+                   "(train.precision; the checkpoint stays fp32)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"fp32", "bf16"}));
+        ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
     flags.add_to(cmd);
     search.add_to(cmd, generating);
   }
+  /// What a report file of another precision than fp32 carries in its name (".bf16"), so that
+  /// it sits beside the fp32 one instead of replacing it; "" for fp32.
+  std::string precision_suffix() const { return precision == "fp32" ? "" : "." + precision; }
   /// Loads the run on the chosen device with the chosen threads, and turns its precision on.
   LoadedRun open(torch::Device* device) const {
     *device = flags.apply();

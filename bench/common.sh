@@ -1,7 +1,8 @@
 # Sourced by the bench scripts that compare variants, from the repository root, with the
 # script's arguments: ROUNDS (3) and STEPS (20), the build (ROPELAB=PATH, default
-# build/ropelab), one fixed runtime environment for every variant (the one ropelab chooses for itself when nothing is set: bench/README.md, "Runtime
-# environment", the OpenBLAS core type included), and the line naming the CPU.
+# build/ropelab), one fixed runtime environment for every variant (ropelab's three settings,
+# bench/README.md "Runtime environment", with a fixed OpenBLAS core type: SkylakeX on a CPU
+# with AVX-512 BW, Haswell otherwise), and the line naming the CPU.
 env_fixed=(ROPELAB_NO_REEXEC=1 OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE
   GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295)
 grep -q avx512bw /proc/cpuinfo || env_fixed[1]=OPENBLAS_CORETYPE=Haswell

@@ -3,9 +3,9 @@
 # (bench/pytorch_train.py: torch.nn.Transformer set to ropelab's work, Debian's python3-torch
 # on the same LibTorch), N rounds, the order of the variants alternating between rounds:
 #   bash bench/compare_train.sh [ROUNDS=3] [STEPS=20]     (ROPELAB=PATH: another build)
-# Variants: ropelab and PyTorch in one fixed environment, the one ropelab chooses for itself
-# when nothing is set (bench/README.md, "Runtime environment"; the OpenBLAS core type
-# included), so that only the code differs; PyTorch in the environment this shell gives it.
+# Variants: ropelab and PyTorch in one fixed environment (bench/common.sh: ropelab's runtime
+# settings, bench/README.md "Runtime environment", with a fixed OpenBLAS core type), so that
+# only the code differs; PyTorch in the environment this shell gives it.
 # Prints the CPU and both models' parameters, dropout sites and OpenBLAS core types first
 # (they must be equal), then one line per round; the raw output goes to
 # bench/results/compare_train-TIMESTAMP.log as well.

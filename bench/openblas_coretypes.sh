@@ -23,7 +23,7 @@ base=(ROPELAB_NO_REEXEC=1 OMP_WAIT_POLICY=PASSIVE
       t=${types[$(((i + r - 1) % n))]}
       extra=()
       [ "$t" = default ] || extra=(OPENBLAS_CORETYPE="$t")
-      line=$(env -u OPENBLAS_CORETYPE "${base[@]}" "${extra[@]}" "$ropelab" bench train --threads 2 --steps "$steps" --json | tail -1)
+      line=$(env -u OPENBLAS_CORETYPE "${base[@]}" ${extra[@]+"${extra[@]}"} "$ropelab" bench train --threads 2 --steps "$steps" --json | tail -1)
       echo "round $r $t $line"
     done
   done

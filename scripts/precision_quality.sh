@@ -30,7 +30,7 @@ for m in toy lm_rotary; do
   echo "== $m: validation loss, fp32 | bf16"
   paste -d'|' <(grep '^valid step' "$out/${m}_fp32.train.log" | cut -d'|' -f1-2) \
     <(grep '^valid step' "$out/${m}_bf16.train.log" | cut -d'|' -f2)
-  grep -h '^done' "$out/${m}_fp32.train.log" "$out/${m}_bf16.train.log"
+  grep -h '^done' "$out/${m}_fp32.train.log" "$out/${m}_bf16.train.log" || true
 done
 for p in fp32 bf16; do echo "toy $p: $(grep -E '^(BLEU|chrF2 )' "$out/toy_$p.eval.log" | tr '\n' ' ')"; done
 for p in fp32 bf16; do

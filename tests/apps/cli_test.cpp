@@ -468,7 +468,10 @@ TEST(Cli, Bfloat16RunEvaluatesInEitherPrecision) {
   // each precision's report has its own file
   EXPECT_NE(read_text(lm + "/eval.test.ctx16.json").find("\"precision\":\"fp32\""), std::string::npos);
   EXPECT_NE(read_text(lm + "/eval.test.ctx16.bf16.json").find("\"precision\":\"bf16\""), std::string::npos);
-  r = run("eval --run " + lm + " --checkpoint last --precision fp16");
+  r = run("eval --run " + lm + " --checkpoint last --precision fp16");  // CUDA only
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("fp16 runs on CUDA only"), std::string::npos) << r.output;
+  r = run("eval --run " + lm + " --checkpoint last --precision fp8");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("--precision"), std::string::npos) << r.output;
   std::filesystem::remove_all(root);

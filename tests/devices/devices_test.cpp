@@ -5,6 +5,8 @@
 #include "../test_util.h"
 #include "ropelab/attention/performer.h"
 #include "ropelab/ops/rotary/rotary.h"
+#include "ropelab/task/translation_task.h"
+#include "ropelab/train/trainer.h"
 
 using namespace ropelab;
 using ropelab::testing::max_diff;
@@ -136,6 +138,31 @@ TEST(Cuda, TrainingUpdatesEqualTheCpuUpdates) {
   const auto cpu = parameters_after_two_updates(torch::kCPU), cuda = parameters_after_two_updates(gpu);
   ASSERT_EQ(cpu.size(), cuda.size());
   for (size_t i = 0; i < cpu.size(); ++i) EXPECT_LT(max_diff(cpu[i], cuda[i]), 1e-4) << "parameter " << i;
+}
+
+// bf16 and fp16 (with its loss scale) updates on the GPU: finite, close to the fp32 update's
+// loss, the weights fp32 afterwards.
+TEST(Cuda, ReducedPrecisionUpdatesTrackFp32) {
+  const torch::Device gpu(torch::kCUDA, 0);
+  ROPELAB_SKIP_WITHOUT(gpu);
+  std::vector<Example> examples{{{5, 6, 7, 8, 9}, {10, 11, 12}, {}}, {{13, 14}, {15, 16, 17, 18}, {}}};
+  const auto batch = collate(examples, {0, 1}, gpu);
+  auto loss_of = [&](Precision precision) {
+    torch::manual_seed(7);
+    const auto rotary = PositionOptions().type(PositionType::rotary);
+    Seq2Seq model(ropelab::testing::tiny_options().encoder_position(rotary).decoder_position(rotary));
+    model->to(gpu);
+    const TranslationTask::Model task(model);
+    torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
+    LossScale scale{kLossScaleInitial, 0};
+    const auto totals = update_step(task, adam, {batch}, TrainOptions().precision(precision), 1e-3, nullptr, nullptr,
+                                    precision == Precision::fp16 ? &scale : nullptr);
+    EXPECT_FALSE(totals.skipped) << to_string(precision);
+    for (const auto& p : model->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat);
+    return totals.loss;
+  };
+  const double fp32 = loss_of(Precision::fp32);
+  for (auto precision : {Precision::bf16, Precision::fp16}) EXPECT_NEAR(loss_of(precision), fp32, 0.02 * fp32);
 }
 
 TEST(Cuda, PerformerMatchesItsCpuResultAndGradients) {

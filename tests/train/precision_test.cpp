@@ -92,17 +92,48 @@ TEST_F(MixedPrecision, Bfloat16StepMatchesFp32WithinTolerance) {
   for (const auto& p : (*model)->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat);
 }
 
-// Softmax attention on bfloat16 q, k, v computes in fp32: it equals the fp32 attention of the
-// same (bfloat16-representable) values, where a bfloat16 softmax would be off by ~1e-2.
-TEST_F(MixedPrecision, AttentionSoftmaxStaysFp32) {
+// Attention on bfloat16 q, k, v (what the projections give under bf16) runs in fp32 with
+// autocast off, whatever the backend and path: it equals the fp32 attention of the same
+// (bfloat16-representable) values, where bfloat16 scores and softmax would be off by ~1e-2,
+// and bfloat16 scores would overflow the masks' fill value. Softmax through the fused
+// kernel and, with attention dropout, through ATen; the Performer.
+TEST_F(MixedPrecision, AttentionRunsInFp32WhateverTheBackend) {
   auto q = torch::randn({2, 3, 9, 8}).to(torch::kBFloat16), k = torch::randn({2, 3, 9, 8}).to(torch::kBFloat16),
        v = torch::randn({2, 3, 9, 8}).to(torch::kBFloat16);
-  SoftmaxAttention attention{AttentionOptions()};
-  auto reference = attention.forward({q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), {}, {}, true});
-  PrecisionScope scope(Precision::bf16, torch::kCPU);
-  auto mixed = attention.forward({q, k, v, {}, {}, true});
-  EXPECT_EQ(mixed.scalar_type(), torch::kFloat);
-  EXPECT_LT(max_diff(mixed, reference), 1e-5);
+  const std::vector<AttentionOptions> backends = {AttentionOptions(), AttentionOptions().dropout(0.2),
+                                                  AttentionOptions().type(AttentionType::performer).num_features(16)};
+  for (const auto& options : backends) {
+    SCOPED_TRACE(to_string(options.type()) + " dropout " + std::to_string(options.dropout()));
+    torch::manual_seed(4);
+    auto backend = make_attention_backend(options, 8);
+    backend->train();
+    torch::manual_seed(5);
+    auto reference = backend->forward({q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), {}, {}, true});
+    PrecisionScope scope(Precision::bf16, torch::kCPU);
+    torch::manual_seed(5);
+    auto mixed =
+        attend_in_fp32({q, k, v, {}, {}, true}, [&](const AttentionInputs& in) { return backend->forward(in); });
+    EXPECT_EQ(mixed.scalar_type(), torch::kFloat);
+    EXPECT_LT(max_diff(mixed, reference), 1e-5);
+  }
+}
+
+// Whole bf16 updates of models whose attention leaves the fused kernel: the Performer, and
+// softmax with attention dropout.
+TEST_F(MixedPrecision, Bfloat16UpdatesRunWithEveryAttention) {
+  std::vector<Example> examples{{{5, 6, 7, 8}, {9, 10, 11}, {}}, {{12, 13}, {14, 15, 16, 17}, {}}};
+  const auto batch = collate(examples, {0, 1}, torch::kCPU);
+  for (const char* attention : {"model.attention.type=performer", "model.attention.dropout=0.1"}) {
+    SCOPED_TRACE(attention);
+    const auto config = load_config({{},
+                                     {"model.d_model=32", "model.heads=4", "model.d_ff=64", "model.encoder_layers=1",
+                                      "model.decoder_layers=1", "train.precision=bf16", attention}});
+    auto model = make_task(config)->build_model(40);
+    torch::optim::Adam adam((*model)->parameters(), torch::optim::AdamOptions(1e-3));
+    const auto totals = update_step(*model, adam, {batch}, config.train, 1e-3);
+    EXPECT_FALSE(totals.skipped);
+    EXPECT_TRUE(std::isfinite(totals.loss));
+  }
 }
 
 // Rotary on bfloat16 queries rotates with fp32 tables: at positions in the thousands the
@@ -120,12 +151,66 @@ TEST_F(MixedPrecision, RotaryTablesStayFp32) {
   EXPECT_LT(max_diff(k.to(torch::kFloat), k32), 0.02);
 }
 
-TEST_F(MixedPrecision, ConfigNamesThePrecisionAndRefusesFp16) {
+TEST_F(MixedPrecision, ConfigNamesThePrecisionAndKeepsFp16ToCuda) {
   EXPECT_EQ(load_config({{}, {"train.precision=bf16"}}).train.precision(), Precision::bf16);
   EXPECT_EQ(load_config({{}, {}}).train.precision(), Precision::fp32);
+  EXPECT_EQ(load_config({{}, {"train.precision=fp16", "train.device=cuda"}}).train.precision(), Precision::fp16);
   auto message = error_of([] { load_config({{}, {"train.precision=fp16"}}); });
-  EXPECT_NE(message.find("train.precision=fp16 is not implemented"), std::string::npos) << message;
+  EXPECT_NE(message.find("train.precision=fp16 needs train.device cuda"), std::string::npos) << message;
   message = error_of([] { load_config({{}, {"train.precision=bf17"}}); });
   EXPECT_NE(message.find("train.precision"), std::string::npos) << message;
   EXPECT_NE(message.find("bf16"), std::string::npos) << message;
+}
+
+TEST_F(MixedPrecision, LossScaleHalvesOnOverflowAndDoublesAfterAStreak) {
+  LossScale s{kLossScaleInitial, 0};
+  update_loss_scale(s, false);
+  EXPECT_EQ(s.scale, kLossScaleInitial / 2);
+  for (int64_t i = 0; i < kLossScaleGrowth - 1; ++i) update_loss_scale(s, true);
+  EXPECT_EQ(s.scale, kLossScaleInitial / 2);
+  EXPECT_EQ(s.good, kLossScaleGrowth - 1);
+  update_loss_scale(s, true);
+  EXPECT_EQ(s.scale, kLossScaleInitial);
+  EXPECT_EQ(s.good, 0);
+  update_loss_scale(s, true);
+  update_loss_scale(s, false);  // an overflow restarts the streak
+  EXPECT_EQ(s.good, 0);
+}
+
+// The loss scale's arithmetic on the CPU (fp16 itself runs on CUDA only): an update with a
+// scaled loss equals the unscaled one (the scale is undone inside Adam's pass); a scale that
+// overflows skips the update, leaves the weights alone and is halved.
+TEST_F(MixedPrecision, ScaledLossGivesTheSameUpdateAndOverflowSkipsIt) {
+  std::vector<Example> examples{{{5, 6, 7, 8}, {9, 10, 11}, {}}, {{12, 13}, {14, 15, 16, 17}, {}}};
+  const auto batch = collate(examples, {0, 1}, torch::kCPU);
+  auto updated = [&](LossScale* scale, LossTotals* totals) {
+    torch::manual_seed(3);
+    auto model = make_task(rotary_translator())->build_model(40);
+    // weight decay and a large eps make Adam's step depend on the gradient's scale
+    torch::optim::Adam adam((*model)->parameters(), torch::optim::AdamOptions(1e-2).weight_decay(0.5).eps(1e-3));
+    *totals = update_step(*model, adam, {batch}, TrainOptions(), 1e-2, nullptr, nullptr, scale);
+    return torch::cat({(*model)->parameters().front().flatten(), (*model)->parameters().back().flatten()});
+  };
+  LossTotals plain, scaled, overflowed;
+  const auto reference = updated(nullptr, &plain);
+  LossScale scale{1024.0, 5};
+  const auto with_scale = updated(&scale, &scaled);
+  EXPECT_FALSE(scaled.skipped);
+  EXPECT_FALSE(scaled.overflow);
+  EXPECT_EQ(scale.scale, 1024.0);
+  EXPECT_EQ(scale.good, 6);
+  EXPECT_LT(max_diff(with_scale, reference), 1e-6);
+  EXPECT_DOUBLE_EQ(scaled.loss, plain.loss);  // the reported loss is the unscaled one
+
+  LossScale huge{1e38, 7};  // loss * scale overflows fp32
+  torch::manual_seed(3);
+  const auto initial = make_task(rotary_translator())->build_model(40);
+  const auto before =
+      torch::cat({(*initial)->parameters().front().flatten(), (*initial)->parameters().back().flatten()});
+  const auto after = updated(&huge, &overflowed);
+  EXPECT_TRUE(overflowed.skipped);
+  EXPECT_TRUE(overflowed.overflow);
+  EXPECT_EQ(huge.scale, 5e37);
+  EXPECT_EQ(huge.good, 0);
+  EXPECT_TRUE(torch::equal(after, before));
 }

@@ -70,7 +70,7 @@ TEST_F(Training, CheckpointRoundTripAndClearErrors) {
   adam.step();
   const auto path = (dir_ / "c.pt").string();
   Progress p;
-  p.step = 17, p.epoch = 2, p.batch = 5, p.best_valid = 1.25;
+  p.step = 17, p.epoch = 2, p.batch = 5, p.best_valid = 1.25, p.loss_scale = {8192.0, 33};
   save_checkpoint(path, *model, &adam, p);
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 
@@ -83,6 +83,8 @@ TEST_F(Training, CheckpointRoundTripAndClearErrors) {
   EXPECT_EQ(q.step, 17);
   EXPECT_EQ(q.batch, 5);
   EXPECT_DOUBLE_EQ(q.best_valid, 1.25);
+  EXPECT_EQ(q.loss_scale.scale, 8192.0);  // fp16 training resumes at its scale
+  EXPECT_EQ(q.loss_scale.good, 33);
 
   Seq2Seq wider(tiny_options().d_ff(64));
   auto message = error_of([&] { load_checkpoint(path, *wider); });

@@ -63,6 +63,17 @@ torch::Tensor AttentionBackendImpl::forward_memory(AttentionInputs in, Attention
   return forward(in);
 }
 
+torch::Tensor attend_in_fp32(AttentionInputs in, const std::function<torch::Tensor(const AttentionInputs&)>& attend) {
+  const auto reduced = [](const torch::Tensor& t) {
+    return t.defined() && (t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf);
+  };
+  if (!reduced(in.q) && !reduced(in.k) && !reduced(in.v)) return attend(in);
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  for (auto* t : {&in.q, &in.k, &in.v})
+    if (reduced(*t)) *t = t->to(torch::kFloat);
+  return attend(in);
+}
+
 void attention_before_update(torch::nn::Module& model, int64_t done) {
   for (auto& module : model.modules())
     if (auto* backend = dynamic_cast<AttentionBackendImpl*>(module.get())) backend->before_update(done);
@@ -70,15 +81,7 @@ void attention_before_update(torch::nn::Module& model, int64_t done) {
 
 SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options) : dropout_(options.dropout()) {}
 
-torch::Tensor SoftmaxAttention::forward(const AttentionInputs& given) {
-  // bf16 or fp16 queries, keys and values (mixed precision, model/precision.h): the scores,
-  // the softmax and the weighted sum run in fp32 on the CPU's fused kernel
-  AttentionInputs in = given;
-  const auto reduced = [](const torch::Tensor& t) {
-    return t.defined() && (t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf);
-  };
-  if (in.q.device().is_cpu() && (reduced(in.q) || reduced(in.k) || reduced(in.v)))
-    in.q = in.q.to(torch::kFloat), in.k = in.k.to(torch::kFloat), in.v = in.v.to(torch::kFloat);
+torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
   const bool dropping = dropout_ > 0.0 && is_training();
   const auto &dense = in.logit_bias.dense, &relative = in.logit_bias.relative;
   if (!dropping && fused_attention_available(in.q, in.k, in.v, dense, relative))

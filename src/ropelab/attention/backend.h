@@ -118,6 +118,13 @@ AttentionBackend make_attention_backend(const AttentionOptions& options, int64_t
 /// Calls before_update(done) on every attention backend inside `model`.
 void attention_before_update(torch::nn::Module& model, int64_t done);
 
+/// Mixed precision (model/precision.h): the projections run in bf16 or fp16, attention itself
+/// in fp32. Calls `attend` with q, k and v of `in` upcast from bf16 or fp16 and autocast off,
+/// so that whatever the backend and device, its scores, masks, softmax and weighted sum (the
+/// Performer's features and sums; the decoding caches, which keep what they are given) are
+/// fp32. Without reduced inputs it calls `attend(in)` as it is.
+torch::Tensor attend_in_fp32(AttentionInputs in, const std::function<torch::Tensor(const AttentionInputs&)>& attend);
+
 /// (Tq, Tk) bool mask, true where query i may not see key j (j > i + Tk - Tq).
 torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device);
 

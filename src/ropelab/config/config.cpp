@@ -511,8 +511,9 @@ void validate(const Config& c, const Reader& r) {
     require(false, "train.device", t.device(), "is not a device (expected cpu, cuda or cuda:N)");
   }
   require(t.threads() >= 0, "train.threads", t.threads(), "must be >= 0 (0 = all cores)");
-  require(t.precision() != Precision::fp16, "train.precision", to_string(t.precision()),
-          "is not implemented (fp16 needs CUDA and dynamic loss scaling); use fp32 or bf16");
+  require(t.precision() != Precision::fp16 || t.device().rfind("cuda", 0) == 0, "train.precision",
+          to_string(t.precision()),
+          "needs train.device cuda (LibTorch's CPU autocast runs bf16 only); use bf16 on the CPU");
   require(t.steps() > 0, "train.steps", t.steps(), "must be positive");
   require(t.max_tokens() > 0, "train.max_tokens", t.max_tokens(), "must be positive");
   require(t.accumulate() >= 1, "train.accumulate", t.accumulate(), "must be >= 1");

@@ -23,7 +23,9 @@ LossTotals evaluate_loss(const Task& task, const TaskModel& model, const Example
     // summed per row and per position in double, then brought to the host once
     const auto target = batch.target_out.clamp_min(0).unsqueeze(-1);
     const auto mask = batch.target_out.ne(kPadId);
-    const auto token_nll = ((logits.logsumexp(-1) - logits.gather(-1, target).squeeze(-1)) * mask).to(torch::kDouble);
+    // in fp32 at least, as the loss above (bf16 logits under mixed precision)
+    const auto wide = logits.scalar_type() == torch::kDouble ? logits : logits.to(torch::kFloat);
+    const auto token_nll = ((wide.logsumexp(-1) - wide.gather(-1, target).squeeze(-1)) * mask).to(torch::kDouble);
     const auto counts = mask.to(torch::kDouble);
     if (per_example) {
       const auto rows = torch::stack({token_nll.sum(1), counts.sum(1)}, 1).cpu();  // (B, 2)

@@ -13,6 +13,9 @@ struct LossTotals {
   double loss = 0, nll = 0, tokens = 0;
   /// update_step: the update was skipped (a non-finite loss or gradient).
   bool skipped = false;
+  /// update_step with a loss scale: the scaled gradients overflowed (skipped is set too);
+  /// the scale was halved. Expected now and then in fp16 training, not a divergence.
+  bool overflow = false;
   void add(double l, double n, double t) { loss += l, nll += n, tokens += t; }
   double mean_loss() const { return loss / tokens; }
   /// exp(mean un-smoothed NLL per non-pad target token)

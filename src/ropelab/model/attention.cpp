@@ -36,13 +36,17 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   auto heads_out = [&](const torch::Tensor& out) {  // (B, Tq, D)
     return torch::linear(out.transpose(1, 2).flatten(-2), out_proj->weight, out_proj->bias);
   };
+  // the attention itself in fp32 under mixed precision (attend_in_fp32); the projections not
+  auto attend = [&](AttentionInputs in, const std::function<torch::Tensor(const AttentionInputs&)>& f) {
+    return heads_out(attend_in_fp32(std::move(in), f));
+  };
   if (self) {
     auto qkv = split_heads(torch::linear(x, in_proj_weight, in_proj_bias), 3);
     q = qkv[0], k = qkv[1], v = qkv[2];
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
     if (call.cache)  // the backend keeps what later steps need (keys and values, or sums)
-      return heads_out(
-          backend_->forward_cached({q, k, v, call.key_padding_mask, call.logit_bias, call.causal}, *call.cache));
+      return attend({q, k, v, call.key_padding_mask, call.logit_bias, call.causal},
+                    [&](const AttentionInputs& in) { return backend_->forward_cached(in, *call.cache); });
   } else {
     q = split_heads(torch::linear(x, in_proj_weight.narrow(0, 0, d), in_proj_bias.narrow(0, 0, d)), 1)[0];
     if (rotation_) q = rotation_->rotate(q, call.positions);
@@ -52,12 +56,13 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
       if (rotation_) kv[0] = rotation_->rotate(kv[0], call.key_positions);
       return std::make_pair(kv[0], kv[1]);
     };
-    if (call.cache)  // memory keys and values are the backend's to keep, once per sentence
-      return heads_out(backend_->forward_memory({q, {}, {}, call.key_padding_mask, call.logit_bias, call.causal},
-                                                *call.cache, memory_kv));
+    if (call.cache)  // memory keys and values are the backend's to keep, once per sentence (in fp32)
+      return attend({q, {}, {}, call.key_padding_mask, call.logit_bias, call.causal},
+                    [&](const AttentionInputs& in) { return backend_->forward_memory(in, *call.cache, memory_kv); });
     std::tie(k, v) = memory_kv();
   }
-  return heads_out(backend_->forward({q, k, v, call.key_padding_mask, call.logit_bias, call.causal}));
+  return attend({q, k, v, call.key_padding_mask, call.logit_bias, call.causal},
+                [&](const AttentionInputs& in) { return backend_->forward(in); });
 }
 
 }  // namespace ropelab

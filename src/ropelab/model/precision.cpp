@@ -20,8 +20,8 @@ torch::Dtype matmul_dtype(Precision precision) {
 
 PrecisionScope::PrecisionScope(Precision precision, const torch::Device& device) {
   if (precision == Precision::fp32) return;
-  if (precision == Precision::fp16)
-    throw std::invalid_argument("precision fp16 is not implemented (it needs CUDA and dynamic loss scaling)");
+  if (precision == Precision::fp16 && !device.is_cuda())
+    throw std::invalid_argument("precision fp16 runs on CUDA only (LibTorch's CPU autocast runs bf16); use bf16");
   active_ = true;
   cuda_ = device.is_cuda();
   if (cuda_) {

@@ -1,7 +1,9 @@
 #pragma once
 /// Mixed-precision arithmetic for a model's forward computations (train.precision).
 ///
-/// bf16 runs the matrix products in bfloat16 through LibTorch's autocast (at::autocast:
+/// bf16 (CPU and CUDA) and fp16 (CUDA only: LibTorch 1.13's CPU autocast runs bfloat16 only;
+/// with dynamic loss scaling, train/trainer.h) run the matrix products in reduced precision
+/// through LibTorch's autocast (at::autocast:
 /// linear, matmul and bmm cast their operands, with the casts of the fp32 weights cached
 /// for the scope) and keeps everything else in fp32. Autocast alone does not do that in
 /// LibTorch 1.13 on the CPU: softmax and log_softmax of bfloat16 stay bfloat16, and
@@ -9,8 +11,9 @@
 /// itself:
 ///   * the residual stream stays fp32: each sublayer's output is cast back before dropout
 ///     and the residual sum (model/transformer.cpp), so every LayerNorm sees fp32;
-///   * attention computes its softmax in fp32 (the fused CPU kernel runs on fp32 copies of
-///     q, k and v; the reference path asks softmax for fp32) (attention/backend.cpp);
+///   * attention itself runs in fp32 with autocast off, whatever the backend and device:
+///     scores, masks, softmax and weighted sum, the Performer's features and sums, the
+///     decoding caches (attend_in_fp32, attention/backend.h); only its projections are bf16;
 ///   * rotary angles and cos/sin tables are fp32 for bfloat16 queries and keys
 ///     (position/position_encoder.cpp): a bfloat16 table has 8 bits of mantissa, so its
 ///     angles are wrong by whole radians at long contexts;

@@ -27,6 +27,8 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   for (size_t i = 0; i < 4; ++i) archive.write(kProgressKeys[i], torch::tensor(values[i]));
   archive.write("progress.best_valid", torch::tensor(progress.best_valid, torch::kDouble));
   archive.write("progress.seconds", torch::tensor(progress.seconds, torch::kDouble));
+  archive.write("progress.loss_scale", torch::tensor(progress.loss_scale.scale, torch::kDouble));
+  archive.write("progress.loss_scale_good", torch::tensor(progress.loss_scale.good));
 
   // The archive is built in memory first, so its size is known before anything is written
   // (a checkpoint that cannot fit stops before it starts), then written through our own
@@ -78,6 +80,9 @@ void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
     if (archive.try_read("progress.best_valid", best)) progress->best_valid = best.item<double>();
     torch::Tensor seconds;  // absent from checkpoints written before it was kept
     if (archive.try_read("progress.seconds", seconds)) progress->seconds = seconds.item<double>();
+    torch::Tensor scale, good;  // absent from checkpoints written before fp16 training existed
+    if (archive.try_read("progress.loss_scale", scale)) progress->loss_scale.scale = scale.item<double>();
+    if (archive.try_read("progress.loss_scale_good", good)) progress->loss_scale.good = good.item<int64_t>();
   }
 }
 

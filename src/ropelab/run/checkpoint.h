@@ -9,6 +9,13 @@
 
 namespace ropelab {
 
+/// fp16 training's dynamic loss scale (train/trainer.h, update_loss_scale) and the finite
+/// updates since it last changed; scale 0 when the run does not scale its loss.
+struct LossScale {
+  double scale = 0;
+  int64_t good = 0;
+};
+
 struct Progress {
   int64_t step = 0;             // optimizer updates done
   int64_t epoch = 0;            // passes over the training data begun
@@ -16,6 +23,7 @@ struct Progress {
   double best_valid = 1e30;     // best validation loss so far
   int64_t bad_validations = 0;  // validations since the best (early stopping)
   double seconds = 0;           // training wall time up to `step`, summed over resumes
+  LossScale loss_scale;
 };
 
 /// Writes `path` atomically; the previous file at `path` survives any failure.

@@ -13,9 +13,9 @@ namespace ropelab {
 /// `constant`: lr throughout.
 enum class LrSchedule { noam, inverse_sqrt, constant };
 
-/// The arithmetic of training (model/precision.h): fp32 throughout, or bf16 matrix
-/// products with fp32 master weights, optimizer state, softmax, layer norm, loss and
-/// rotary tables. fp16 (CUDA, with dynamic loss scaling) is reserved and refused.
+/// The arithmetic of training (model/precision.h): fp32 throughout, or bf16 (CPU and CUDA)
+/// or fp16 (CUDA only, with dynamic loss scaling: train/trainer.h) matrix products with fp32
+/// master weights, optimizer state, softmax, layer norm, loss and rotary tables.
 enum class Precision { fp32, bf16, fp16 };
 
 struct TrainOptions {

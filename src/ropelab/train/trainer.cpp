@@ -40,8 +40,17 @@ double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
   TORCH_INTERNAL_ASSERT(false, "unhandled LrSchedule");
 }
 
+void update_loss_scale(LossScale& scale, bool finite) {
+  if (!finite) {
+    scale.scale /= 2, scale.good = 0;
+  } else if (++scale.good >= kLossScaleGrowth) {
+    scale.scale *= 2, scale.good = 0;
+  }
+}
+
 LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, const std::vector<Batch>& batches,
-                       const TrainOptions& options, double lr, DataParallel* group, bool* stop) {
+                       const TrainOptions& options, double lr, DataParallel* group, bool* stop, LossScale* loss_scale) {
+  const double scale = loss_scale ? loss_scale->scale : 1.0;
   LossTotals totals;
   bool finite = true;
   for (const auto& batch : batches) {
@@ -56,7 +65,7 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
       finite = false;
       continue;
     }
-    loss.backward();
+    (loss_scale ? loss * scale : loss).backward();
     totals.add(value, nll.item<double>(), static_cast<double>(batch.target_tokens));
   }
   if (group) {  // sum gradients, statistics and stop votes over the ranks
@@ -78,22 +87,26 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
   }
   // Gradients of summed losses -> per-token mean over the whole update, and clipping: both
   // one factor on the gradients, applied inside Adam's pass (ops/adam/adam.h).
-  const double mean = 1.0 / std::max(totals.tokens, 1.0);
+  const double mean = 1.0 / std::max(totals.tokens, 1.0) / scale;  // the loss scale undone here too
   // The gradient norm (before clipping), the same on every rank: non-finite skips the update.
   std::vector<torch::Tensor> norms;
   for (const auto& p : model->parameters())
     if (p.grad().defined()) norms.push_back(p.grad().norm());
   const double norm = norms.empty() ? 0.0 : torch::stack(norms).norm().item<double>() * mean;
+  if (loss_scale && finite) {  // a finite loss whose scaled gradients overflowed: a smaller scale
+    totals.overflow = !std::isfinite(norm);
+    update_loss_scale(*loss_scale, !totals.overflow);
+  }
   if (!finite || !std::isfinite(norm)) {
     optimizer.zero_grad();
     totals.skipped = true;
     return totals;
   }
-  double scale = mean;
+  double grad_scale = mean;
   if (options.clip_norm() > 0 && options.clip_norm() / (norm + 1e-6) < 1.0)  // clip_grad_norm_'s rule
-    scale *= options.clip_norm() / (norm + 1e-6);
+    grad_scale *= options.clip_norm() / (norm + 1e-6);
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
-  adam_step(optimizer, scale);
+  adam_step(optimizer, grad_scale);
   optimizer.zero_grad();
   return totals;
 }
@@ -358,7 +371,9 @@ void Trainer::run() {
   // Until this run reaches its end again (a resumed run may be given more steps).
   if (writer_) fs::remove(paths_.trained);
   ProgressLog progress_log(terminal_, progress_.step, t_.steps());
-  const double seconds_before = progress_.seconds;  // a resumed run's time continues
+  const double seconds_before = progress_.seconds;                           // a resumed run's time continues
+  if (t_.precision() == Precision::fp16 && progress_.loss_scale.scale <= 0)  // a fresh run
+    progress_.loss_scale.scale = kLossScaleInitial;
   while (!stop_ && progress_.step < t_.steps()) {
     auto plan = plan_batches(*data_.train, t_.max_tokens(), config_.data.bucketing(),
                              static_cast<uint64_t>(t_.seed()) * 1000003ULL + static_cast<uint64_t>(progress_.epoch));
@@ -381,8 +396,12 @@ void Trainer::run() {
       ++progress_.step;
       const double lr = learning_rate(t_, config_.model.d_model(), progress_.step);
       bool stopping = signals.received() != 0;  // data-parallel: any rank's signal stops all, after this update
-      auto update = update_step(*model_, *optimizer_, batches, t_, lr, group_.get(), &stopping);
-      if (update.skipped) {
+      auto update = update_step(*model_, *optimizer_, batches, t_, lr, group_.get(), &stopping,
+                                t_.precision() == Precision::fp16 ? &progress_.loss_scale : nullptr);
+      if (update.overflow) {
+        *log_ << "step " << progress_.step << ": fp16 gradients overflowed; update skipped, loss scale now "
+              << progress_.loss_scale.scale << std::endl;
+      } else if (update.skipped) {
         ++nonfinite_;
         *log_ << "step " << progress_.step << ": non-finite loss or gradient; update skipped (" << nonfinite_ << " of "
               << t_.max_nonfinite() << " allowed)" << std::endl;

@@ -72,11 +72,12 @@ MachineInfo machine_info() {
   for (std::string line; std::getline(cpuinfo, line);)
     if (line.rfind("model name", 0) == 0) {
       const auto colon = line.find(':');
-      info.cpu = colon == std::string::npos ? line : line.substr(line.find_first_not_of(' ', colon + 1));
+      const auto start = colon == std::string::npos ? std::string::npos : line.find_first_not_of(" \t", colon + 1);
+      info.cpu = start == std::string::npos ? "" : line.substr(start);
       break;
     }
   if (info.cpu.empty()) info.cpu = "unknown CPU";
-  info.cpu += ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";
+  info.cpu += ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";  // the machine's
   // ATen exports its run-time choice only in its build summary ("CPU capability usage: AVX2")
   const std::string config = at::show_config(), key = "CPU capability usage: ";
   const auto at = config.find(key);

@@ -33,7 +33,7 @@ int64_t set_threads(int64_t threads);
 
 /// What a benchmark names about the machine it ran on.
 struct MachineInfo {
-  std::string cpu;        // /proc/cpuinfo's model name and the cores this process may use
+  std::string cpu;        // /proc/cpuinfo's model name and the machine's logical cores
   std::string aten_isa;   // ATen's vectorised kernels chosen at run time: DEFAULT, AVX2, AVX512
   std::string blas_core;  // OpenBLAS's core type in this process; "" when the BLAS is another
 };

@@ -19,13 +19,22 @@ void update_cpu(float* p, const float* g, float* m, float* v, int64_t begin, int
 // CPU only: adam_step sends other parameters to torch::optim::Adam.
 constexpr DispatchTable<AdamFn> kAdam{"adam", &update_cpu<cpu_baseline::adam>, &update_cpu<cpu_avx2::adam>};
 
-bool fusable(const torch::optim::Adam& optimizer) {
+bool fp32_contiguous(const torch::Tensor& t) { return t.scalar_type() == torch::kFloat && t.is_contiguous(); }
+
+/// Every parameter with a gradient, its gradient and its moments (once they exist, e.g.
+/// loaded from a checkpoint) are contiguous fp32 CPU tensors, and no group uses amsgrad.
+bool fusable(torch::optim::Adam& optimizer) {
+  auto& states = optimizer.state();
   for (const auto& group : optimizer.param_groups()) {
     if (static_cast<const torch::optim::AdamOptions&>(group.options()).amsgrad()) return false;
-    for (const auto& p : group.params())
-      if (p.grad().defined() && (!p.device().is_cpu() || p.scalar_type() != torch::kFloat || !p.is_contiguous() ||
-                                 !p.grad().is_contiguous() || p.grad().scalar_type() != torch::kFloat))
-        return false;
+    for (const auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      if (!p.device().is_cpu() || !fp32_contiguous(p) || !fp32_contiguous(p.grad())) return false;
+      const auto it = states.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      if (it == states.end()) continue;
+      const auto& state = static_cast<const torch::optim::AdamParamState&>(*it->second);
+      if (!fp32_contiguous(state.exp_avg()) || !fp32_contiguous(state.exp_avg_sq())) return false;
+    }
   }
   return true;
 }
@@ -56,10 +65,6 @@ void adam_step(torch::optim::Adam& optimizer, double grad_scale) {
         states[key] = std::move(fresh);
       }
       auto& state = static_cast<torch::optim::AdamParamState&>(*states[key]);
-      TORCH_CHECK(state.exp_avg().is_contiguous() && state.exp_avg_sq().is_contiguous() &&
-                      state.exp_avg().scalar_type() == torch::kFloat &&
-                      state.exp_avg_sq().scalar_type() == torch::kFloat,
-                  "adam_step: a parameter's moments are not contiguous fp32 tensors");
       state.step(state.step() + 1);
       const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
       const auto t = static_cast<double>(state.step());
