@@ -40,6 +40,17 @@ double learning_rate(const TrainOptions& o, int64_t d_model, int64_t step) {
   TORCH_INTERNAL_ASSERT(false, "unhandled LrSchedule");
 }
 
+namespace {
+
+/// Drops every gradient (PyTorch's zero_grad(set_to_none=True)): the next backward pass then
+/// stores its gradients instead of adding them to zeros, and no pass writes the zeros.
+void drop_gradients(torch::optim::Optimizer& optimizer) {
+  for (auto& group : optimizer.param_groups())
+    for (auto& p : group.params()) p.mutable_grad() = torch::Tensor();
+}
+
+}  // namespace
+
 void update_loss_scale(LossScale& scale, bool finite) {
   if (!finite) {
     scale.scale /= 2, scale.good = 0;
@@ -98,7 +109,7 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
     update_loss_scale(*loss_scale, !totals.overflow);
   }
   if (!finite || !std::isfinite(norm)) {
-    optimizer.zero_grad();
+    drop_gradients(optimizer);
     totals.skipped = true;
     return totals;
   }
@@ -107,7 +118,7 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
     grad_scale *= options.clip_norm() / (norm + 1e-6);
   for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
   adam_step(optimizer, grad_scale);
-  optimizer.zero_grad();
+  drop_gradients(optimizer);
   return totals;
 }
 
