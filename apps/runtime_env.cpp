@@ -2,10 +2,10 @@
 // the defaults cost a lot on this kind of machine (measured with `ropelab bench train`):
 //  * OpenBLAS picks its kernels from CPUID. On CPUs newer than its tables it falls back
 //    to generic code: Debian's OpenBLAS 0.3.21 reports an AVX-512 Xeon as "Prescott" and
-//    multiplies 1024x1024 matrices at 77 GFLOP/s instead of ~350 (SkylakeX kernels). On
-//    an AMD EPYC with AVX-512 it picks its AVX2 kernels ("Haswell" or "Zen"), and a
-//    training step runs at 0.65x the speed of its AVX-512 ones
-//    (bench/openblas_coretypes.sh).
+//    multiplies 1024x1024 matrices at 77 GFLOP/s instead of ~350 (SkylakeX kernels). Where
+//    it runs its AVX2 kernels ("Haswell", "Zen") on an AVX-512 CPU, a training step on an
+//    AMD EPYC runs at 0.62-0.67x the speed of its AVX-512 ones (bench/openblas_coretypes.sh,
+//    with the core type forced: on that CPU OpenBLAS picks "Cooperlake" by itself).
 //  * OpenMP threads spin after each parallel region and starve OpenBLAS's own threads
 //    (OMP_WAIT_POLICY=PASSIVE: ~1.2x on a training step).
 //  * glibc hands large freed blocks back to the kernel, so each training step page-faults
@@ -27,7 +27,7 @@ namespace {
 
 /// The OpenBLAS core type this CPU should use when OpenBLAS picked a slower one, else "".
 std::string openblas_correction() {
-  const std::string chosen = machine_info().blas_core;
+  const std::string chosen = openblas_core();
   if (chosen.empty()) return "";  // not OpenBLAS
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

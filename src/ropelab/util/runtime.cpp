@@ -83,9 +83,14 @@ MachineInfo machine_info() {
   const auto at = config.find(key);
   info.aten_isa =
       at == std::string::npos ? "unknown" : config.substr(at + key.size(), config.find('\n', at) - at - key.size());
-  using CoreName = char* (*)();
-  if (auto name = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"))) info.blas_core = name();
+  info.blas_core = openblas_core();
   return info;
+}
+
+std::string openblas_core() {
+  using CoreName = char* (*)();
+  const auto name = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return name ? name() : "";
 }
 
 std::string openblas_core_correction(const std::string& chosen, bool avx2_fma, bool avx512) {

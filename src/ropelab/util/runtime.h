@@ -39,6 +39,9 @@ struct MachineInfo {
 };
 MachineInfo machine_info();
 
+/// OpenBLAS's core type in this process (openblas_get_corename); "" when the BLAS is another.
+std::string openblas_core();
+
 /// The OpenBLAS core type (OPENBLAS_CORETYPE) worth asking for when OpenBLAS chose `chosen`
 /// (openblas_get_corename) on a CPU with these features, or "" to keep its choice:
 /// SkylakeX on an AVX-512 CPU (F, BW, VL, DQ) unless it chose an AVX-512 core; Haswell on an
