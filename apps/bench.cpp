@@ -158,11 +158,8 @@ void add_bench_gemm(CLI::App& bench) {
     if (a->precision == "fp16" && !device.is_cuda())
       throw CLI::ValidationError("--precision", "fp16 runs on CUDA only (LibTorch 1.13 has no fp16 mm on the CPU)");
     const auto threads = set_threads(config.train.threads());
-    const auto dtype = a->precision == "bf16"   ? torch::kBFloat16
-                       : a->precision == "fp16" ? torch::kHalf
-                                                : torch::kFloat;
-    const auto r = bench_gemm(training_gemms(config, options.vocab_size, options.batch, options.length), dtype, device,
-                              a->repeats);
+    const auto r = bench_gemm(training_gemms(config, options.vocab_size, options.batch, options.length),
+                              matmul_dtype(parse_precision(a->precision)), device, a->repeats);
     const auto machine = machine_info();
     if (a->flags.json) {
       for (const auto& row : r.rows)
@@ -172,6 +169,7 @@ void add_bench_gemm(CLI::App& bench) {
                             {"n", row.shape.n},
                             {"k", row.shape.k},
                             {"count", row.shape.count},
+                            {"dtype", c10::toString(row.dtype)},
                             {"median_s", row.timing.median},
                             {"gflops", row.gflops()}});
       nlohmann::ordered_json total = {{"bench", "gemm"},
@@ -188,13 +186,13 @@ void add_bench_gemm(CLI::App& bench) {
     std::printf("GEMMs of one training update, %s, %s, %ld threads\n", a->precision.c_str(),
                 config.train.device().c_str(), static_cast<long>(threads));
     print_machine(machine);
-    std::printf("  %-40s %6s %6s %6s %6s %5s %10s %9s\n", "product", "batch", "m", "n", "k", "count", "median ms",
-                "GFLOP/s");
+    std::printf("  %-40s %-9s %6s %6s %6s %6s %5s %10s %9s\n", "product", "type", "batch", "m", "n", "k", "count",
+                "median ms", "GFLOP/s");
     for (const auto& row : r.rows)
-      std::printf("  %-40s %6ld %6ld %6ld %6ld %5ld %10.3f %9.1f\n", row.shape.name.c_str(),
-                  static_cast<long>(row.shape.batch), static_cast<long>(row.shape.m), static_cast<long>(row.shape.n),
-                  static_cast<long>(row.shape.k), static_cast<long>(row.shape.count), 1e3 * row.timing.median,
-                  row.gflops());
+      std::printf("  %-40s %-9s %6ld %6ld %6ld %6ld %5ld %10.3f %9.1f\n", row.shape.name.c_str(),
+                  c10::toString(row.dtype), static_cast<long>(row.shape.batch), static_cast<long>(row.shape.m),
+                  static_cast<long>(row.shape.n), static_cast<long>(row.shape.k), static_cast<long>(row.shape.count),
+                  1e3 * row.timing.median, row.gflops());
     std::printf("  update: %.1f GFLOP in %.1f ms of GEMMs: %.1f GFLOP/s\n", r.flops / 1e9, 1e3 * r.seconds, r.gflops());
   });
 }

@@ -27,14 +27,7 @@ run() { # variant -> one JSON line
   echo "ropelab: $ropelab ($(git rev-parse --short HEAD)); pytorch: $(/usr/bin/python3 -c 'import torch; print(torch.__version__)')"
   echo "rounds $rounds, $steps timed steps each, 2 threads; same env = ${env_fixed[*]}"
   echo "this shell's OpenBLAS settings: $(env | grep '^OPENBLAS_' | tr '\n' ' ')"
-  a=$(env "${env_fixed[@]}" "$ropelab" bench train --threads 2 --steps 1 --warmup 0 --gemm-repeats 0 --json)
-  b=$(env "${env_fixed[@]}" /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps 1 --warmup 0 --json)
-  echo "ropelab $a"
-  echo "pytorch $b"
-  for f in parameters dropout_sites blas_core; do
-    [ "$(field $f <<<"$a")" = "$(field $f <<<"$b")" ] || { echo "the two models differ in $f: not equal work"; exit 1; }
-  done
-  [ "$(field attention_weight_dropout <<<"$b")" = 0 ] || { echo "pytorch drops attention weights: not equal work"; exit 1; }
+  check_equal_work
   variants=(ropelab pytorch_same_env pytorch_default_env)
   for r in $(seq "$rounds"); do
     order=("${variants[@]}")

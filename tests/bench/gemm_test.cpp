@@ -34,6 +34,8 @@ TEST(TrainingGemms, TranslationCountsEveryWeightTokenAndAttention) {
   EXPECT_DOUBLE_EQ(total_flops(shapes), expected_flops(config, 50, 4, 7, 8));
   EXPECT_EQ(shapes.back().name, "output projection, grad weight");
   EXPECT_EQ(shapes.back().m, 50);
+  // attention's own products run in fp32 under any precision, the projections do not
+  for (const auto& s : shapes) EXPECT_EQ(s.fp32, s.batch > 1) << s.name;
 }
 
 TEST(TrainingGemms, LanguageModelHasNoEncoderNorCrossAttention) {
@@ -52,9 +54,11 @@ TEST(TrainingGemms, PerformerIsNotCounted) {
 }
 
 TEST(BenchGemm, TimesEveryShapeAndSumsItsCount) {
-  const std::vector<GemmShape> shapes = {{"a", 1, 8, 16, 4, 3}, {"b", 5, 4, 4, 8, 2}};
-  const auto r = bench_gemm(shapes, torch::kFloat, torch::kCPU, 2);
+  const std::vector<GemmShape> shapes = {{"a", 1, 8, 16, 4, 3}, {"b", 5, 4, 4, 8, 2, /*fp32=*/true}};
+  const auto r = bench_gemm(shapes, torch::kBFloat16, torch::kCPU, 2);
   ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].dtype, torch::kBFloat16);
+  EXPECT_EQ(r.rows[1].dtype, torch::kFloat);  // a shape marked fp32 keeps fp32
   EXPECT_DOUBLE_EQ(r.flops, 2.0 * (8 * 16 * 4 * 3 + 5 * 4 * 4 * 8 * 2));
   EXPECT_DOUBLE_EQ(r.seconds, 3 * r.rows[0].timing.median + 2 * r.rows[1].timing.median);
   EXPECT_GT(r.gflops(), 0.0);

@@ -50,15 +50,19 @@ TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& opti
   batch.sentences = options.batch;
   const std::vector<Batch> batches = {batch};
   int64_t step = 0;
+  // fp16 scales its loss as the trainer does (train/trainer.h)
+  LossScale loss_scale{kLossScaleInitial, 0};
+  LossScale* scaling = t.precision() == Precision::fp16 ? &loss_scale : nullptr;
+  auto update = [&] {
+    update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step), nullptr, nullptr,
+                scaling);
+  };
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profiler;
   if (!options.profile.empty()) {
-    for (int64_t i = 0; i < options.warmup; ++i)
-      update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step));
+    for (int64_t i = 0; i < options.warmup; ++i) update();
     profiler = std::make_unique<torch::autograd::profiler::RecordProfile>(options.profile);
   }
-  result.step = time_repeats(
-      [&] { update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step)); },
-      options.warmup, options.steps, device);
+  result.step = time_repeats(update, options.warmup, options.steps, device);
   result.target_tokens_per_second = static_cast<double>(batch.target_tokens) / result.step.median;
   int64_t drops = 0;
   for (const auto& m : module.modules())

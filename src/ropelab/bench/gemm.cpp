@@ -19,12 +19,13 @@ struct GemmCounter {
   /// Softmax attention per (sentence, head): S = Q K^T, O = P V forward; dP = dO V^T,
   /// dV = P^T dO, dQ = dS K, dK = dS^T Q backward.
   void attention(const std::string& name, int64_t heads_total, int64_t tq, int64_t tk, int64_t dh, int64_t count) {
-    shapes.push_back({name + " scores", heads_total, tq, tk, dh, count});
-    shapes.push_back({name + " values", heads_total, tq, dh, tk, count});
-    shapes.push_back({name + " grad probs", heads_total, tq, tk, dh, count});
-    shapes.push_back({name + " grad values", heads_total, tk, dh, tq, count});
-    shapes.push_back({name + " grad queries", heads_total, tq, dh, tk, count});
-    shapes.push_back({name + " grad keys", heads_total, tk, dh, tq, count});
+    const bool fp32 = true;  // attention itself runs in fp32 under mixed precision
+    shapes.push_back({name + " scores", heads_total, tq, tk, dh, count, fp32});
+    shapes.push_back({name + " values", heads_total, tq, dh, tk, count, fp32});
+    shapes.push_back({name + " grad probs", heads_total, tq, tk, dh, count, fp32});
+    shapes.push_back({name + " grad values", heads_total, tk, dh, tq, count, fp32});
+    shapes.push_back({name + " grad queries", heads_total, tq, dh, tk, count, fp32});
+    shapes.push_back({name + " grad keys", heads_total, tk, dh, tq, count, fp32});
   }
 };
 
@@ -71,9 +72,9 @@ GemmBenchResult bench_gemm(const std::vector<GemmShape>& shapes, torch::Dtype dt
                            int64_t repeats) {
   GemmBenchResult result;
   torch::NoGradGuard no_grad;
-  const auto options = torch::TensorOptions().dtype(dtype).device(device);
   for (const auto& s : shapes) {
-    GemmRow row{s, {}};
+    GemmRow row{s, s.fp32 ? torch::kFloat : dtype, {}};
+    const auto options = torch::TensorOptions().dtype(row.dtype).device(device);
     if (s.batch == 1) {
       auto a = torch::randn({s.m, s.k}, options), b = torch::randn({s.k, s.n}, options);
       auto out = torch::empty({s.m, s.n}, options);
