@@ -1,9 +1,9 @@
 # Sourced by the bench scripts that compare variants, from the repository root, with the
 # script's arguments: ROUNDS (3) and STEPS (20), the build (ROPELAB=PATH, default
-# build/ropelab), one fixed runtime environment for every variant (ropelab's three settings,
+# build/ropelab), one fixed runtime environment for every variant (ropelab's four settings,
 # bench/README.md "Runtime environment", with a fixed OpenBLAS core type: SkylakeX on a CPU
 # with AVX-512 BW, Haswell otherwise), the line naming the CPU and the equal-work check.
-env_fixed=(ROPELAB_NO_REEXEC=1 OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE
+env_fixed=(ROPELAB_NO_REEXEC=1 OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4
   GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295)
 grep -q avx512bw /proc/cpuinfo || env_fixed[1]=OPENBLAS_CORETYPE=Haswell
 cpu_line() {
@@ -32,3 +32,16 @@ steps=${2:-20}
 ropelab=${ROPELAB:-build/ropelab}
 # bench/results/NAME-TIMESTAMP.log
 log_for() { echo "bench/results/$1-$(date -u +%Y%m%d-%H%M%S).log"; }
+# One round: the variants named after the round number, in that order, each through the
+# caller's run(); prints each JSON line and keeps its tokens/s in tps[variant] (the caller
+# declares tps, an associative array).
+run_round() {
+  local r=$1 v line
+  shift
+  for v in "$@"; do
+    line=$(run "$v" | tail -1)
+    echo "round $r $v $line"
+    tps[$v]=$(field target_tokens_per_s <<<"$line")
+  done
+}
+ratio() { echo "$1 / $2" | bc -l; }

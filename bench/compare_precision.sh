@@ -25,16 +25,13 @@ run() { # variant -> one JSON line
   n=${#variants[@]}
   for r in $(seq "$rounds"); do
     declare -A tps=()
-    for i in $(seq 0 $((n - 1))); do
-      v=${variants[$(((i + r - 1) % n))]}
-      line=$(run "$v" | tail -1)
-      echo "round $r $v $line"
-      tps[$v]=$(field target_tokens_per_s <<<"$line")
-    done
+    order=()
+    for i in $(seq 0 $((n - 1))); do order+=("${variants[$(((i + r - 1) % n))]}"); done
+    run_round "$r" "${order[@]}"
     printf 'round %d: ropelab fp32 %.0f, bf16 %.0f (%.2fx) | pytorch fp32 %.0f, bf16 %.0f (%.2fx) | ropelab/pytorch fp32 %.2fx, bf16 %.2fx\n' \
-      "$r" "${tps[ropelab_fp32]}" "${tps[ropelab_bf16]}" "$(echo "${tps[ropelab_bf16]} / ${tps[ropelab_fp32]}" | bc -l)" \
-      "${tps[pytorch_fp32]}" "${tps[pytorch_bf16]}" "$(echo "${tps[pytorch_bf16]} / ${tps[pytorch_fp32]}" | bc -l)" \
-      "$(echo "${tps[ropelab_fp32]} / ${tps[pytorch_fp32]}" | bc -l)" "$(echo "${tps[ropelab_bf16]} / ${tps[pytorch_bf16]}" | bc -l)"
+      "$r" "${tps[ropelab_fp32]}" "${tps[ropelab_bf16]}" "$(ratio "${tps[ropelab_bf16]}" "${tps[ropelab_fp32]}")" \
+      "${tps[pytorch_fp32]}" "${tps[pytorch_bf16]}" "$(ratio "${tps[pytorch_bf16]}" "${tps[pytorch_fp32]}")" \
+      "$(ratio "${tps[ropelab_fp32]}" "${tps[pytorch_fp32]}")" "$(ratio "${tps[ropelab_bf16]}" "${tps[pytorch_bf16]}")"
   done
 } 2>&1 | tee "$log"
 echo "raw log: $log"

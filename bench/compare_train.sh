@@ -33,15 +33,11 @@ run() { # variant -> one JSON line
     order=("${variants[@]}")
     [ $((r % 2)) -eq 0 ] && order=(pytorch_default_env pytorch_same_env ropelab)
     declare -A tps=()
-    for v in "${order[@]}"; do
-      line=$(run "$v")
-      echo "round $r $v $line"
-      tps[$v]=$(field target_tokens_per_s <<<"$line")
-    done
+    run_round "$r" "${order[@]}"
     printf 'round %d (%s first): ropelab %.0f tok/s | pytorch same env %.0f (ropelab %.2fx) | pytorch default env %.0f (ropelab %.2fx)\n' \
       "$r" "${order[0]}" "${tps[ropelab]}" "${tps[pytorch_same_env]}" \
-      "$(echo "${tps[ropelab]} / ${tps[pytorch_same_env]}" | bc -l)" "${tps[pytorch_default_env]}" \
-      "$(echo "${tps[ropelab]} / ${tps[pytorch_default_env]}" | bc -l)"
+      "$(ratio "${tps[ropelab]}" "${tps[pytorch_same_env]}")" "${tps[pytorch_default_env]}" \
+      "$(ratio "${tps[ropelab]}" "${tps[pytorch_default_env]}")"
   done
 } 2>&1 | tee "$log"
 echo "raw log: $log"
