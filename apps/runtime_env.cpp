@@ -1,4 +1,4 @@
-// LibTorch's CPU stack reads four settings when it is loaded, before main() runs, and
+// LibTorch's CPU stack reads its settings when it is loaded, before main() runs, and
 // the defaults cost a lot on this kind of machine (measured with `ropelab bench train`):
 //  * OpenBLAS picks its kernels from CPUID. On CPUs newer than its tables it falls back
 //    to generic code: Debian's OpenBLAS 0.3.21 reports an AVX-512 Xeon as "Prescott" and
@@ -6,14 +6,17 @@
 //    it runs its AVX2 kernels ("Haswell", "Zen") on an AVX-512 CPU, a training step on an
 //    AMD EPYC runs at 0.62-0.67x the speed of its AVX-512 ones (bench/openblas_coretypes.sh,
 //    with the core type forced: on that CPU OpenBLAS picks "Cooperlake" by itself).
-//  * OpenMP threads spin after each parallel region and starve OpenBLAS's own threads
-//    (OMP_WAIT_POLICY=PASSIVE: ~1.2x on a training step).
-//  * The other way round, OpenBLAS's threads call sched_yield for about 2^28 cycles after
-//    each product before they sleep, and take the cores from the OpenMP threads running
-//    the elementwise kernels between products. Training sets OPENBLAS_THREAD_TIMEOUT=4,
-//    the shortest (1.07-1.09x on a training step, bench/compare_env.sh); decoding keeps
-//    the default, as its many small products then wait for sleeping threads to wake
-//    (beam search ~15% slower with it).
+//  * libgomp's threads spin for ~300000 iterations after each parallel region and starve
+//    OpenBLAS's own threads (OMP_WAIT_POLICY=PASSIVE, no spinning: ~1.2x on a training
+//    step). OpenBLAS's threads in turn call sched_yield for ~2^28 cycles after each
+//    product before they sleep, and take the second core from the OpenMP thread running
+//    the fused kernels between products. Training sets both short instead
+//    (GOMP_SPINCOUNT=3000, about 30 us, unless OMP_WAIT_POLICY is set, and
+//    OPENBLAS_THREAD_TIMEOUT=4, the shortest): against PASSIVE alone 1.07-1.09x on an fp32
+//    step from the OpenBLAS timeout, then 1.02-1.04x in fp32 and 1.16-1.18x in bf16 from
+//    the spinning, as oneDNN runs each bf16 product as one parallel region
+//    (bench/compare_env.sh). Decoding, with its many small products, is fastest with
+//    PASSIVE and OpenBLAS's default (bench/results/translate_env-*.log).
 //  * glibc hands large freed blocks back to the kernel, so each training step page-faults
 //    its activations in again (raised mmap/trim thresholds: ~1.15x).
 // Only variables the user left unset are set, and the process re-executes itself once.
@@ -59,8 +62,12 @@ void ensure_runtime_env(char** argv) {
   if (std::getenv("ROPELAB_NO_REEXEC") || std::getenv("ROPELAB_REEXECED")) return;
   bool changed = false;
   changed |= set_if_unset("OPENBLAS_CORETYPE", openblas_correction());
-  changed |= set_if_unset("OMP_WAIT_POLICY", "PASSIVE");
-  if (trains(argv)) changed |= set_if_unset("OPENBLAS_THREAD_TIMEOUT", "4");
+  if (trains(argv)) {
+    if (!std::getenv("OMP_WAIT_POLICY")) changed |= set_if_unset("GOMP_SPINCOUNT", "3000");
+    changed |= set_if_unset("OPENBLAS_THREAD_TIMEOUT", "4");
+  } else if (!std::getenv("GOMP_SPINCOUNT")) {
+    changed |= set_if_unset("OMP_WAIT_POLICY", "PASSIVE");
+  }
   changed |=
       set_if_unset("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295");
   if (!changed) return;

@@ -3,7 +3,7 @@
 # build/ropelab), one fixed runtime environment for every variant (ropelab's four settings,
 # bench/README.md "Runtime environment", with a fixed OpenBLAS core type: SkylakeX on a CPU
 # with AVX-512 BW, Haswell otherwise), the line naming the CPU and the equal-work check.
-env_fixed=(ROPELAB_NO_REEXEC=1 OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4
+env_fixed=(ROPELAB_NO_REEXEC=1 OPENBLAS_CORETYPE=SkylakeX GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=4
   GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295)
 grep -q avx512bw /proc/cpuinfo || env_fixed[1]=OPENBLAS_CORETYPE=Haswell
 cpu_line() {

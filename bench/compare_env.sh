@@ -4,7 +4,9 @@
 # variants reversed every other round:
 #   bash bench/compare_env.sh NAME=VALUE [ROUNDS=3] [STEPS=20]     (ROPELAB=PATH: another build)
 # "off" is the fixed environment of bench/common.sh without NAME, "on" the same with
-# NAME=VALUE. Prints the CPU and the equal-work check first, then one line per variant and
+# NAME=VALUE; REPLACES="OTHER ..." also leaves those variables out of "on" (a setting that
+# replaces another), PRECISION=bf16 times both sides in bf16 (ropelab's train.precision,
+# PyTorch's autocast). Prints the CPU and the equal-work check first, then one line per variant and
 # a summary per round; the raw output goes to bench/results/compare_env-TIMESTAMP.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,21 +16,38 @@ shift
 source bench/common.sh "$@"
 name=${setting%%=*}
 log=$(log_for compare_env)
-env_off=()
-for kv in "${env_fixed[@]}"; do [[ $kv == "$name="* ]] || env_off+=("$kv"); done
-env_on=("${env_off[@]}" "$setting")
+precision=${PRECISION:-fp32}
+[[ $precision == fp32 || $precision == bf16 ]] || { echo "compare_env.sh: PRECISION must be fp32 or bf16, got '$precision'"; exit 2; }
+without() { # the fixed environment without the variables named in $@
+  local kv n keep
+  for kv in "${env_fixed[@]}"; do
+    keep=1
+    for n in "$@"; do [[ $kv == "$n="* ]] && keep=0; done
+    [ $keep = 1 ] && echo "$kv"
+  done
+}
+mapfile -t env_off < <(without "$name")
+mapfile -t env_on < <(without "$name" ${REPLACES:-})
+env_on+=("$setting")
+unset_all=()
+for n in "$name" ${REPLACES:-}; do unset_all+=(-u "$n"); done
+ropelab_precision=(--set train.precision="$precision")
+pytorch_precision=()
+[ "$precision" = bf16 ] && pytorch_precision=(--bf16)
 
 run() { # variant -> one JSON line
   local -n e=env_${1#*_}
   case $1 in
-    ropelab_*) env -u "$name" "${e[@]}" "$ropelab" bench train --threads 2 --steps "$steps" --gemm-repeats 0 --json ;;
-    pytorch_*) env -u "$name" "${e[@]}" /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" --json ;;
+    ropelab_*) env "${unset_all[@]}" "${e[@]}" "$ropelab" bench train --threads 2 --steps "$steps" --gemm-repeats 0 \
+      "${ropelab_precision[@]}" --json ;;
+    pytorch_*) env "${unset_all[@]}" "${e[@]}" /usr/bin/python3 bench/pytorch_train.py --threads 2 --steps "$steps" \
+      ${pytorch_precision[@]+"${pytorch_precision[@]}"} --json ;;
   esac
 }
 
 {
   cpu_line
-  echo "ropelab: $ropelab ($(git rev-parse --short HEAD)); rounds $rounds, $steps timed steps each, 2 threads"
+  echo "ropelab: $ropelab ($(git rev-parse --short HEAD)); rounds $rounds, $steps timed steps each, 2 threads, $precision"
   echo "off: ${env_off[*]}"
   echo "on:  ${env_on[*]}"
   check_equal_work

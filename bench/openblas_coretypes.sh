@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 source bench/common.sh "$@"
 types=(default SkylakeX Cooperlake Zen Haswell)
 log=$(log_for openblas_coretypes)
-base=(ROPELAB_NO_REEXEC=1 OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4
+base=(ROPELAB_NO_REEXEC=1 GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=4
   GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295)
 {
   cpu_line
