@@ -1,7 +1,7 @@
 # ropelab: two commands do everything on a fresh Debian machine.
 #   make test   install dependencies, check the C++ format, build, run the test suite
 #   make demo   install dependencies, build, prepare the Bible corpus, train the toy
-#               English->Spanish translator (~10 min), print BLEU/chrF and translations
+#               English->Spanish translator (~6 min), print BLEU/chrF and translations
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
