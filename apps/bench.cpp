@@ -49,11 +49,13 @@ void add_machine(nlohmann::ordered_json& row, const MachineInfo& machine) {
   row["cpu"] = machine.cpu;
   row["aten_isa"] = machine.aten_isa;
   row["blas_core"] = machine.blas_core;
+  row["thread_env"] = machine.thread_env;
 }
 
 void print_machine(const MachineInfo& machine) {
-  std::printf("  %s; ATen kernels %s; OpenBLAS core %s\n", machine.cpu.c_str(), machine.aten_isa.c_str(),
-              machine.blas_core.empty() ? "(not OpenBLAS)" : machine.blas_core.c_str());
+  std::printf("  %s; ATen kernels %s; OpenBLAS core %s; %s\n", machine.cpu.c_str(), machine.aten_isa.c_str(),
+              machine.blas_core.empty() ? "(not OpenBLAS)" : machine.blas_core.c_str(),
+              machine.thread_env.empty() ? "thread settings: defaults" : machine.thread_env.c_str());
 }
 
 void add_bench_train(CLI::App& bench) {

@@ -26,6 +26,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #include "ropelab/util/runtime.h"
@@ -50,28 +51,42 @@ bool trains(char** argv) {
   return argv[0] && (is(1, "train") || is(1, "ablate") || (is(1, "bench") && is(2, "train")));
 }
 
-bool set_if_unset(const char* name, const std::string& value) {
-  if (value.empty() || std::getenv(name)) return false;
-  setenv(name, value.c_str(), 1);
-  return true;
-}
-
 }  // namespace
 
+// ROPELAB_REEXECED records what the settings are for and which of the per-kind ones
+// ropelab set itself ("train:GOMP_SPINCOUNT,OPENBLAS_THREAD_TIMEOUT"). A child of the other
+// kind (ablate's evaluations, which decode) drops those and re-executes with its own; what
+// the user set is never touched, and the core type and malloc settings stay.
 void ensure_runtime_env(char** argv) {
-  if (std::getenv("ROPELAB_NO_REEXEC") || std::getenv("ROPELAB_REEXECED")) return;
+  if (std::getenv("ROPELAB_NO_REEXEC")) return;
+  const std::string kind = trains(argv) ? "train" : "other";
   bool changed = false;
-  changed |= set_if_unset("OPENBLAS_CORETYPE", openblas_correction());
-  if (trains(argv)) {
-    if (!std::getenv("OMP_WAIT_POLICY")) changed |= set_if_unset("GOMP_SPINCOUNT", "3000");
-    changed |= set_if_unset("OPENBLAS_THREAD_TIMEOUT", "4");
-  } else if (!std::getenv("GOMP_SPINCOUNT")) {
-    changed |= set_if_unset("OMP_WAIT_POLICY", "PASSIVE");
+  if (const char* done = std::getenv("ROPELAB_REEXECED")) {
+    const std::string record = done;
+    const auto colon = record.find(':');
+    if (record.substr(0, colon) == kind) return;
+    std::stringstream names(colon == std::string::npos ? "" : record.substr(colon + 1));
+    for (std::string name; std::getline(names, name, ',');)
+      if (!name.empty()) changed |= unsetenv(name.c_str()) == 0;
   }
-  changed |=
-      set_if_unset("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295");
+  std::string per_kind;
+  auto set_if_unset = [&](const char* name, const std::string& value, bool kind_specific) {
+    if (value.empty() || std::getenv(name)) return;
+    setenv(name, value.c_str(), 1);
+    if (kind_specific) per_kind += (per_kind.empty() ? "" : ",") + std::string(name);
+    changed = true;
+  };
+  set_if_unset("OPENBLAS_CORETYPE", openblas_correction(), false);
+  if (kind == "train") {
+    if (!std::getenv("OMP_WAIT_POLICY")) set_if_unset("GOMP_SPINCOUNT", "3000", true);
+    set_if_unset("OPENBLAS_THREAD_TIMEOUT", "4", true);
+  } else if (!std::getenv("GOMP_SPINCOUNT")) {
+    set_if_unset("OMP_WAIT_POLICY", "PASSIVE", true);
+  }
+  set_if_unset("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295",
+               false);
   if (!changed) return;
-  setenv("ROPELAB_REEXECED", "1", 1);
+  setenv("ROPELAB_REEXECED", (kind + ":" + per_kind).c_str(), 1);
   execv("/proc/self/exe", argv);  // returns only on failure: carry on as we are
 }
 

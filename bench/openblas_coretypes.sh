@@ -2,7 +2,7 @@
 # Training speed of `ropelab bench train` under each OpenBLAS core type (OPENBLAS_CORETYPE),
 # the order of the core types rotating between rounds; "default" is OpenBLAS's own choice
 # from CPUID (OPENBLAS_CORETYPE removed from the environment), with ropelab's automatic
-# correction turned off (ROPELAB_NO_REEXEC=1 and the other two runtime settings given
+# correction turned off (ROPELAB_NO_REEXEC=1 and the other runtime settings for training given
 # explicitly, so only the core type differs):
 #   bash bench/openblas_coretypes.sh [ROUNDS=3] [STEPS=20]     (ROPELAB=PATH: another build)
 # Prints the CPU model and OpenBLAS's default core first; the raw output goes to

@@ -1252,3 +1252,36 @@ rm {FIFO}; cp {TEXT} {FIFO}   # the same path, now the whole text
   }
   std::filesystem::remove_all(root);
 }
+
+// Training and decoding want opposite thread settings (apps/runtime_env.cpp): `bench train`
+// re-executes itself with short spins, any other command (`bench gemm` here) with
+// OMP_WAIT_POLICY=PASSIVE, also when started by a training process, whose own settings it
+// drops; what the user set stays.
+TEST(Cli, TrainingAndOtherCommandsGetTheirOwnThreadSettings) {
+  const std::string clean =
+      "env -u ROPELAB_NO_REEXEC -u ROPELAB_REEXECED -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u OPENBLAS_THREAD_TIMEOUT ";
+  const std::string bin = std::string(ROPELAB_BINARY_DIR) + "/ropelab ";
+  const std::string train = "bench train --threads 1 --steps 1 --warmup 0 --gemm-repeats 0 --json";
+  const std::string gemm = "bench gemm --threads 1 --repeats 1 --json";
+
+  auto r = run_shell(clean + bin + train);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"thread_env\":\"GOMP_SPINCOUNT=3000 OPENBLAS_THREAD_TIMEOUT=4\""), std::string::npos)
+      << r.output;
+
+  r = run_shell(clean + bin + gemm);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"thread_env\":\"OMP_WAIT_POLICY=PASSIVE\""), std::string::npos) << r.output;
+
+  r = run_shell(clean +
+                "ROPELAB_REEXECED=train:GOMP_SPINCOUNT,OPENBLAS_THREAD_TIMEOUT GOMP_SPINCOUNT=3000 "
+                "OPENBLAS_THREAD_TIMEOUT=4 " +
+                bin + gemm);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"thread_env\":\"OMP_WAIT_POLICY=PASSIVE\""), std::string::npos) << r.output;
+
+  r = run_shell(clean + "GOMP_SPINCOUNT=77 OPENBLAS_THREAD_TIMEOUT=9 " + bin + gemm);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"thread_env\":\"GOMP_SPINCOUNT=77 OPENBLAS_THREAD_TIMEOUT=9\""), std::string::npos)
+      << r.output;
+}

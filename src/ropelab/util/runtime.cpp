@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -84,6 +85,9 @@ MachineInfo machine_info() {
   info.aten_isa =
       at == std::string::npos ? "unknown" : config.substr(at + key.size(), config.find('\n', at) - at - key.size());
   info.blas_core = openblas_core();
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_THREAD_TIMEOUT"})
+    if (const char* value = std::getenv(name))
+      info.thread_env += (info.thread_env.empty() ? "" : " ") + std::string(name) + "=" + value;
   return info;
 }
 

@@ -33,9 +33,11 @@ int64_t set_threads(int64_t threads);
 
 /// What a benchmark names about the machine it ran on.
 struct MachineInfo {
-  std::string cpu;        // /proc/cpuinfo's model name and the machine's logical cores
-  std::string aten_isa;   // ATen's vectorised kernels chosen at run time: DEFAULT, AVX2, AVX512
-  std::string blas_core;  // OpenBLAS's core type in this process; "" when the BLAS is another
+  std::string cpu;         // /proc/cpuinfo's model name and the machine's logical cores
+  std::string aten_isa;    // ATen's vectorised kernels chosen at run time: DEFAULT, AVX2, AVX512
+  std::string blas_core;   // OpenBLAS's core type in this process; "" when the BLAS is another
+  std::string thread_env;  // how long idle threads spin: OMP_WAIT_POLICY, GOMP_SPINCOUNT and
+                           // OPENBLAS_THREAD_TIMEOUT as set in this process ("" when none is)
 };
 MachineInfo machine_info();
 
