@@ -143,25 +143,23 @@ void add_bench_gemm(CLI::App& bench) {
   struct Args {
     BenchFlags flags;
     ModelArgs model;
-    std::string precision = "fp32";
+    Precision precision = Precision::fp32;
     int64_t repeats = 10;
   };
   auto a = std::make_shared<Args>();
   a->model.add_to(*cmd);
-  cmd->add_option("--precision", a->precision, "operand type: fp32, bf16 or fp16")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  add_precision_flag(*cmd, a->precision, "operand type: fp32, bf16 or fp16");
   cmd->add_option("--repeats", a->repeats, "timed calls per shape (median)")->capture_default_str()->check(positive());
   a->flags.add_to(*cmd, "one JSON object per shape, then one for the update");
   cmd->callback([a] {
     const auto config = a->model.config(a->flags);
     const auto& options = a->model.options;
     const auto device = use_device(config.train.device());
-    if (a->precision == "fp16" && !device.is_cuda())
+    if (a->precision == Precision::fp16 && !device.is_cuda())
       throw CLI::ValidationError("--precision", "fp16 runs on CUDA only (LibTorch 1.13 has no fp16 mm on the CPU)");
     const auto threads = set_threads(config.train.threads());
     const auto r = bench_gemm(training_gemms(config, options.vocab_size, options.batch, options.length),
-                              matmul_dtype(parse_precision(a->precision)), device, a->repeats);
+                              matmul_dtype(a->precision), device, a->repeats);
     const auto machine = machine_info();
     if (a->flags.json) {
       for (const auto& row : r.rows)
@@ -175,7 +173,7 @@ void add_bench_gemm(CLI::App& bench) {
                             {"median_s", row.timing.median},
                             {"gflops", row.gflops()}});
       nlohmann::ordered_json total = {{"bench", "gemm"},
-                                      {"precision", a->precision},
+                                      {"precision", to_string(a->precision)},
                                       {"device", config.train.device()},
                                       {"threads", threads},
                                       {"gflop_per_step", r.flops / 1e9},
@@ -185,7 +183,7 @@ void add_bench_gemm(CLI::App& bench) {
       a->flags.json_line(total);
       return;
     }
-    std::printf("GEMMs of one training update, %s, %s, %ld threads\n", a->precision.c_str(),
+    std::printf("GEMMs of one training update, %s, %s, %ld threads\n", to_string(a->precision).c_str(),
                 config.train.device().c_str(), static_cast<long>(threads));
     print_machine(machine);
     std::printf("  %-40s %-9s %6s %6s %6s %6s %5s %10s %9s\n", "product", "type", "batch", "m", "n", "k", "count",

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ropelab/train/options.h"
+
 namespace ropelab::apps {
 
 /// --device and --threads, shared by every subcommand that touches tensors.
@@ -39,6 +41,10 @@ struct BenchFlags : RuntimeFlags {
 /// PositiveNumber/NonNegativeNumber print their range as 300-digit doubles).
 CLI::Validator positive();
 CLI::Validator nonnegative();
+
+/// --precision NAME (fp32, bf16 or fp16) into `precision`, whose value is the default shown;
+/// another name fails with one line naming the flag and the choices.
+CLI::Option* add_precision_flag(CLI::App& cmd, Precision& precision, const std::string& help);
 
 /// The process's command line, as main() received it.
 std::vector<std::string>& command_line();

@@ -83,7 +83,8 @@ void add_eval(CLI::App& cli) {
       write_line_plot(stem + ".svg", {curve}, plot);
       wrote += stem + ".csv and .svg and ";
     }
-    nlohmann::ordered_json json = {{"split", a->split}, {"checkpoint", a->checkpoint}, {"precision", a->precision}};
+    nlohmann::ordered_json json = {
+        {"split", a->split}, {"checkpoint", a->checkpoint}, {"precision", to_string(a->precision)}};
     if (!a->overrides.empty()) json["set"] = a->overrides;
     json.update(report.fields);
     const auto json_path = (dir / ("eval." + tag + ".json")).string();

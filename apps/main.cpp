@@ -34,6 +34,16 @@ CLI::Validator number_check(bool zero_allowed) {
 }  // namespace
 
 CLI::Validator positive() { return number_check(false); }
+
+CLI::Option* add_precision_flag(CLI::App& cmd, Precision& precision, const std::string& help) {
+  std::vector<std::string> names;
+  for (auto p : {Precision::fp32, Precision::bf16, Precision::fp16}) names.push_back(to_string(p));
+  return cmd
+      .add_option_function<std::string>(
+          "--precision", [&precision](const std::string& name) { precision = parse_precision(name); }, help)
+      ->default_str(to_string(precision))
+      ->check(CLI::IsMember(names));
+}
 CLI::Validator nonnegative() { return number_check(true); }
 
 }  // namespace ropelab::apps

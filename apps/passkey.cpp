@@ -84,7 +84,7 @@ void add_passkey(CLI::App& cli) {
     // a precision other than fp32 writes beside the fp32 results (passkey.bf16.csv, ...)
     const auto stem = (std::filesystem::path(e->run_dir) / ("passkey" + e->precision_suffix())).string();
     const std::string command = "ropelab passkey eval --run " + e->run_dir + passkey_eval_flags(e->grid) +
-                                (e->precision == "fp32" ? "" : " --precision " + e->precision);
+                                (e->precision == Precision::fp32 ? "" : " --precision " + to_string(e->precision));
     write_passkey_results(stem, cells, e->grid, e->run_dir + ": passkey accuracy", command);
     std::cout << "length  depth  accuracy\n";
     for (const auto& c : cells) {

@@ -60,7 +60,8 @@ struct SearchFlags {
 struct RunArgs {
   RuntimeFlags flags;
   SearchFlags search;
-  std::string run_dir, checkpoint = "best", precision = "fp32";
+  std::string run_dir, checkpoint = "best";
+  Precision precision = Precision::fp32;
   std::vector<std::string> overrides;
   /// The forward passes' arithmetic (model/precision.h) from open() to the end of the command.
   mutable std::optional<PrecisionScope> precision_scope;
@@ -70,22 +71,20 @@ struct RunArgs {
     cmd.add_option("--set", overrides,
                    "change the run's config for this command: model.position.scaling.*, decode.*, "
                    "data.eval_tokens (repeatable)");
-    cmd.add_option("--precision", precision,
-                   "arithmetic of the forward passes: fp32, or bf16 (fp16 on CUDA) matrix products "
-                   "(train.precision; the checkpoint stays fp32)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+    add_precision_flag(cmd, precision,
+                       "arithmetic of the forward passes: fp32, or bf16 (fp16 on CUDA) matrix products "
+                       "(train.precision; the checkpoint stays fp32)");
     flags.add_to(cmd);
     search.add_to(cmd, generating);
   }
   /// What a report file of another precision than fp32 carries in its name (".bf16"), so that
   /// it sits beside the fp32 one instead of replacing it; "" for fp32.
-  std::string precision_suffix() const { return precision == "fp32" ? "" : "." + precision; }
+  std::string precision_suffix() const { return precision == Precision::fp32 ? "" : "." + to_string(precision); }
   /// Loads the run on the chosen device with the chosen threads, and turns its precision on.
   LoadedRun open(torch::Device* device) const {
     *device = flags.apply();
     auto run = open_run(run_dir, checkpoint, *device, overrides);
-    precision_scope.emplace(parse_precision(precision), *device);
+    precision_scope.emplace(precision, *device);
     return run;
   }
 };
