@@ -116,5 +116,6 @@ auto loop_for(FloatFn float_fn, DoubleFn double_fn, BFloat16Fn bfloat16_fn) {
 /// How a CPU loop sees an element of scalar_t: c10::BFloat16 as its bits (ops/cpu_build.h).
 template <typename scalar_t>
 using CpuElement = std::conditional_t<std::is_same_v<scalar_t, c10::BFloat16>, BFloat16Bits, scalar_t>;
+static_assert(sizeof(c10::BFloat16) == sizeof(BFloat16Bits) && alignof(c10::BFloat16) == alignof(BFloat16Bits));
 
 }  // namespace ropelab

@@ -51,20 +51,21 @@ void adam_step(torch::optim::Adam& optimizer, double grad_scale) {
     return;
   }
   auto& states = optimizer.state();
+  const auto update = kAdam.cpu();  // fusable: every parameter is on the CPU
   for (auto& group : optimizer.param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       // the state torch::optim::Adam keeps, under its key, created as it creates it
-      const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
-      if (states.find(key) == states.end()) {
+      auto& slot = states[c10::guts::to_string(p.unsafeGetTensorImpl())];
+      if (!slot) {
         auto fresh = std::make_unique<torch::optim::AdamParamState>();
         fresh->step(0);
         fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
         fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        states[key] = std::move(fresh);
+        slot = std::move(fresh);
       }
-      auto& state = static_cast<torch::optim::AdamParamState&>(*states[key]);
+      auto& state = static_cast<torch::optim::AdamParamState&>(*slot);
       state.step(state.step() + 1);
       const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
       const auto t = static_cast<double>(state.step());
@@ -79,7 +80,6 @@ void adam_step(torch::optim::Adam& optimizer, double grad_scale) {
       const float* grad = p.grad().data_ptr<float>();
       float* m = state.exp_avg().data_ptr<float>();
       float* v = state.exp_avg_sq().data_ptr<float>();
-      const auto update = kAdam(p.device());
       at::parallel_for(0, p.numel(), 32768,
                        [&](int64_t begin, int64_t end) { update(param, grad, m, v, begin, end, c); });
     }

@@ -55,8 +55,6 @@ using RotateAllFn = std::vector<torch::Tensor> (*)(const std::vector<torch::Tens
                                                    const torch::Tensor& sin, int64_t time_dim, bool interleaved,
                                                    float sign);
 
-static_assert(sizeof(at::BFloat16) == sizeof(BFloat16Bits) && alignof(at::BFloat16) == alignof(BFloat16Bits));
-
 /// The CPU entry for one build (rotary_cpu.inc): the rows of all tensors in one parallel
 /// region, so q and k share the pass and the threads; float, double and bfloat16 (computed
 /// in float), any layout with a unit last stride (else a contiguous copy).
