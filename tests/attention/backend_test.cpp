@@ -94,7 +94,7 @@ TEST_F(Attention, FusedKernelMatchesAtenPathWithGradients) {
           padded ? torch::tensor({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool) : torch::Tensor();
       AttentionInputs in{q, k, v, pad, {}, causal};
       auto weights = torch::randn({2, 3, 5, 8}, torch::kDouble);
-      auto fused = fused_attention_cpu(q, k, v, pad, causal);
+      auto fused = fused_attention_cpu(q, k, v, pad, KeyVisibility{causal});
       auto g_fused = torch::autograd::grad({(fused * weights).sum()}, {qkv})[0];
       auto reference = attention.reference_forward(in);
       auto g_ref = torch::autograd::grad({(reference * weights).sum()}, {qkv})[0];
@@ -129,7 +129,7 @@ TEST_F(Attention, FusedKernelAddsLogitBiasesWithTheirGradients) {
       for (const auto& t : {dense, relative})
         if (t.defined()) inputs.push_back(t);
       auto weights = torch::randn({2, 3, 5, 8}, torch::kDouble);
-      auto fused = fused_attention_cpu(q, k, v, pad, causal, dense, relative);
+      auto fused = fused_attention_cpu(q, k, v, pad, KeyVisibility{causal}, dense, relative);
       auto reference = attention.reference_forward(in);
       EXPECT_LT(max_diff(fused, reference), 1e-12);
       auto g_fused = torch::autograd::grad({(fused * weights).sum()}, inputs);
@@ -137,7 +137,7 @@ TEST_F(Attention, FusedKernelAddsLogitBiasesWithTheirGradients) {
       for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(max_diff(g_fused[i], g_ref[i]), 1e-12) << "input " << i;
       // the relative bias really moved the output
       if (relative.defined()) {
-        EXPECT_GT(max_diff(fused, fused_attention_cpu(q, k, v, pad, causal, dense)), 1e-3);
+        EXPECT_GT(max_diff(fused, fused_attention_cpu(q, k, v, pad, KeyVisibility{causal}, dense)), 1e-3);
       }
     }
   }
@@ -147,5 +147,36 @@ TEST_F(Attention, FusedKernelInFloatMatchesTheDefinition) {
   auto q = torch::randn({2, 4, 9, 16}), k = torch::randn({2, 4, 9, 16}), v = torch::randn({2, 4, 9, 16});
   AttentionInputs in{
       q, k, v, torch::tensor({{0, 0, 0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool), {}, true};
-  EXPECT_LT(max_diff(fused_attention_cpu(q, k, v, in.key_padding_mask, true), reference(in)), 1e-5);
+  EXPECT_LT(max_diff(fused_attention_cpu(q, k, v, in.key_padding_mask, KeyVisibility{true}), reference(in)), 1e-5);
+}
+
+// model.attention.kernel picks the path; every path applies the window and the sinks alike.
+TEST_F(Attention, KernelSettingPicksThePathAndEveryPathWindowsAlike) {
+  auto q = torch::randn({2, 2, 9, 8}), k = torch::randn({2, 2, 12, 8}), v = torch::randn({2, 2, 12, 8});
+  auto pad = torch::zeros({2, 12}, torch::kBool);
+  pad[1][11] = true;
+  AttentionInputs in{q, k, v, pad, {}, true, 4, 2};
+  using Path = SoftmaxAttention::Path;
+  const std::vector<std::pair<AttentionKernel, Path>> kernels = {{AttentionKernel::automatic, Path::streaming},
+                                                                 {AttentionKernel::streaming, Path::streaming},
+                                                                 {AttentionKernel::materialized, Path::materialized}};
+  SoftmaxAttention aten(AttentionOptions{});
+  const auto expected = aten.reference_forward(in);
+  // the window hides something: without it the output differs
+  AttentionInputs unwindowed = in;
+  unwindowed.window = unwindowed.sinks = 0;
+  EXPECT_GT(max_diff(aten.reference_forward(unwindowed), expected), 1e-3);
+  for (const auto& [kernel, path] : kernels) {
+    SCOPED_TRACE(to_string(kernel));
+    SoftmaxAttention attention(AttentionOptions().kernel(kernel));
+    EXPECT_EQ(attention.path(in), path);
+    EXPECT_LT(max_diff(attention.forward(in), expected), 1e-5);
+  }
+  SoftmaxAttention dropping(AttentionOptions().dropout(0.1).kernel(AttentionKernel::streaming));
+  dropping.train();
+  EXPECT_EQ(dropping.path(in), Path::aten);  // attention dropout in training
+  dropping.eval();
+  EXPECT_EQ(dropping.path(in), Path::streaming);
+  in.q = in.q.to(torch::kBFloat16), in.k = in.k.to(torch::kBFloat16), in.v = in.v.to(torch::kBFloat16);
+  EXPECT_EQ(SoftmaxAttention(AttentionOptions{}).path(in), Path::aten);  // no bf16 kernel
 }

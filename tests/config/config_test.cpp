@@ -98,6 +98,25 @@ TEST_F(ConfigTest, IncompatiblePositionChoicesNameTheKeyAndTheReason) {
   EXPECT_EQ(c.model.decoder_position().scaling().original_max(), 96);
 }
 
+// The attention kernel, window and sinks: parsed, and every impossible value one line.
+TEST_F(ConfigTest, AttentionKernelWindowAndSinks) {
+  auto c = load_config(
+      {{}, {"model.attention.kernel=materialized", "model.attention.window=64", "model.attention.sinks=4"}});
+  EXPECT_EQ(c.model.attention().kernel(), AttentionKernel::materialized);
+  EXPECT_EQ(c.model.attention().window(), 64);
+  EXPECT_EQ(c.model.attention().sinks(), 4);
+  EXPECT_EQ(load_config({{}, {}}).model.attention().kernel(), AttentionKernel::automatic);
+  EXPECT_EQ(load_error({}, {"model.attention.kernel=flash"}),
+            "--set: model.attention.kernel: unknown attention kernel 'flash' (expected auto | streaming | "
+            "materialized)");
+  EXPECT_EQ(load_error({}, {"model.attention.window=-1"}),
+            "--set: model.attention.window=-1 must be >= 0 (0 = every key)");
+  EXPECT_EQ(load_error({}, {"model.attention.sinks=4"}),
+            "--set: model.attention.sinks=4 needs a sliding window (model.attention.window > 0)");
+  EXPECT_EQ(load_error({}, {"model.attention.window=8", "model.attention.type=performer"}),
+            "--set: model.attention.window=8 needs model.attention.type=softmax, not performer");
+}
+
 TEST_F(ConfigTest, DumpRoundTrips) {
   auto a = write("a.yaml", "model:\n  position: {type: rotary_nd, axes: 2}\n  norm: pre\ntrain: {lr: 0.0007}\n");
   auto c = load_config({{a}, {}});

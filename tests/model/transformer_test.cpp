@@ -211,6 +211,27 @@ TEST_F(Transformer, GradientsMatchFiniteDifferences) {
   }
 }
 
+// A sliding window with sinks: cached decoding (the cache keeps every key, the mask hides
+// the old ones) equals recomputing the windowed prefix, and the window changes the output.
+TEST_F(Transformer, WindowedCachedDecodingEqualsWindowedRecomputation) {
+  for (auto type : {PositionType::sinusoidal, PositionType::rotary, PositionType::alibi, PositionType::t5_bias}) {
+    SCOPED_TRACE(to_string(type));
+    auto position = PositionOptions().type(type);
+    auto options = tiny_options().encoder_position(position).decoder_position(position);
+    options.attention(AttentionOptions().window(3).sinks(1));
+    ropelab::testing::expect_cached_decoding_matches_full(options, 1e-5);
+    torch::manual_seed(0);
+    LanguageModel windowed(options);
+    torch::manual_seed(0);
+    LanguageModel full(tiny_options().decoder_position(position));
+    windowed->eval(), full->eval();
+    auto tokens = torch::randint(1, options.vocab_size(), {2, 8});
+    // the first 3 positions see the same keys either way; the last ones do not
+    EXPECT_LT(max_diff(windowed(tokens).narrow(1, 0, 3), full(tokens).narrow(1, 0, 3)), 1e-6);
+    EXPECT_GT(max_diff(windowed(tokens).narrow(1, 7, 1), full(tokens).narrow(1, 7, 1)), 1e-4);
+  }
+}
+
 // Incremental decoding with caches gives the same logits as the full teacher-forced pass.
 TEST_F(Transformer, CachedDecodingEqualsFullRecomputation) {
   for (const auto& position : all_position_types()) {

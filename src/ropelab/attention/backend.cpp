@@ -6,12 +6,26 @@
 
 #include "ropelab/attention/performer.h"
 #include "ropelab/ops/attention/fused_attention.h"
+#include "ropelab/ops/attention/streaming_attention.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
 
 torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device) {
   return torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(tk - tq + 1);
+}
+
+torch::Tensor visibility_mask(int64_t tq, int64_t tk, bool causal, int64_t window, int64_t sinks,
+                              const torch::Device& device) {
+  if (window <= 0) return causal && tq > 1 ? causal_mask(tq, tk, device) : torch::Tensor();
+  auto options = torch::TensorOptions().dtype(torch::kLong).device(device);
+  auto key = torch::arange(tk, options).unsqueeze(0);                // (1, Tk)
+  auto query = torch::arange(tq, options).unsqueeze(1) + (tk - tq);  // (Tq, 1): aligned key
+  auto distance = query - key;                                       // (Tq, Tk)
+  auto hidden = (causal ? distance : distance.abs()) >= window;      // outside the window
+  if (sinks > 0) hidden = hidden & (key >= sinks);
+  if (causal) hidden = hidden | (distance < 0);
+  return hidden;
 }
 
 LogitBias LogitBias::relative_table(torch::Tensor table) {
@@ -79,13 +93,30 @@ void attention_before_update(torch::nn::Module& model, int64_t done) {
     if (auto* backend = dynamic_cast<AttentionBackendImpl*>(module.get())) backend->before_update(done);
 }
 
-SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options) : dropout_(options.dropout()) {}
+SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options)
+    : dropout_(options.dropout()), kernel_(options.kernel()) {}
+
+SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
+  if (dropout_ > 0.0 && is_training()) return Path::aten;
+  const auto &dense = in.logit_bias.dense, &relative = in.logit_bias.relative;
+  if (kernel_ != AttentionKernel::materialized && streaming_attention_available(in.q, in.k, in.v, dense, relative))
+    return Path::streaming;
+  if (kernel_ != AttentionKernel::streaming && fused_attention_available(in.q, in.k, in.v, dense, relative))
+    return Path::materialized;
+  return Path::aten;
+}
 
 torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
-  const bool dropping = dropout_ > 0.0 && is_training();
+  const KeyVisibility visibility{in.causal, in.window, in.sinks};
   const auto &dense = in.logit_bias.dense, &relative = in.logit_bias.relative;
-  if (!dropping && fused_attention_available(in.q, in.k, in.v, dense, relative))
-    return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, in.causal, dense, relative);
+  switch (path(in)) {
+    case Path::streaming:
+      return streaming_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, dense, relative);
+    case Path::materialized:
+      return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, dense, relative);
+    case Path::aten:
+      break;
+  }
   return reference_forward(in);
 }
 
@@ -97,8 +128,8 @@ torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
   auto scores = torch::matmul(q, in.k.transpose(-2, -1));  // (B, H, Tq, Tk)
   if (in.logit_bias.defined()) scores = scores + in.logit_bias.to_dense(tq, tk);
 
-  torch::Tensor mask;  // broadcastable to (B, H, Tq, Tk), true = hidden
-  if (in.causal && tq > 1) mask = causal_mask(tq, tk, scores.device());
+  // broadcastable to (B, H, Tq, Tk), true = hidden
+  auto mask = visibility_mask(tq, tk, in.causal, in.window, in.sinks, scores.device());
   if (in.key_padding_mask.defined()) {
     auto pad = in.key_padding_mask.view({in.key_padding_mask.size(0), 1, 1, tk});
     mask = mask.defined() ? (mask | pad) : pad;
@@ -108,6 +139,10 @@ torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
   // anyway. Half and bfloat16 cannot hold it: masked_fill throws an overflow error for them.
   if (mask.defined()) scores = scores.masked_fill(mask, std::numeric_limits<float>::lowest());
   auto probs = torch::softmax(scores, -1, at::toOpMathType(scores.scalar_type()));  // fp32 for bf16 and fp16
+  if (mask.defined()) {  // a query that sees no key gets a zero output, as from the CPU kernels
+    auto blind = mask.all(-1, true);
+    if (blind.any().item<bool>()) probs = probs.masked_fill(blind, 0.0);
+  }
   if (dropout_ > 0.0 && is_training()) probs = torch::dropout(probs, dropout_, true);
   return torch::matmul(probs, in.v);  // (B, H, Tq, Dh)
 }
@@ -125,9 +160,17 @@ AttentionBackend make_attention_backend(const AttentionOptions& options, int64_t
 namespace {
 const EnumNames<AttentionType, 2> kAttentionNames{
     {{AttentionType::softmax, "softmax"}, {AttentionType::performer, "performer"}}};
-}
+
+const EnumNames<AttentionKernel, 3> kKernelNames{{{AttentionKernel::automatic, "auto"},
+                                                  {AttentionKernel::streaming, "streaming"},
+                                                  {AttentionKernel::materialized, "materialized"}}};
+}  // namespace
 
 std::string to_string(AttentionType type) { return enum_name(type, kAttentionNames); }
+std::string to_string(AttentionKernel kernel) { return enum_name(kernel, kKernelNames); }
+AttentionKernel parse_attention_kernel(const std::string& name) {
+  return parse_enum(name, kKernelNames, "attention kernel");
+}
 AttentionType parse_attention_type(const std::string& name) {
   return parse_enum(name, kAttentionNames, "attention type");
 }

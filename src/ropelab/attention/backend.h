@@ -15,6 +15,14 @@ namespace ropelab {
 /// with positive orthogonal random features (Choromanski et al. 2021).
 enum class AttentionType { softmax, performer };
 
+/// How the softmax backend computes on the CPU. `streaming`: tiles with an online softmax,
+/// memory linear in the length (ops/attention/streaming_attention.h). `materialized`: the
+/// whole (Tq, Tk) score matrix per head (ops/attention/fused_attention.h), the reference.
+/// `automatic` ("auto"): streaming wherever it runs. Attention dropout in training, other
+/// devices and other dtypes take the ATen path (SoftmaxAttention::reference_forward) under
+/// any setting.
+enum class AttentionKernel { automatic, streaming, materialized };
+
 struct AttentionOptions {
   /// Which backend.
   TORCH_ARG(AttentionType, type) = AttentionType::softmax;
@@ -26,6 +34,14 @@ struct AttentionOptions {
   TORCH_ARG(int64_t, redraw_every) = 1000;
   /// Performer, causal: positions per chunk of the prefix-sum evaluation.
   TORCH_ARG(int64_t, chunk_size) = 128;
+  /// Softmax: which CPU kernel.
+  TORCH_ARG(AttentionKernel, kernel) = AttentionKernel::automatic;
+  /// Softmax self-attention: each query sees only keys within this distance (the W most
+  /// recent in a causal stack, itself included); 0 for every key. Not in cross-attention.
+  TORCH_ARG(int64_t, window) = 0;
+  /// Softmax self-attention with a window: the first `sinks` keys of the sequence stay
+  /// visible to every query (Xiao et al. 2023, "StreamingLLM").
+  TORCH_ARG(int64_t, sinks) = 0;
 };
 
 /// An additive attention-logit bias from a position encoder, in one of two forms:
@@ -51,6 +67,8 @@ struct AttentionInputs {
   torch::Tensor key_padding_mask;  // (B, Tk) bool, true at padded keys; optional
   LogitBias logit_bias;            // optional
   bool causal = false;
+  int64_t window = 0;  // self-attention's sliding window (AttentionOptions::window); 0: none
+  int64_t sinks = 0;   // with a window: keys [0, sinks) always visible
 };
 
 /// What a backend keeps between incremental decoding steps of one attention, per layer.
@@ -98,11 +116,15 @@ using AttentionBackend = std::shared_ptr<AttentionBackendImpl>;
 
 /// Scaled dot-product attention (Vaswani et al. 2017, 3.2.1):
 /// softmax(Q K^T / sqrt(Dh) + bias, masked) V, with dropout on the probabilities.
-/// On the CPU without a logit bias or active attention dropout it runs the fused kernel
-/// (ops/attention/fused_attention.h); otherwise reference_forward's ATen ops.
+/// On the CPU without active attention dropout it runs the kernel AttentionOptions::kernel
+/// picks (streaming or materialized); otherwise reference_forward's ATen ops.
 class SoftmaxAttention : public AttentionBackendImpl {
  public:
   explicit SoftmaxAttention(const AttentionOptions& options);
+  /// Which computation forward() takes for `inputs`: the streaming or the materialized
+  /// CPU kernel, or the ATen path.
+  enum class Path { streaming, materialized, aten };
+  Path path(const AttentionInputs& inputs) const;
   torch::Tensor forward(const AttentionInputs& inputs) override;
   bool accepts_logit_bias() const override { return true; }
   /// The same computation with ATen ops (any device, bias, dropout).
@@ -110,6 +132,7 @@ class SoftmaxAttention : public AttentionBackendImpl {
 
  private:
   double dropout_;
+  AttentionKernel kernel_;
 };
 
 /// The configured backend for heads of dimension `head_dim`.
@@ -127,8 +150,14 @@ torch::Tensor attend_in_fp32(AttentionInputs in, const std::function<torch::Tens
 
 /// (Tq, Tk) bool mask, true where query i may not see key j (j > i + Tk - Tq).
 torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device);
+/// (Tq, Tk) bool mask, true where query i may not see key j under `causal`, `window` and
+/// `sinks` (ops/attention/key_visibility.h); undefined when every key is visible.
+torch::Tensor visibility_mask(int64_t tq, int64_t tk, bool causal, int64_t window, int64_t sinks,
+                              const torch::Device& device);
 
 std::string to_string(AttentionType type);
 AttentionType parse_attention_type(const std::string& name);
+std::string to_string(AttentionKernel kernel);
+AttentionKernel parse_attention_kernel(const std::string& name);
 
 }  // namespace ropelab

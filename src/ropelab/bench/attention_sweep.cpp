@@ -21,40 +21,78 @@ double available_memory_bytes() {
 
 }  // namespace
 
-std::string attention_case(AttentionType type, bool causal, int64_t length) {
-  return to_string(type) + "," + (causal ? "1" : "0") + "," + std::to_string(length);
+AttentionVariant parse_attention_variant(const std::string& name) {
+  if (name == "streaming") return {name, AttentionType::softmax, AttentionKernel::streaming};
+  if (name == "materialized") return {name, AttentionType::softmax, AttentionKernel::materialized};
+  try {
+    return {name, parse_attention_type(name), AttentionKernel::automatic};
+  } catch (const std::exception&) {
+    throw std::runtime_error("bench attention: unknown variant '" + name +
+                             "' (softmax, performer, streaming, materialized)");
+  }
+}
+
+std::string attention_case(const AttentionVariant& variant, bool causal, int64_t length) {
+  return variant.name + "," + (causal ? "1" : "0") + "," + std::to_string(length);
 }
 
 AttentionBenchOptions parse_attention_case(const std::string& text, AttentionBenchOptions o) {
   std::istringstream fields(text);
-  std::string type;
+  std::string name;
   int causal = 0;
   char comma = 0;
-  std::getline(fields, type, ',');
+  std::getline(fields, name, ',');
   if (!(fields >> causal >> comma >> o.length) || comma != ',')
-    throw std::runtime_error("bench attention: --child expects TYPE,CAUSAL,T, got '" + text + "'");
-  o.type = parse_attention_type(type);
+    throw std::runtime_error("bench attention: --child expects VARIANT,CAUSAL,T, got '" + text + "'");
+  const auto variant = parse_attention_variant(name);
+  o.type = variant.type, o.kernel = variant.kernel;
   o.causal = causal != 0;
   return o;
 }
 
-void sweep_attention(const AttentionBenchOptions& o, const std::vector<int64_t>& lengths,
-                     const std::vector<bool>& modes, const torch::Device& device, int64_t threads,
-                     const std::string& executable, const std::function<void(const AttentionSweepRow&)>& on_row) {
+void sweep_attention(const AttentionBenchOptions& o, const AttentionVariant (&variants)[2],
+                     const std::vector<int64_t>& lengths, const std::vector<bool>& modes, const torch::Device& device,
+                     int64_t threads, const std::string& executable,
+                     const std::function<void(const AttentionSweepRow&)>& on_row) {
   for (bool causal : modes)
     for (int64_t T : lengths) {
       AttentionSweepRow row;
       row.causal = causal, row.length = T;
       for (int b = 0; b < 2; ++b) {
-        const auto type = b == 0 ? AttentionType::softmax : AttentionType::performer;
-        // Softmax keeps about three (B, H, T, T) float tensors alive: skip what cannot fit.
-        const double need =
-            3.0 * 4.0 * static_cast<double>(o.batch * o.heads) * static_cast<double>(T) * static_cast<double>(T);
-        if (type == AttentionType::softmax && device.is_cpu() && need > 0.6 * available_memory_bytes()) continue;
+        const auto& variant = variants[b];
+        // (B, H, T, T) float tensors alive at once: about three for the materialized softmax
+        // forward and backward (one forward alone), none for the streaming kernel or the
+        // Performer, one more for FIRE's dense bias. Skip what cannot fit.
+        const double square = 4.0 * static_cast<double>(o.batch * o.heads) * static_cast<double>(T * T);
+        const bool materializes = variant.type == AttentionType::softmax &&
+                                  (variant.kernel == AttentionKernel::materialized || !device.is_cpu());
+        const double need = square * ((materializes ? (o.backward ? 3.0 : 1.0) : 0.0) +
+                                      (o.bias == BenchBias::fire ? (o.backward ? 2.0 : 1.0) : 0.0));
+        if (device.is_cpu() && need > 0.6 * available_memory_bytes()) continue;
+        std::vector<std::string> argv = {executable,
+                                         "bench",
+                                         "attention",
+                                         "--child",
+                                         attention_case(variant, causal, T),
+                                         "--batch",
+                                         std::to_string(o.batch),
+                                         "--heads",
+                                         std::to_string(o.heads),
+                                         "--head-dim",
+                                         std::to_string(o.head_dim),
+                                         "--features",
+                                         std::to_string(o.features),
+                                         "--bias",
+                                         to_string(o.bias),
+                                         "--repeats",
+                                         std::to_string(o.repeats),
+                                         "--device",
+                                         device.str(),
+                                         "--threads",
+                                         std::to_string(threads)};
+        if (!o.backward) argv.push_back("--forward-only");
         std::ostringstream command;
-        command << executable << " bench attention --child " << attention_case(type, causal, T) << " --batch "
-                << o.batch << " --heads " << o.heads << " --head-dim " << o.head_dim << " --features " << o.features
-                << " --repeats " << o.repeats << " --device " << device.str() << " --threads " << threads;
+        for (const auto& a : argv) command << a << ' ';
         FILE* pipe = popen(command.str().c_str(), "r");
         if (!pipe) throw std::runtime_error("bench attention: cannot start " + executable);
         double seconds = -1, peak = -1;

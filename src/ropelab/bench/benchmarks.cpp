@@ -7,8 +7,10 @@
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/model/dropout.h"
 #include "ropelab/ops/rotary/rotary.h"
+#include "ropelab/position/encoders.h"
 #include "ropelab/run/run.h"
 #include "ropelab/train/trainer.h"
+#include "ropelab/util/enum_names.h"
 #if ROPELAB_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -143,11 +145,37 @@ void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 }  // namespace
 
+namespace {
+const EnumNames<BenchBias, 3> kBenchBiasNames{
+    {{BenchBias::none, "none"}, {BenchBias::alibi, "alibi"}, {BenchBias::fire, "fire"}}};
+
+/// The bias of `o` for T queries and keys, as the stack would hand it to attention.
+LogitBias bench_logit_bias(const AttentionBenchOptions& o, const torch::Device& device) {
+  if (o.bias == BenchBias::none) return {};
+  torch::NoGradGuard no_grad;
+  const PositionGeometry geometry{o.heads * o.head_dim, o.heads, o.causal};
+  if (o.bias == BenchBias::alibi) {
+    auto alibi = make_position_encoder(PositionOptions().type(PositionType::alibi), geometry);
+    alibi->to(device);
+    return LogitBias::relative_table(relative_bias_table(*alibi, o.length, o.length, device));
+  }
+  auto fire = make_position_encoder(PositionOptions().type(PositionType::fire), geometry);
+  fire->to(device);
+  const auto positions = Positions::range(0, o.length, 1, device);
+  return LogitBias(fire->logit_bias(positions, positions).contiguous());
+}
+}  // namespace
+
+std::string to_string(BenchBias bias) { return enum_name(bias, kBenchBiasNames); }
+BenchBias parse_bench_bias(const std::string& name) { return parse_enum(name, kBenchBiasNames, "bench bias"); }
+
 AttentionBenchResult bench_attention(const AttentionBenchOptions& o, const torch::Device& device) {
   torch::manual_seed(0);
-  auto backend = make_attention_backend(AttentionOptions().type(o.type).num_features(o.features), o.head_dim);
+  auto backend = make_attention_backend(
+      AttentionOptions().type(o.type).num_features(o.features).kernel(o.kernel).dropout(0.0), o.head_dim);
   backend->to(device);
   backend->train();
+  const auto bias = bench_logit_bias(o, device);
   auto make = [&] {
     return torch::randn({o.batch, o.heads, o.length, o.head_dim}, torch::TensorOptions().device(device))
         .mul_(0.5)
@@ -156,7 +184,12 @@ AttentionBenchResult bench_attention(const AttentionBenchOptions& o, const torch
   auto q = make(), k = make(), v = make();
   auto weights = torch::randn({o.batch, o.heads, o.length, o.head_dim}, torch::TensorOptions().device(device));
   auto step = [&] {
-    auto out = backend->forward(AttentionInputs{q, k, v, {}, {}, o.causal});
+    if (!o.backward) {
+      torch::NoGradGuard no_grad;
+      backend->forward(AttentionInputs{q, k, v, {}, bias, o.causal});
+      return;
+    }
+    auto out = backend->forward(AttentionInputs{q, k, v, {}, bias, o.causal});
     torch::autograd::grad({(out * weights).sum()}, {q, k, v});
   };
   detail::synchronize(device);

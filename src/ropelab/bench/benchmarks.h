@@ -96,24 +96,34 @@ struct RotaryBenchOptions {
 /// implementation (eager, script, fused), all forward on the same tensors.
 std::vector<RotaryBenchRow> bench_rotary(const RotaryBenchOptions& options, const torch::Device& device);
 
+/// The logit bias an attention benchmark adds: none, ALiBi's relative table (Press et al.
+/// 2022) or FIRE's dense bias (Li et al. 2024), from the position encoders themselves.
+enum class BenchBias { none, alibi, fire };
+std::string to_string(BenchBias bias);
+BenchBias parse_bench_bias(const std::string& name);
+
 struct AttentionBenchOptions {
   AttentionType type = AttentionType::softmax;
+  AttentionKernel kernel = AttentionKernel::automatic;  // softmax: which CPU kernel
   bool causal = false;
   int64_t length = 1024;
   int64_t batch = 1, heads = 8, head_dim = 64;
   int64_t features = 256;  // Performer m
+  BenchBias bias = BenchBias::none;
+  bool backward = true;  // forward + backward; false: the forward alone, without autograd
   int64_t warmup = 1, repeats = 3;
 };
 
 struct AttentionBenchResult {
-  Timing timing;        // forward + backward of the backend alone
+  Timing timing;        // forward (+ backward) of the backend alone
   double peak_mib = 0;  // peak memory above what the inputs hold
 };
 
-/// Times forward+backward of one attention backend on random q, k, v (B, H, T, Dh) and
+/// Times forward (+ backward) of one attention backend on random q, k, v (B, H, T, Dh) and
 /// measures its peak memory: the CUDA allocator's peak on a GPU, the process's peak
 /// resident set (VmHWM, reset through /proc/self/clear_refs) on the CPU. Run each case in
-/// a fresh process for CPU memory figures: freed memory the allocator kept is reused.
+/// a fresh process for CPU memory figures: freed memory the allocator kept is reused. The
+/// bias is made before the measurement (it is an input, as the stack computes it once).
 AttentionBenchResult bench_attention(const AttentionBenchOptions& options, const torch::Device& device);
 
 }  // namespace ropelab

@@ -124,6 +124,9 @@ void describe(V& v, AttentionOptions& a) {
   v("num_features", a.num_features());
   v("redraw_every", a.redraw_every());
   v("chunk_size", a.chunk_size());
+  v.choice("kernel", a.kernel(), parse_attention_kernel);
+  v("window", a.window());
+  v("sinks", a.sinks());
 }
 
 template <typename V>
@@ -473,6 +476,12 @@ void validate(const Config& c, const Reader& r) {
   require(a.chunk_size() > 0, "model.attention.chunk_size", a.chunk_size(), "must be positive");
   require(a.type() != AttentionType::performer || a.dropout() == 0, "model.attention.dropout", a.dropout(),
           "must be 0 with model.attention.type=performer (it forms no attention matrix to drop from)");
+  require(a.window() >= 0, "model.attention.window", a.window(), "must be >= 0 (0 = every key)");
+  require(a.sinks() >= 0, "model.attention.sinks", a.sinks(), "must be >= 0");
+  require(a.sinks() == 0 || a.window() > 0, "model.attention.sinks", a.sinks(),
+          "needs a sliding window (model.attention.window > 0)");
+  require(a.window() == 0 || a.type() == AttentionType::softmax, "model.attention.window", a.window(),
+          "needs model.attention.type=softmax, not " + to_string(a.type()));
 
   // Build each stack's position encoder and the attention backend: their own checks
   // (rotary dimensions, bucket ranges, xPos in a causal stack) then run before any work,

@@ -44,9 +44,12 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     auto qkv = split_heads(torch::linear(x, in_proj_weight, in_proj_bias), 3);
     q = qkv[0], k = qkv[1], v = qkv[2];
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
+    const auto& a = options.attention();  // the window and sinks apply to self-attention only
+    AttentionInputs in{q, k, v, call.key_padding_mask, call.logit_bias, call.causal, a.window(), a.sinks()};
     if (call.cache)  // the backend keeps what later steps need (keys and values, or sums)
-      return attend({q, k, v, call.key_padding_mask, call.logit_bias, call.causal},
+      return attend(std::move(in),
                     [&](const AttentionInputs& in) { return backend_->forward_cached(in, *call.cache); });
+    return attend(std::move(in), [&](const AttentionInputs& in) { return backend_->forward(in); });
   } else {
     q = split_heads(torch::linear(x, in_proj_weight.narrow(0, 0, d), in_proj_bias.narrow(0, 0, d)), 1)[0];
     if (rotation_) q = rotation_->rotate(q, call.positions);

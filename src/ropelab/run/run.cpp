@@ -76,10 +76,14 @@ std::string run_override_error(const std::string& assignment) {
   for (const std::string stack : {"model.position.", "model.encoder_position.", "model.decoder_position."})
     for (const std::string allowed : {"scaling.", "rotary_impl"})
       if (key.rfind(stack + allowed, 0) == 0) return "";
+  // how attention is computed and which keys it sees change no parameter
+  for (const std::string allowed : {"model.attention.kernel", "model.attention.window", "model.attention.sinks"})
+    if (key == allowed) return "";
   if (key.rfind("decode.", 0) == 0 || key == "data.eval_tokens") return "";
   return "--set " + assignment +
-         ": a trained run takes only model.position.scaling.*, model.position.rotary_impl, decode.* and "
-         "data.eval_tokens (other keys would not match its parameters)";
+         ": a trained run takes only model.position.scaling.*, model.position.rotary_impl, "
+         "model.attention.{kernel,window,sinks}, decode.* and data.eval_tokens (other keys would not match its "
+         "parameters)";
 }
 
 LoadedRun open_run_untrained(const std::string& dir, const std::vector<std::string>& overrides) {

@@ -1,52 +1,17 @@
 #include "ropelab/ops/attention/fused_attention.h"
 
 #include <ATen/Parallel.h>
-#include <dlfcn.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "ropelab/ops/attention/blas.h"
+#include "ropelab/ops/attention/operands.h"
+
 namespace ropelab {
 
 namespace {
-
-// The Fortran BLAS entry points (column-major), from the BLAS LibTorch already loaded.
-using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
-                         const int*, const float*, const int*, const float*, float*, const int*);
-using DgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const double*, const double*,
-                         const int*, const double*, const int*, const double*, double*, const int*);
-
-struct Blas {
-  SgemmFn sgemm = nullptr;
-  DgemmFn dgemm = nullptr;
-};
-
-const Blas& blas() {
-  static const Blas b = [] {
-    Blas out;
-    out.sgemm = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
-    out.dgemm = reinterpret_cast<DgemmFn>(dlsym(RTLD_DEFAULT, "dgemm_"));
-    return out;
-  }();
-  return b;
-}
-
-/// Column-major C (m x n, ldc) = alpha * op(A) op(B) + beta * C.
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc) {
-  const char ca = ta ? 'T' : 'N', cb = tb ? 'T' : 'N';
-  const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
-  const int ilda = static_cast<int>(lda), ildb = static_cast<int>(ldb), ildc = static_cast<int>(ldc);
-  blas().sgemm(&ca, &cb, &im, &in, &ik, &alpha, a, &ilda, b, &ildb, &beta, c, &ildc);
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  const char ca = ta ? 'T' : 'N', cb = tb ? 'T' : 'N';
-  const int im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
-  const int ilda = static_cast<int>(lda), ildb = static_cast<int>(ldb), ildc = static_cast<int>(ldc);
-  blas().dgemm(&ca, &cb, &im, &in, &ik, &alpha, a, &ilda, b, &ildb, &beta, c, &ildc);
-}
 
 /// A (rows x cols) row-major matrix inside a strided tensor: element (r, c) at ptr[r * ld + c].
 template <typename T>
@@ -63,9 +28,11 @@ View<T> head(const torch::Tensor& x, int64_t b, int64_t h) {
 
 struct Shape {
   int64_t B, H, Tq, Tk, Dh;
-  bool causal;
+  KeyVisibility vis;
   const bool* pad;  // (B, Tk) or nullptr
-  bool hidden(int64_t b, int64_t i, int64_t j) const { return (causal && j > i + Tk - Tq) || (pad && pad[b * Tk + j]); }
+  bool hidden(int64_t b, int64_t i, int64_t j) const {
+    return (pad && pad[b * Tk + j]) || !vis.visible(i + Tk - Tq, j);
+  }
 };
 
 /// The logit bias as the kernels read it: a relative table (H, Tq + Tk - 1), row i of
@@ -101,7 +68,7 @@ Bias<T> bias_of(const torch::Tensor& dense, const torch::Tensor& relative, int64
 }
 
 /// Row-wise masked softmax of S (Tq x Tk, row-major) in place. A row with every key
-/// hidden becomes uniform, as the unfused path's finite fill value gives.
+/// hidden becomes zeros: its query gets a zero output.
 template <typename T>
 void masked_softmax(T* s, const Shape& sh, int64_t b) {
   for (int64_t i = 0; i < sh.Tq; ++i) {
@@ -110,7 +77,7 @@ void masked_softmax(T* s, const Shape& sh, int64_t b) {
     for (int64_t j = 0; j < sh.Tk; ++j)
       if (!sh.hidden(b, i, j)) max = std::max(max, row[j]);
     if (max == -std::numeric_limits<T>::infinity()) {
-      for (int64_t j = 0; j < sh.Tk; ++j) row[j] = T(1) / static_cast<T>(sh.Tk);
+      std::fill(row, row + sh.Tk, T(0));
       continue;
     }
     T sum = 0;
@@ -126,18 +93,19 @@ void masked_softmax(T* s, const Shape& sh, int64_t b) {
 template <typename T>
 void forward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const Bias<T>& bias,
                     torch::Tensor& probs, torch::Tensor& out, const Shape& sh, T scale) {
+  blas::SingleThreaded one_blas_thread;  // each task's products on its own thread
   at::parallel_for(0, sh.B * sh.H, 1, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / sh.H, h = bh % sh.H;
       auto Q = head<T>(q, b, h), K = head<T>(k, b, h), V = head<T>(v, b, h);
       T* P = probs.data_ptr<T>() + bh * sh.Tq * sh.Tk;  // (Tq, Tk) row-major
-      // Row-major X (r x c, ld) is column-major X^T (c x r, ld); so S^T = K Q^T.
-      gemm(true, false, sh.Tk, sh.Tq, sh.Dh, scale, K.ptr, K.ld, Q.ptr, Q.ld, T(0), P, sh.Tk);
+      // S = scale Q K^T
+      blas::gemm(false, true, sh.Tq, sh.Tk, sh.Dh, scale, Q.ptr, Q.ld, K.ptr, K.ld, T(0), P, sh.Tk);
       bias.add(P, sh, b, h);  // computed here per (head, row), never as a (B, H, Tq, Tk) tensor
       masked_softmax(P, sh, b);
-      // O^T = V^T P^T, written into out (B, Tq, H, Dh)
+      // O = P V, written into out (B, Tq, H, Dh)
       T* O = out.data_ptr<T>() + b * out.stride(0) + h * out.stride(2);
-      gemm(false, false, sh.Dh, sh.Tq, sh.Tk, T(1), V.ptr, V.ld, P, sh.Tk, T(0), O, out.stride(1));
+      blas::gemm(false, false, sh.Tq, sh.Dh, sh.Tk, T(1), P, sh.Tk, V.ptr, V.ld, T(0), O, out.stride(1));
     }
   });
 }
@@ -154,6 +122,7 @@ template <typename T>
 void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& probs,
                      const torch::Tensor& grad_out, torch::Tensor& dq, torch::Tensor& dk, torch::Tensor& dv,
                      const BiasGrad<T>& dbias, const Shape& sh, T scale) {
+  blas::SingleThreaded one_blas_thread;
   at::parallel_for(0, sh.B * sh.H, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> dp(static_cast<size_t>(sh.Tq * sh.Tk));
     for (int64_t bh = begin; bh < end; ++bh) {
@@ -165,10 +134,10 @@ void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch
       T* dQ = dq.data_ptr<T>() + b * dq.stride(0) + h * dq.stride(2);
       T* dK = dk.data_ptr<T>() + b * dk.stride(0) + h * dk.stride(2);
       T* dV = dv.data_ptr<T>() + b * dv.stride(0) + h * dv.stride(2);
-      // dP = dO V^T  ->  dP^T = V dO^T
-      gemm(true, false, sh.Tk, sh.Tq, sh.Dh, T(1), V.ptr, V.ld, dO, ldo, T(0), dp.data(), sh.Tk);
-      // dV = P^T dO  ->  dV^T = dO^T P
-      gemm(false, true, sh.Dh, sh.Tk, sh.Tq, T(1), dO, ldo, P, sh.Tk, T(0), dV, dv.stride(1));
+      // dP = dO V^T
+      blas::gemm(false, true, sh.Tq, sh.Tk, sh.Dh, T(1), dO, ldo, V.ptr, V.ld, T(0), dp.data(), sh.Tk);
+      // dV = P^T dO
+      blas::gemm(true, false, sh.Tk, sh.Dh, sh.Tq, T(1), P, sh.Tk, dO, ldo, T(0), dV, dv.stride(1));
       // softmax backward: dS = P * (dP - rowsum(dP * P)); hidden keys have P = 0
       for (int64_t i = 0; i < sh.Tq; ++i) {
         T* row = dp.data() + i * sh.Tk;
@@ -182,16 +151,16 @@ void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch
         }
       }
       if (dbias.dense) std::copy(dp.begin(), dp.end(), dbias.dense + bh * sh.Tq * sh.Tk);
-      // dQ = scale dS K  ->  dQ^T = K^T dS^T
-      gemm(false, false, sh.Dh, sh.Tq, sh.Tk, scale, K.ptr, K.ld, dp.data(), sh.Tk, T(0), dQ, dq.stride(1));
-      // dK = scale dS^T Q  ->  dK^T = Q^T dS
-      gemm(false, true, sh.Dh, sh.Tk, sh.Tq, scale, Q.ptr, Q.ld, dp.data(), sh.Tk, T(0), dK, dk.stride(1));
+      // dQ = scale dS K
+      blas::gemm(false, false, sh.Tq, sh.Dh, sh.Tk, scale, dp.data(), sh.Tk, K.ptr, K.ld, T(0), dQ, dq.stride(1));
+      // dK = scale dS^T Q
+      blas::gemm(true, false, sh.Tk, sh.Dh, sh.Tq, scale, dp.data(), sh.Tk, Q.ptr, Q.ld, T(0), dK, dk.stride(1));
     }
   });
 }
 
-Shape shape_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& pad, bool causal) {
-  return {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), causal, pad.numel() ? pad.data_ptr<bool>() : nullptr};
+Shape shape_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& pad, const KeyVisibility& vis) {
+  return {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), vis, pad.numel() ? pad.data_ptr<bool>() : nullptr};
 }
 
 class FusedAttention : public torch::autograd::Function<FusedAttention> {
@@ -199,9 +168,9 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
   /// dense and relative: the biases, empty when absent (autograd Functions take no
   /// undefined tensors).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const torch::Tensor& pad, bool causal,
-                               const torch::Tensor& dense, const torch::Tensor& relative) {
-    const auto sh = shape_of(q, k, pad, causal);
+                               const torch::Tensor& v, const torch::Tensor& pad, bool causal, int64_t window,
+                               int64_t sinks, const torch::Tensor& dense, const torch::Tensor& relative) {
+    const auto sh = shape_of(q, k, pad, {causal, window, sinks});
     auto opts = q.options();
     auto probs = torch::empty({sh.B, sh.H, sh.Tq, sh.Tk}, opts);
     auto out = torch::empty({sh.B, sh.Tq, sh.H, sh.Dh}, opts);
@@ -211,6 +180,8 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
     });
     ctx->save_for_backward({q, k, v, probs, pad});
     ctx->saved_data["causal"] = causal;
+    ctx->saved_data["window"] = window;
+    ctx->saved_data["sinks"] = sinks;
     ctx->saved_data["dense_sizes"] = dense.sizes();
     ctx->saved_data["relative_columns"] = relative.numel() ? relative.size(1) : int64_t(0);
     return out.permute({0, 2, 1, 3});  // (B, H, Tq, Dh) view
@@ -220,7 +191,9 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
                                                  torch::autograd::variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &probs = saved[3], &pad = saved[4];
-    const auto sh = shape_of(q, k, pad, ctx->saved_data["causal"].toBool());
+    const auto sh = shape_of(
+        q, k, pad,
+        {ctx->saved_data["causal"].toBool(), ctx->saved_data["window"].toInt(), ctx->saved_data["sinks"].toInt()});
     auto grad_out = grads[0].permute({0, 2, 1, 3}).contiguous();  // (B, Tq, H, Dh)
     auto dq = torch::empty({sh.B, sh.Tq, sh.H, sh.Dh}, q.options());
     auto dk = torch::empty({sh.B, sh.Tk, sh.H, sh.Dh}, k.options());
@@ -246,6 +219,8 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
             dv.permute({0, 2, 1, 3}),
             torch::Tensor(),
             torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
             d_dense,
             d_relative};
   }
@@ -255,30 +230,18 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
 
 bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                const torch::Tensor& dense_bias, const torch::Tensor& relative_bias) {
-  const auto type = q.scalar_type();
-  const bool blas_ok = type == torch::kFloat ? blas().sgemm != nullptr : type == torch::kDouble && blas().dgemm;
-  const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2);
-  const bool dense_ok =
-      !dense_bias.defined() || (dense_bias.scalar_type() == type && dense_bias.device().is_cpu() &&
-                                dense_bias.dim() == 4 && (dense_bias.size(0) == 1 || dense_bias.size(0) == B) &&
-                                dense_bias.size(1) == H && dense_bias.size(2) == Tq && dense_bias.size(3) == Tk);
-  const bool relative_ok =
-      !relative_bias.defined() ||
-      (relative_bias.scalar_type() == type && relative_bias.device().is_cpu() && relative_bias.dim() == 2 &&
-       relative_bias.size(0) == H && relative_bias.size(1) == Tq + Tk - 1);
-  return blas_ok && dense_ok && relative_ok && q.device().is_cpu() && k.scalar_type() == type &&
-         v.scalar_type() == type && q.stride(-1) == 1 && k.stride(-1) == 1 && v.stride(-1) == 1;
+  return cpu_attention_operands_ok(q, k, v, dense_bias, relative_bias);
 }
 
 torch::Tensor fused_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                  const torch::Tensor& key_padding_mask, bool causal, const torch::Tensor& dense_bias,
-                                  const torch::Tensor& relative_bias) {
+                                  const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
+                                  const torch::Tensor& dense_bias, const torch::Tensor& relative_bias) {
   // autograd Functions take no undefined tensors: "none" is an empty one
   auto empty = [&](torch::ScalarType type) { return torch::empty({0}, torch::TensorOptions().dtype(type)); };
   auto pad = key_padding_mask.defined() ? key_padding_mask.to(torch::kBool).contiguous() : empty(torch::kBool);
   auto dense = dense_bias.defined() ? dense_bias.contiguous() : empty(q.scalar_type());
   auto relative = relative_bias.defined() ? relative_bias.contiguous() : empty(q.scalar_type());
-  return FusedAttention::apply(q, k, v, pad, causal, dense, relative);
+  return FusedAttention::apply(q, k, v, pad, visibility.causal, visibility.window, visibility.sinks, dense, relative);
 }
 
 }  // namespace ropelab

@@ -12,6 +12,8 @@
 
 #include <torch/torch.h>
 
+#include "ropelab/ops/attention/key_visibility.h"
+
 namespace ropelab {
 
 /// Whether the fused kernel can run: CPU tensors of float or double, a BLAS with
@@ -21,12 +23,13 @@ bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, c
                                const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {});
 
 /// q (B, H, Tq, Dh), k and v (B, H, Tk, Dh); key_padding_mask (B, Tk) bool or undefined.
-/// Query i sees key j when j <= i + Tk - Tq (causal) and key j is not padding.
+/// Query i sees key j when `visibility` shows it (key_visibility.h) and key j is not
+/// padding; a query that sees no key gets a zero output.
 /// dense_bias (1|B, H, Tq, Tk) and relative_bias (H, Tq + Tk - 1), each optional, are
 /// added to the scaled logits: query i and key j get relative_bias[h][j - i + Tq - 1].
 /// -> (B, H, Tq, Dh), a permuted view of a contiguous (B, Tq, H, Dh) tensor.
 torch::Tensor fused_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                  const torch::Tensor& key_padding_mask, bool causal,
+                                  const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
                                   const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {});
 
 }  // namespace ropelab

@@ -1,0 +1,50 @@
+#pragma once
+/// Exact scaled dot-product attention in memory linear in the sequence length, for the
+/// CPU (Rabe and Staats 2021, "Self-attention Does Not Need O(n^2) Memory"; Dao et al.
+/// 2022, "FlashAttention"): query tiles x key/value tiles with an online softmax (running
+/// max and sum per row), the output accumulated in the input's type (fp32 or fp64). The
+/// forward keeps only the output and each row's log-sum-exp; the backward recomputes the
+/// probabilities tile by tile (P = exp(S - lse)), uses d = rowsum(dO * O), and adds up
+/// dQ, dK and dV without any buffer larger than a few tiles per thread (plus per-task
+/// dK/dV/bias-table partial sums of O(T) size, reduced in a fixed order afterwards).
+///
+/// Tiles whose keys a query tile cannot see (causal, window) are skipped whole; only tiles
+/// across the diagonal, the window's edge or padding are masked element by element.
+///
+/// Position biases are added per tile, never as a (Tq, Tk) tensor: a relative table
+/// (H, Tq + Tk - 1) read along its diagonals (ALiBi, Kerple, T5 buckets, any bias of
+/// key_pos - query_pos; position/encoders.h), with its gradient summed per diagonal. A
+/// dense (1|B, H, Tq, Tk) bias is also taken (FIRE; its memory is then the caller's).
+///
+/// Parallel over batch x heads x query tiles in the forward (largest tiles first, taken
+/// dynamically by the threads); over batch x heads x query-tile groups in the backward,
+/// with as many groups per (batch, head) as it takes to occupy every thread.
+
+#include <torch/torch.h>
+
+#include "ropelab/ops/attention/key_visibility.h"
+
+namespace ropelab {
+
+/// Tile sizes: queries x keys per score tile.
+struct StreamingTiles {
+  int64_t queries = 64;
+  int64_t keys = 256;
+};
+
+/// Whether the streaming kernel can run: CPU tensors of float or double with the BLAS
+/// routine for that type, unit last strides, and biases of q's type in the accepted shapes.
+bool streaming_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                   const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {});
+
+/// q (B, H, Tq, Dh), k and v (B, H, Tk, Dh); key_padding_mask (B, Tk) bool or undefined,
+/// true at padded keys; `visibility` as in key_visibility.h. dense_bias (1|B, H, Tq, Tk) and
+/// relative_bias (H, Tq + Tk - 1), each optional, are added to the scaled logits (query i
+/// and key j get relative_bias[h][j - i + Tq - 1]). Differentiable in q, k, v and both
+/// biases. -> (B, H, Tq, Dh), a permuted view of a contiguous (B, Tq, H, Dh) tensor.
+torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                      const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
+                                      const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
+                                      const StreamingTiles& tiles = {});
+
+}  // namespace ropelab

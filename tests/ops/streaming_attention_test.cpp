@@ -1,0 +1,321 @@
+// Streaming attention against a float64 golden run written from the definition (ATen ops on
+// the whole score matrix) and against the materialized kernel: outputs and the gradients of
+// q, k, v and of every position bias's parameters, over masks (causal, padding, Tq != Tk,
+// sliding windows with sinks, rows that see no key), tile sizes that do not divide the
+// lengths, both CPU builds and float / double.
+#include "ropelab/ops/attention/streaming_attention.h"
+
+#include <cmath>
+
+#include "kernel_builds.h"
+#include "ropelab/ops/attention/fused_attention.h"
+#include "ropelab/position/encoders.h"
+
+using namespace ropelab;
+using ropelab::testing::max_diff;
+
+namespace {
+
+enum class BiasKind { none, table, alibi, kerple_log, t5, fire, dense };
+
+const char* name_of(BiasKind kind) {
+  switch (kind) {
+    case BiasKind::none:
+      return "none";
+    case BiasKind::table:
+      return "table";
+    case BiasKind::alibi:
+      return "alibi";
+    case BiasKind::kerple_log:
+      return "kerple";
+    case BiasKind::t5:
+      return "t5";
+    case BiasKind::fire:
+      return "fire";
+    case BiasKind::dense:
+      return "dense";
+  }
+  return "?";
+}
+
+struct Shape {
+  int64_t B, H, Tq, Tk, Dh;
+};
+
+/// A bias of one kind for `shape`: the kernel's form (a relative table or a dense tensor),
+/// the (1|B, H, Tq, Tk) tensor the golden run adds, and the tensors to differentiate.
+struct BiasCase {
+  torch::Tensor relative, dense, golden;
+  std::vector<torch::Tensor> parameters;
+  std::shared_ptr<PositionEncoderImpl> encoder;  // keeps the parameters alive
+};
+
+/// relative (H, Tq + Tk - 1) -> (1, H, Tq, Tk): query i and key j read column j - i + Tq - 1.
+torch::Tensor expand_relative(const torch::Tensor& relative, int64_t Tq, int64_t Tk) {
+  auto column = torch::arange(Tk).unsqueeze(0) - torch::arange(Tq).unsqueeze(1) + (Tq - 1);
+  return relative.index_select(1, column.flatten()).view({1, relative.size(0), Tq, Tk});
+}
+
+BiasCase make_bias(BiasKind kind, const Shape& s, bool causal, torch::Dtype dtype) {
+  BiasCase c;
+  auto table_of = [&](PositionType type) {
+    c.encoder = make_position_encoder(PositionOptions().type(type), PositionGeometry{s.H * s.Dh, s.H, causal});
+    c.encoder->to(dtype);
+    for (auto& p : c.encoder->parameters()) c.parameters.push_back(p);
+    c.relative = relative_bias_table(*c.encoder, s.Tq, s.Tk, torch::kCPU);
+  };
+  switch (kind) {
+    case BiasKind::none:
+      return c;
+    case BiasKind::table:
+      c.relative = torch::randn({s.H, s.Tq + s.Tk - 1}, torch::TensorOptions().dtype(dtype).requires_grad(true));
+      c.parameters.push_back(c.relative);
+      break;
+    case BiasKind::alibi:
+      table_of(PositionType::alibi);
+      break;
+    case BiasKind::kerple_log:
+      table_of(PositionType::kerple);
+      break;
+    case BiasKind::t5:
+      table_of(PositionType::t5_bias);
+      break;
+    case BiasKind::fire: {
+      c.encoder = make_position_encoder(PositionOptions().type(PositionType::fire).fire_threshold(4.0),
+                                        PositionGeometry{s.H * s.Dh, s.H, causal});
+      c.encoder->to(dtype);
+      for (auto& p : c.encoder->parameters()) c.parameters.push_back(p);
+      auto positions = Positions::range(0, s.Tk, 1, torch::kCPU);
+      auto queries = Positions::range(s.Tk - s.Tq, s.Tq, 1, torch::kCPU);
+      c.dense = c.encoder->logit_bias(queries, positions).contiguous();
+      break;
+    }
+    case BiasKind::dense:
+      c.dense = torch::randn({s.B, s.H, s.Tq, s.Tk}, torch::TensorOptions().dtype(dtype).requires_grad(true));
+      c.parameters.push_back(c.dense);
+      break;
+  }
+  c.golden = c.relative.defined() ? expand_relative(c.relative, s.Tq, s.Tk) : c.dense;
+  return c;
+}
+
+/// Whether query i sees key j, written from the definition (ops/attention/key_visibility.h).
+torch::Tensor hidden_mask(const Shape& s, const torch::Tensor& pad, bool causal, int64_t window, int64_t sinks) {
+  auto hidden = torch::zeros({s.B, 1, s.Tq, s.Tk}, torch::kBool);
+  auto h = hidden.accessor<bool, 4>();
+  const auto padded = pad.defined() ? pad.contiguous() : torch::zeros({s.B, s.Tk}, torch::kBool);
+  const auto p = padded.accessor<bool, 2>();
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t i = 0; i < s.Tq; ++i)
+      for (int64_t j = 0; j < s.Tk; ++j) {
+        const int64_t a = i + s.Tk - s.Tq;
+        bool hide = causal && j > a;
+        if (window > 0 && j >= sinks && std::abs(a - j) >= window) hide = true;
+        if (p[b][j]) hide = true;
+        h[b][0][i][j] = hide;
+      }
+  return hidden;
+}
+
+/// softmax(q k^T / sqrt(Dh) + bias, hidden keys excluded) v in the inputs' dtype; a query
+/// that sees no key gets zeros.
+torch::Tensor golden(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& bias,
+                     const torch::Tensor& hidden) {
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(3)));
+  if (bias.defined()) scores = scores + bias;
+  auto probs = torch::softmax(scores.masked_fill(hidden, -1e30), -1);
+  probs = probs.masked_fill(hidden.all(-1, true), 0.0);
+  return torch::matmul(probs, v);
+}
+
+struct Case {
+  Shape shape;
+  bool causal;
+  int64_t window, sinks;
+  bool padded;
+  StreamingTiles tiles;
+};
+
+std::string describe(const Case& c, BiasKind kind) {
+  const auto& s = c.shape;
+  return std::string(name_of(kind)) + " B=" + std::to_string(s.B) + " H=" + std::to_string(s.H) +
+         " Tq=" + std::to_string(s.Tq) + " Tk=" + std::to_string(s.Tk) + (c.causal ? " causal" : " full") +
+         " window=" + std::to_string(c.window) + " sinks=" + std::to_string(c.sinks) + (c.padded ? " padded" : "") +
+         " tiles=" + std::to_string(c.tiles.queries) + "x" + std::to_string(c.tiles.keys);
+}
+
+class StreamingAttentionKernel : public ropelab::testing::KernelTest {
+ protected:
+  /// Runs one case: streaming and materialized in dtype(), golden in double, outputs and
+  /// gradients of q, k, v and the bias's parameters compared.
+  void check(const Case& c, BiasKind kind) {
+    SCOPED_TRACE(describe(c, kind));
+    const auto& s = c.shape;
+    const auto opts = options().requires_grad(true);
+    auto q = torch::randn({s.B, s.H, s.Tq, s.Dh}, opts), k = torch::randn({s.B, s.H, s.Tk, s.Dh}, opts),
+         v = torch::randn({s.B, s.H, s.Tk, s.Dh}, opts);
+    torch::Tensor pad;
+    if (c.padded) {  // batch row 0: the last two keys and key 1; the others none
+      pad = torch::zeros({s.B, s.Tk}, torch::kBool);
+      pad[0].narrow(0, s.Tk - std::min<int64_t>(2, s.Tk), std::min<int64_t>(2, s.Tk)).fill_(true);
+      if (s.Tk > 3) pad[0][1] = true;
+    }
+    auto bias = make_bias(kind, s, c.causal, dtype());
+    auto w = torch::randn({s.B, s.H, s.Tq, s.Dh}, options());
+    std::vector<torch::Tensor> inputs{q, k, v};
+    for (const auto& p : bias.parameters) inputs.push_back(p);
+
+    const KeyVisibility vis{c.causal, c.window, c.sinks};
+    ASSERT_TRUE(streaming_attention_available(q, k, v, bias.dense, bias.relative));
+    auto streaming = streaming_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative, c.tiles);
+    auto materialized = fused_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative);
+    auto gold = golden(q.to(torch::kDouble), k.to(torch::kDouble), v.to(torch::kDouble),
+                       bias.golden.defined() ? bias.golden.to(torch::kDouble) : torch::Tensor(),
+                       hidden_mask(s, pad, c.causal, c.window, c.sinks));
+    auto grads = [&](const torch::Tensor& out) {
+      return torch::autograd::grad({(out * w.to(out.scalar_type())).sum()}, inputs, {}, /*retain_graph=*/true, false,
+                                   /*allow_unused=*/true);
+    };
+    const auto g_stream = grads(streaming), g_mat = grads(materialized), g_gold = grads(gold);
+    expect_close(streaming, materialized, gold, "output");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!g_gold[i].defined()) continue;  // a parameter the bias does not use here
+      ASSERT_TRUE(g_stream[i].defined()) << "input " << i;
+      expect_close(g_stream[i], g_mat[i], g_gold[i], "gradient of input " + std::to_string(i));
+    }
+  }
+
+  /// fp64: the kernel equals the golden run to rounding. fp32: its mean error against the
+  /// golden run is at most 4x the materialized kernel's, plus a floor of float rounding.
+  void expect_close(const torch::Tensor& streaming, const torch::Tensor& materialized, const torch::Tensor& gold,
+                    const std::string& what) {
+    ASSERT_TRUE(torch::isfinite(streaming).all().item<bool>()) << what;
+    if (dtype() == torch::kDouble) {
+      EXPECT_LT(max_diff(streaming, gold), 1e-10) << what;
+      return;
+    }
+    const auto g = gold.to(torch::kDouble);
+    const double mine = (streaming.to(torch::kDouble) - g).abs().mean().item<double>();
+    const double reference = (materialized.to(torch::kDouble) - g).abs().mean().item<double>();
+    // the floor: float rounding of sums over many logits (bias parameters' gradients)
+    const double floor = 2e-6 * std::max(1.0, g.abs().max().item<double>());
+    EXPECT_LE(mine, 4 * reference + floor) << what << ": streaming " << mine << ", materialized " << reference;
+    EXPECT_LT(max_diff(streaming, g), 1e-3) << what;
+  }
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = {
+      // several tiles each way, lengths no tile divides, Tq < Tk as in cached decoding
+      {{2, 3, 13, 13, 8}, false, 0, 0, true, {4, 8}},
+      {{2, 3, 13, 13, 8}, true, 0, 0, true, {4, 8}},
+      {{2, 2, 11, 19, 8}, true, 0, 0, false, {4, 8}},
+      {{2, 2, 11, 19, 8}, false, 0, 0, true, {3, 5}},
+      // sliding windows, with and without sinks, causal and not
+      {{1, 2, 37, 37, 8}, true, 5, 0, false, {4, 8}},
+      {{1, 2, 37, 37, 8}, true, 6, 2, true, {4, 8}},
+      {{2, 2, 23, 30, 8}, false, 4, 3, false, {5, 4}},
+      // one query (a decoding step), one token, rows that see no key (Tq > Tk, causal)
+      {{2, 2, 1, 17, 8}, true, 0, 0, true, {4, 8}},
+      {{1, 1, 1, 1, 8}, true, 0, 0, false, {4, 8}},
+      {{1, 2, 9, 4, 8}, true, 0, 0, false, {4, 8}},
+      // the default tiles, B x H below the thread count (the backward splits query tiles)
+      {{1, 1, 300, 300, 16}, true, 0, 0, false, {}},
+      {{1, 2, 130, 260, 16}, false, 0, 0, true, {}},
+  };
+  return all;
+}
+
+}  // namespace
+
+TEST_P(StreamingAttentionKernel, MatchesTheGoldenRunWithoutBias) {
+  for (const auto& c : cases()) check(c, BiasKind::none);
+}
+
+TEST_P(StreamingAttentionKernel, MatchesTheGoldenRunWithEveryBias) {
+  for (auto kind :
+       {BiasKind::table, BiasKind::alibi, BiasKind::kerple_log, BiasKind::t5, BiasKind::fire, BiasKind::dense})
+    for (const auto& c : cases())
+      if (c.shape.Tq * c.shape.Tk <= 2000) check(c, kind);  // the large cases run without bias
+}
+
+// Keys outside a query's window change nothing in its output.
+TEST_P(StreamingAttentionKernel, KeysBeyondTheWindowChangeNothing) {
+  const int64_t T = 40, W = 7, S = 2;
+  auto q = torch::randn({1, 2, T, 8}, options()), k = torch::randn({1, 2, T, 8}, options()),
+       v = torch::randn({1, 2, T, 8}, options());
+  const KeyVisibility vis{true, W, S};
+  auto before = streaming_attention_cpu(q, k, v, {}, vis, {}, {}, {8, 8});
+  // keys [S, 20) are outside the windows of queries 20 + W - 1 = 26 and later
+  auto k2 = k.clone(), v2 = v.clone();
+  k2.narrow(2, S, 20 - S).normal_();
+  v2.narrow(2, S, 20 - S).normal_();
+  auto after = streaming_attention_cpu(q, k2, v2, {}, vis, {}, {}, {8, 8});
+  EXPECT_EQ(max_diff(before.narrow(2, 26, T - 26), after.narrow(2, 26, T - 26)), 0.0);
+  EXPECT_GT(max_diff(before.narrow(2, 0, 26), after.narrow(2, 0, 26)), 1e-3);  // earlier queries do see them
+  // the sinks stay visible: changing key 0 changes the last query
+  auto k3 = k.clone();
+  k3.narrow(2, 0, 1).normal_();
+  EXPECT_GT(max_diff(before.narrow(2, T - 1, 1),
+                     streaming_attention_cpu(q, k3, v, {}, vis, {}, {}, {8, 8}).narrow(2, T - 1, 1)),
+            1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, StreamingAttentionKernel,
+                         ::testing::ValuesIn(ropelab::testing::kernel_cases({torch::kFloat, torch::kDouble})),
+                         ropelab::testing::kernel_case_name);
+
+// Finite differences in double: the backward's directional derivative in q, k, v and a
+// relative table equals (f(x + e d) - f(x - e d)) / 2e, with a causal window and padding.
+TEST(StreamingAttention, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(0);
+  const auto opts = torch::TensorOptions().dtype(torch::kDouble);
+  auto q = torch::randn({2, 2, 9, 4}, opts), k = torch::randn({2, 2, 11, 4}, opts),
+       v = torch::randn({2, 2, 11, 4}, opts), table = torch::randn({2, 9 + 11 - 1}, opts);
+  auto pad = torch::zeros({2, 11}, torch::kBool);
+  pad[1][10] = true;
+  const KeyVisibility vis{true, 5, 1};
+  auto w = torch::randn({2, 2, 9, 4}, opts);
+  auto f = [&](const std::vector<torch::Tensor>& x) {
+    return (streaming_attention_cpu(x[0], x[1], x[2], pad, vis, {}, x[3], {4, 3}) * w).sum();
+  };
+  std::vector<torch::Tensor> x{q, k, v, table};
+  std::vector<torch::Tensor> leaves;
+  for (auto& t : x) leaves.push_back(t.clone().requires_grad_(true));
+  auto grads = torch::autograd::grad({f(leaves)}, leaves);
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<torch::Tensor> d, plus, minus;
+    for (auto& t : x) d.push_back(torch::randn_like(t));
+    const double e = 1e-6;
+    for (size_t i = 0; i < x.size(); ++i) plus.push_back(x[i] + e * d[i]), minus.push_back(x[i] - e * d[i]);
+    const double numeric = (f(plus) - f(minus)).item<double>() / (2 * e);
+    double analytic = 0;
+    for (size_t i = 0; i < x.size(); ++i) analytic += (grads[i] * d[i]).sum().item<double>();
+    EXPECT_NEAR(analytic, numeric, 1e-6 * std::max(1.0, std::abs(numeric)));
+  }
+}
+
+// A query that sees no key (every key padded) gets zeros, and finite gradients.
+TEST(StreamingAttention, RowsWithoutVisibleKeysGiveZero) {
+  torch::manual_seed(0);
+  auto q = torch::randn({2, 1, 5, 8}).requires_grad_(true), k = torch::randn({2, 1, 5, 8}),
+       v = torch::randn({2, 1, 5, 8});
+  auto pad = torch::zeros({2, 5}, torch::kBool);
+  pad[0].fill_(true);
+  auto out = streaming_attention_cpu(q, k, v, pad, KeyVisibility{true}, {}, {}, {2, 2});
+  EXPECT_EQ(out[0].abs().max().item<double>(), 0.0);
+  EXPECT_GT(out[1].abs().max().item<double>(), 0.0);
+  auto g = torch::autograd::grad({out.sum()}, {q})[0];
+  EXPECT_TRUE(torch::isfinite(g).all().item<bool>());
+  EXPECT_EQ(g[0].abs().max().item<double>(), 0.0);
+}
+
+TEST(StreamingAttention, RejectsWhatItCannotRun) {
+  auto q = torch::randn({1, 1, 4, 8});
+  EXPECT_FALSE(streaming_attention_available(q.to(torch::kBFloat16), q.to(torch::kBFloat16), q.to(torch::kBFloat16)));
+  EXPECT_FALSE(streaming_attention_available(q, q, q, {}, torch::randn({1, 6})));  // needs Tq + Tk - 1 = 7 columns
+  EXPECT_NE(ropelab::testing::error_of([&] {
+              streaming_attention_cpu(q, q, q, {}, KeyVisibility{}, {}, {}, {0, 4});
+            }).find("tile sizes must be positive, got 0 x 4"),
+            std::string::npos);
+}
