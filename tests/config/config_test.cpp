@@ -76,7 +76,7 @@ TEST_F(ConfigTest, IncompatiblePositionChoicesNameTheKeyAndTheReason) {
   EXPECT_EQ(load_error({}, with(lm, {"model.position.type=xpos", "model.position.rotate_cross_attention=true"})),
             "--set: model.decoder_position.rotate_cross_attention=true does not apply to xpos (defined for causal "
             "self-attention only)");
-  for (const char* type : {"t5_bias", "alibi", "kerple", "fire"})
+  for (const char* type : {"t5_bias", "alibi", "kerple", "kerple_power", "fire"})
     EXPECT_EQ(load_error({}, with(lm, {std::string("model.position.type=") + type, "model.attention.type=performer"})),
               std::string("--set: model.decoder_position.type=") + type +
                   " needs an attention backend that takes a logit bias; model.attention.type=performer does not");

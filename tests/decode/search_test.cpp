@@ -31,7 +31,7 @@ Decoding start(const Net& net, const torch::Tensor& inputs, const DecodeOptions&
 
 TEST_F(Decode, GreedyWithCacheEqualsRecomputingThePrefix) {
   for (auto type : {PositionType::sinusoidal, PositionType::t5_bias, PositionType::rotary, PositionType::alibi,
-                    PositionType::kerple, PositionType::fire}) {
+                    PositionType::kerple, PositionType::kerple_power, PositionType::fire}) {
     Seq2Seq model(
         tiny_options().encoder_position(PositionOptions().type(type)).decoder_position(PositionOptions().type(type)));
     model->eval();
@@ -98,9 +98,9 @@ TEST_F(Decode, LanguageModelBeamWithCacheEqualsRecomputingThePrefix) {
   const auto prompt = torch::tensor({{3, 5, 6, 7}});
   const auto options = DecodeOptions().beam(3).max_len_a(0).max_len_b(6);
   std::vector<PositionOptions> encoders;
-  for (auto type :
-       {PositionType::none, PositionType::sinusoidal, PositionType::learned, PositionType::rotary,
-        PositionType::t5_bias, PositionType::alibi, PositionType::xpos, PositionType::kerple, PositionType::fire})
+  for (auto type : {PositionType::none, PositionType::sinusoidal, PositionType::learned, PositionType::rotary,
+                    PositionType::t5_bias, PositionType::alibi, PositionType::xpos, PositionType::kerple,
+                    PositionType::kerple_power, PositionType::fire})
     encoders.push_back(PositionOptions().type(type));
   for (auto scaling :
        {RopeScalingType::linear, RopeScalingType::ntk, RopeScalingType::dynamic_ntk, RopeScalingType::yarn})

@@ -16,7 +16,7 @@ using ropelab::testing::max_diff;
 
 namespace {
 
-enum class BiasKind { none, table, alibi, kerple_log, t5, fire, dense };
+enum class BiasKind { none, table, alibi, kerple_log, kerple_power, t5, fire, dense };
 
 const char* name_of(BiasKind kind) {
   switch (kind) {
@@ -28,6 +28,8 @@ const char* name_of(BiasKind kind) {
       return "alibi";
     case BiasKind::kerple_log:
       return "kerple";
+    case BiasKind::kerple_power:
+      return "kerple_power";
     case BiasKind::t5:
       return "t5";
     case BiasKind::fire:
@@ -76,6 +78,9 @@ BiasCase make_bias(BiasKind kind, const Shape& s, bool causal, torch::Dtype dtyp
       break;
     case BiasKind::kerple_log:
       table_of(PositionType::kerple);
+      break;
+    case BiasKind::kerple_power:
+      table_of(PositionType::kerple_power);
       break;
     case BiasKind::t5:
       table_of(PositionType::t5_bias);
@@ -233,8 +238,8 @@ TEST_P(StreamingAttentionKernel, MatchesTheGoldenRunWithoutBias) {
 }
 
 TEST_P(StreamingAttentionKernel, MatchesTheGoldenRunWithEveryBias) {
-  for (auto kind :
-       {BiasKind::table, BiasKind::alibi, BiasKind::kerple_log, BiasKind::t5, BiasKind::fire, BiasKind::dense})
+  for (auto kind : {BiasKind::table, BiasKind::alibi, BiasKind::kerple_log, BiasKind::kerple_power, BiasKind::t5,
+                    BiasKind::fire, BiasKind::dense})
     for (const auto& c : cases())
       if (c.shape.Tq * c.shape.Tk <= 2000) check(c, kind);  // the large cases run without bias
 }

@@ -19,7 +19,8 @@ PositionEncoder make(PositionType type, bool causal, int64_t heads = 4) {
 }
 
 /// The encoders whose bias depends on key_pos - query_pos alone.
-const std::vector<PositionType> kRelative = {PositionType::t5_bias, PositionType::alibi, PositionType::kerple};
+const std::vector<PositionType> kRelative = {PositionType::t5_bias, PositionType::alibi, PositionType::kerple,
+                                             PositionType::kerple_power};
 
 }  // namespace
 
@@ -56,6 +57,32 @@ TEST_F(BiasEncoders, KerpleIsTheLogarithmicKernel) {
         const double r1 = kerple.r1[h].item<double>(), r2 = kerple.r2[h].item<double>();
         EXPECT_NEAR(bias[0][h][i][j].item<double>(), -r1 * std::log(1.0 + r2 * static_cast<double>(i - j)), 1e-5);
       }
+}
+
+// Kerple (power): -r1 |i - j|^r2, r1 clamped to >= 0.01 and r2 to [0.01, 2] where used, as
+// in the authors' code; the gradient at distance 0 is finite (d^r2 log d is taken as 0 there).
+TEST_F(BiasEncoders, KerplePowerIsThePowerKernel) {
+  for (bool causal : {true, false}) {
+    auto encoder = make(PositionType::kerple_power, causal);
+    auto& kerple = dynamic_cast<KerpleEncoder&>(*encoder);
+    ASSERT_EQ(kerple.form(), KerpleEncoder::Form::power);
+    {
+      torch::NoGradGuard no_grad;
+      kerple.r1.copy_(torch::tensor({0.7, 0.001, 1.3, 0.2}));
+      kerple.r2.copy_(torch::tensor({1.5, 0.8, 2.6, 0.0}));
+    }
+    const double r1[] = {0.7, 0.01, 1.3, 0.2}, r2[] = {1.5, 0.8, 2.0, 0.01};
+    auto bias = kerple.logit_bias(torch::arange(6), torch::arange(6));  // (1, 4, 6, 6)
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t i = 0; i < 6; ++i)
+        for (int64_t j = 0; j < 6; ++j)
+          EXPECT_NEAR(bias[0][h][i][j].item<double>(), -r1[h] * std::pow(std::abs(i - j), r2[h]), 1e-5)
+              << h << " " << i << " " << j;
+    bias.sum().backward();
+    EXPECT_TRUE(torch::isfinite(kerple.r1.grad()).all().item<bool>());
+    EXPECT_TRUE(torch::isfinite(kerple.r2.grad()).all().item<bool>());
+    EXPECT_EQ(kerple.r2.grad()[2].item<double>(), 0.0);  // clamped at 2: no gradient
+  }
 }
 
 // FIRE: f(psi(i - j) / psi(max(L, i))) with psi(x) = log(c x + 1), written out by hand
@@ -126,7 +153,8 @@ TEST_F(BiasEncoders, RelativeTableExpandsToTheDenseBias) {
 
 // Which encoders bias the logits, and which of those by distance alone.
 TEST_F(BiasEncoders, EveryBiasEncoderSaysSo) {
-  for (auto type : {PositionType::t5_bias, PositionType::alibi, PositionType::kerple, PositionType::fire}) {
+  for (auto type : {PositionType::t5_bias, PositionType::alibi, PositionType::kerple, PositionType::kerple_power,
+                    PositionType::fire}) {
     auto encoder = make(type, true);
     EXPECT_TRUE(encoder->has_logit_bias()) << to_string(type);
     EXPECT_EQ(encoder->bias_is_relative(), type != PositionType::fire) << to_string(type);

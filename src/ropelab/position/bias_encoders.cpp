@@ -107,16 +107,20 @@ namespace {
 constexpr double kKerpleMin = 1e-2;  // the authors' clamp keeping r1, r2 > 0
 }
 
-KerpleEncoder::KerpleEncoder(const PositionOptions& options, const PositionGeometry& geometry) {
+KerpleEncoder::KerpleEncoder(const PositionOptions& options, const PositionGeometry& geometry, Form form)
+    : form_(form) {
   (void)options;
-  r1 = register_parameter("r1", torch::rand({geometry.heads}) * 2.0);
-  r2 = register_parameter("r2", torch::rand({geometry.heads}));
+  const bool log = form == Form::log;
+  r1 = register_parameter("r1", torch::rand({geometry.heads}) * (log ? 2.0 : 1.0));
+  r2 = register_parameter("r2", torch::rand({geometry.heads}) * (log ? 1.0 : 2.0));
 }
 
 torch::Tensor KerpleEncoder::relative_bias(const torch::Tensor& relative) {
   const auto dims = relative.dim();
   auto distance = relative.abs().to(r1.scalar_type()).unsqueeze(0);
-  return -per_head(r1.clamp_min(kKerpleMin), dims) * torch::log1p(per_head(r2.clamp_min(kKerpleMin), dims) * distance);
+  const auto scale = per_head(r1.clamp_min(kKerpleMin), dims);
+  if (form_ == Form::power) return -scale * distance.pow(per_head(r2.clamp(kKerpleMin, 2.0), dims));
+  return -scale * torch::log1p(per_head(r2.clamp_min(kKerpleMin), dims) * distance);
 }
 
 // --- FIRE ------------------------------------------------------------------------------

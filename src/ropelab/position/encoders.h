@@ -125,15 +125,23 @@ class AlibiEncoder : public RelativeBiasEncoder {
 /// of two below n, then every other slope of twice that power (Press et al. 2022).
 std::vector<double> alibi_slopes(int64_t heads);
 
-/// Kerple, logarithmic variant (Chi et al. 2022, "KERPLE", 3.2): bias
-/// -r1_h log(1 + r2_h |i - j|) with r1, r2 > 0 learned per head. Positivity is kept as in
-/// the authors' code: both are clamped to >= 1e-2 where used (no gradient below it);
-/// initialised r1 ~ U(0, 2), r2 ~ U(0, 1) from the model's seed.
+/// Kerple (Chi et al. 2022, "KERPLE", 3.2), with r1, r2 learned per head:
+///   logarithmic (`kerple`)     -r1_h log(1 + r2_h |i - j|),  r1, r2 > 0;
+///                              initialised r1 ~ U(0, 2), r2 ~ U(0, 1)
+///   power (`kerple_power`)     -r1_h |i - j|^r2_h,  r1 > 0, 0 < r2 <= 2;
+///                              initialised r1 ~ U(0, 1), r2 ~ U(0, 2)
+/// as in the authors' code: the bounds are kept by clamping where used (r1, r2 >= 1e-2,
+/// the power's r2 <= 2; no gradient beyond them), the draws from the model's seed.
 class KerpleEncoder : public RelativeBiasEncoder {
  public:
-  KerpleEncoder(const PositionOptions& options, const PositionGeometry& geometry);
+  enum class Form { log, power };
+  KerpleEncoder(const PositionOptions& options, const PositionGeometry& geometry, Form form = Form::log);
   torch::Tensor relative_bias(const torch::Tensor& relative) override;
+  Form form() const { return form_; }
   torch::Tensor r1, r2;  // (H) parameters
+
+ private:
+  Form form_;
 };
 
 /// FIRE (Li et al. 2024, "Functional Interpolation for Relative Positions Improves Long

@@ -186,6 +186,8 @@ PositionEncoder make_position_encoder(const PositionOptions& options, const Posi
       return std::make_shared<AlibiEncoder>(options, geometry);
     case PositionType::kerple:
       return std::make_shared<KerpleEncoder>(options, geometry);
+    case PositionType::kerple_power:
+      return std::make_shared<KerpleEncoder>(options, geometry, KerpleEncoder::Form::power);
     case PositionType::fire:
       return std::make_shared<FireEncoder>(options, geometry);
   }
@@ -193,7 +195,7 @@ PositionEncoder make_position_encoder(const PositionOptions& options, const Posi
 }
 
 namespace {
-const EnumNames<PositionType, 10> kPositionNames{{{PositionType::none, "none"},
+const EnumNames<PositionType, 11> kPositionNames{{{PositionType::none, "none"},
                                                   {PositionType::sinusoidal, "sinusoidal"},
                                                   {PositionType::learned, "learned"},
                                                   {PositionType::t5_bias, "t5_bias"},
@@ -202,6 +204,7 @@ const EnumNames<PositionType, 10> kPositionNames{{{PositionType::none, "none"},
                                                   {PositionType::alibi, "alibi"},
                                                   {PositionType::xpos, "xpos"},
                                                   {PositionType::kerple, "kerple"},
+                                                  {PositionType::kerple_power, "kerple_power"},
                                                   {PositionType::fire, "fire"}}};
 const EnumNames<SinusoidLayout, 2> kSinusoidNames{
     {{SinusoidLayout::interleaved, "interleaved"}, {SinusoidLayout::concat, "concat"}}};

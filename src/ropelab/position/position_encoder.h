@@ -25,7 +25,19 @@
 
 namespace ropelab {
 
-enum class PositionType { none, sinusoidal, learned, t5_bias, rotary, rotary_nd, alibi, xpos, kerple, fire };
+enum class PositionType {
+  none,
+  sinusoidal,
+  learned,
+  t5_bias,
+  rotary,
+  rotary_nd,
+  alibi,
+  xpos,
+  kerple,
+  kerple_power,
+  fire
+};
 /// Sinusoid layout: `interleaved` is the paper's (sin at even dims, cos at odd);
 /// `concat` is fairseq / tensor2tensor's [sin | cos].
 enum class SinusoidLayout { interleaved, concat };
