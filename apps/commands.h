@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ CLI::Validator nonnegative();
 /// --precision NAME (fp32, bf16 or fp16) into `precision`, whose value is the default shown;
 /// another name fails with one line naming the flag and the choices.
 CLI::Option* add_precision_flag(CLI::App& cmd, Precision& precision, const std::string& help);
+
+/// A command that Ctrl-C stopped after it had put out cleanly what it had: main() says so
+/// in one line and exits with 130 (128 + SIGINT), as a shell does.
+struct Interrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// The process's command line, as main() received it.
 std::vector<std::string>& command_line();

@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
   } catch (const ropelab::RunDirRefused& e) {
     std::cerr << who << ": usage error: " << e.what() << std::endl;
     return 2;
+  } catch (const ropelab::apps::Interrupted& e) {
+    std::cerr << who << ": " << e.what() << std::endl;
+    return 130;
   } catch (const c10::Error& e) {
     std::cerr << who << ": error: " << e.what_without_backtrace() << std::endl;
     return 1;

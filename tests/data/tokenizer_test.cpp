@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "../test_util.h"
+#include "ropelab/data/text.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;
@@ -54,4 +55,34 @@ TEST_F(Tokenizers, SentencePieceTrainsOnDocumentsLongerThanItsSentenceLimit) {
   const auto ids = tok->encode(documents[1]);
   EXPECT_LT(ids.size(), documents[1].size() / 3);                                // whole words became pieces
   EXPECT_EQ(tok->decode(ids), documents[1].substr(0, documents[1].size() - 1));  // decode drops the final space
+}
+
+// Text streamed token by token (`ropelab generate`) is the whole decode: spaces that
+// SentencePiece renders from a piece's neighbours, the word tokenizer's joins, and bytes of
+// a character split across byte tokens, held until the character is whole, across the
+// detokenizer's window restarts.
+TEST_F(Tokenizers, IncrementalDetokenizerStreamsTheWholeDecode) {
+  std::vector<std::string> texts;
+  for (int i = 0; i < 300; ++i)
+    texts.push_back("¿Dónde está la estación " + std::to_string(i) + "? the quick brown fox, el perro marrón.");
+  std::string text = "¿Dónde está la estación 12? the quick brown fox, el perro marrón. ¿Dónde está el fox?";
+  text += " " + text;
+  for (auto type : {TokenizerType::word, TokenizerType::sentencepiece, TokenizerType::byte}) {
+    auto dir = dir_ / std::to_string(static_cast<int>(type));
+    std::filesystem::create_directories(dir);
+    auto tok = train_tokenizer(TokenizerOptions().type(type).vocab_size(100), texts, dir.string());
+    const auto ids = tok->encode(text);
+    ASSERT_GT(ids.size(), 40u);
+    for (size_t prompt : {size_t{0}, size_t{3}}) {
+      const std::vector<int64_t> head(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prompt));
+      IncrementalDetokenizer stream(*tok, head);
+      std::string out = tok->decode(head);
+      for (size_t i = prompt; i < ids.size(); ++i) {
+        const auto piece = stream.push(ids[i]);
+        EXPECT_TRUE(valid_utf8(piece)) << "token " << i;
+        out += piece;
+      }
+      EXPECT_EQ(out, tok->decode(ids)) << "tokenizer " << static_cast<int>(type) << ", prompt " << prompt;
+    }
+  }
 }

@@ -152,3 +152,31 @@ TEST_F(Decode, SamplingNarrowedToOneTokenIsGreedyAndSeedsRepeat) {
   const auto b = sample_search(start(model, src, options), SamplingOptions().temperature(1.5));
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].tokens, b[i].tokens);
 }
+
+// A sink takes every row's tokens as greedy search and sampling choose them (the
+// hypotheses then keep none) and stops the search when it returns false; beam search
+// hands it the best hypothesis at the end.
+TEST_F(Decode, SinkTakesTheTokensAndStopsTheSearch) {
+  Seq2Seq model(tiny_options());
+  model->eval();
+  auto src = torch::randint(4, 23, {3, 6});
+  const auto options = DecodeOptions().beam(1).max_len_a(1.0).max_len_b(4);
+  for (int beam : {1, 3}) {
+    SearchOptions how;
+    how.decode = DecodeOptions(options).beam(beam);
+    const auto reference = search(start(model, src, how.decode), how);
+    std::vector<std::vector<int64_t>> taken(3);
+    const auto sunk = search(start(model, src, how.decode), how, [&](int64_t row, int64_t token) {
+      taken.at(static_cast<size_t>(row)).push_back(token);
+      return true;
+    });
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(taken[i], reference[i].tokens) << "beam " << beam << ", sentence " << i;
+      EXPECT_TRUE(sunk[i].tokens.empty());
+      EXPECT_NEAR(sunk[i].score, reference[i].score, 1e-6);
+    }
+  }
+  int64_t calls = 0;
+  greedy_search(start(model, src, DecodeOptions(options).max_len_b(50)), [&](int64_t, int64_t) { return ++calls < 2; });
+  EXPECT_EQ(calls, 2);  // the second call said stop: no third
+}

@@ -4,6 +4,8 @@
 
 #include "../test_util.h"
 #include "ropelab/config/config.h"
+#include "ropelab/eval/loss.h"
+#include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/task/language_model_task.h"
 
 using namespace ropelab;
@@ -120,4 +122,43 @@ TEST_F(LmEval, WindowsScoreEveryTokenOnceWithTheirHistory) {
   }
   EXPECT_EQ(error_of([&] { lm_windows(lines, *tokenizer, 4, 0); }),
             "LM windows need 0 < stride <= context, got stride 0 and context 4");
+}
+
+// Evaluation projects the decoder output a few thousand target tokens at a time: a window
+// longer than one piece gives the loss, the per-window and the per-position sums of the
+// whole (B, T, V) logits at once, the positions across the pieces' seams included.
+TEST_F(LmEval, LongWindowsAreProjectedInPiecesWithTheSameLosses) {
+  std::string line;
+  for (int i = 0; line.size() < 5000; ++i) line += "the cat " + std::to_string(i * 7919 % 1000) + " sat. ";
+  const auto text = write("long.txt", line + "\n" + line.substr(0, 700) + "\n");
+  const auto config = load_config({{},
+                                   {"task=lm", "data.format=text", "tokenizer.type=byte", "data.context=4500",
+                                    "data.test=" + text, "model.d_model=16", "model.heads=2", "model.d_ff=16",
+                                    "model.decoder_layers=1", "model.position.type=alibi", "train.max_tokens=9000"}});
+  LanguageModelTask task(config);
+  const auto tokenizer = train_tokenizer(config.tokenizer, std::vector<std::string>{"x"}, dir_.string());
+  torch::manual_seed(1);
+  const auto model = task.build_model(tokenizer->vocab_size());
+  const auto windows = lm_windows(read_text_lines(text), *tokenizer, 4500, 4500);
+  ASSERT_EQ(windows.size(), 2u);  // one batch (B = 2, T = 4500): pieces of 2048 positions
+  std::vector<ExampleLoss> per_window, per_position;
+  const auto totals =
+      evaluate_loss(task, *model, ExampleView(windows), 9000, 0.1, torch::kCPU, &per_window, &per_position);
+  torch::NoGradGuard no_grad;
+  (*model)->eval();
+  const auto batch = task.collate(ExampleView(windows), {0, 1}, torch::kCPU);
+  const auto logits = model->logits(batch).to(torch::kDouble);
+  const auto [loss, nll] = smoothed_loss(logits, batch.target_out, 0.1, kPadId);
+  EXPECT_NEAR(totals.loss, loss.item<double>(), 1e-6 * loss.item<double>());
+  EXPECT_NEAR(totals.nll, nll.item<double>(), 1e-6 * nll.item<double>());
+  const auto mask = batch.target_out.ne(kPadId);
+  const auto token_nll =
+      (logits.logsumexp(-1) - logits.gather(-1, batch.target_out.clamp_min(0).unsqueeze(-1)).squeeze(-1)) * mask;
+  ASSERT_EQ(per_position.size(), 4500u);
+  for (int64_t j : {0, 2047, 2048, 2049, 4095, 4096, 4499}) {
+    EXPECT_NEAR(per_position[static_cast<size_t>(j)].nll, token_nll.select(1, j).sum().item<double>(), 1e-5) << j;
+    EXPECT_EQ(per_position[static_cast<size_t>(j)].tokens, mask.select(1, j).sum().item<double>()) << j;
+  }
+  for (int64_t b = 0; b < 2; ++b)
+    EXPECT_NEAR(per_window[static_cast<size_t>(b)].nll, token_nll[b].sum().item<double>(), 1e-6 * per_window[0].nll);
 }

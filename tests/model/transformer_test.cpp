@@ -214,7 +214,8 @@ TEST_F(Transformer, GradientsMatchFiniteDifferences) {
 // A sliding window with sinks: cached decoding (the cache keeps every key, the mask hides
 // the old ones) equals recomputing the windowed prefix, and the window changes the output.
 TEST_F(Transformer, WindowedCachedDecodingEqualsWindowedRecomputation) {
-  for (auto type : {PositionType::sinusoidal, PositionType::rotary, PositionType::alibi, PositionType::t5_bias}) {
+  for (auto type : {PositionType::sinusoidal, PositionType::rotary, PositionType::alibi, PositionType::t5_bias,
+                    PositionType::kerple_power, PositionType::fire}) {
     SCOPED_TRACE(to_string(type));
     auto position = PositionOptions().type(type);
     auto options = tiny_options().encoder_position(position).decoder_position(position);
@@ -229,6 +230,30 @@ TEST_F(Transformer, WindowedCachedDecodingEqualsWindowedRecomputation) {
     // the first 3 positions see the same keys either way; the last ones do not
     EXPECT_LT(max_diff(windowed(tokens).narrow(1, 0, 3), full(tokens).narrow(1, 0, 3)), 1e-6);
     EXPECT_GT(max_diff(windowed(tokens).narrow(1, 7, 1), full(tokens).narrow(1, 7, 1)), 1e-4);
+  }
+}
+
+// With a window, the caches keep the sinks and the window - 1 most recent keys between
+// steps, however long decoding runs, and a logit bias follows the kept keys' positions:
+// each step still equals the windowed teacher-forced pass.
+TEST_F(Transformer, WindowedDecodingKeepsBoundedCaches) {
+  for (auto type : {PositionType::alibi, PositionType::fire, PositionType::rotary}) {
+    SCOPED_TRACE(to_string(type));
+    auto options = tiny_options().decoder_position(PositionOptions().type(type));
+    options.attention(AttentionOptions().window(4).sinks(2));
+    LanguageModel lm(options);
+    lm->eval();
+    auto tokens = torch::randint(1, options.vocab_size(), {2, 20});
+    auto full = lm(tokens);
+    DecoderCache state;
+    for (int64_t t = 0; t < 20; ++t) {
+      EXPECT_LT(max_diff(lm(tokens.narrow(1, t, 1), &state), full.narrow(1, t, 1)), 1e-5) << "step " << t;
+      const int64_t kept = std::min<int64_t>(t + 1, 2 + 4 - 1);
+      for (const auto& cache : state.self) EXPECT_EQ(dynamic_cast<KeyValueCache&>(*cache).k.size(2), kept);
+      if (type != PositionType::rotary) {
+        EXPECT_EQ(state.key_positions.length(), kept);
+      }
+    }
   }
 }
 

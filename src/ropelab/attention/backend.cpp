@@ -66,7 +66,16 @@ torch::Tensor AttentionBackendImpl::forward_cached(AttentionInputs in, Attention
     in.v = torch::cat({kv.v, in.v}, -2);
   }
   kv.k = in.k, kv.v = in.v;
-  return forward(in);
+  auto out = forward(in);
+  if (auto keep = windowed_cache_keep(kv.k.size(-2), in.window, in.sinks, kv.k.device()); keep.defined())
+    kv.k = kv.k.index_select(-2, keep), kv.v = kv.v.index_select(-2, keep);
+  return out;
+}
+
+torch::Tensor windowed_cache_keep(int64_t length, int64_t window, int64_t sinks, const torch::Device& device) {
+  if (window <= 0 || length <= sinks + window - 1) return {};
+  auto options = torch::TensorOptions().dtype(torch::kLong).device(device);
+  return torch::cat({torch::arange(sinks, options), torch::arange(length - (window - 1), length, options)});
 }
 
 torch::Tensor AttentionBackendImpl::forward_memory(AttentionInputs in, AttentionCachePtr& cache,

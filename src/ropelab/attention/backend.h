@@ -148,6 +148,12 @@ void attention_before_update(torch::nn::Module& model, int64_t done);
 /// fp32. Without reduced inputs it calls `attend(in)` as it is.
 torch::Tensor attend_in_fp32(AttentionInputs in, const std::function<torch::Tensor(const AttentionInputs&)>& attend);
 
+/// Incremental decoding under a sliding window: of `length` cached keys, the indices that a
+/// later query can still see (keys [0, sinks) and the window - 1 most recent; the next
+/// query's own key makes the window whole), or undefined when every key stays. Caches
+/// keep sinks + window keys at most, however long the decoding.
+torch::Tensor windowed_cache_keep(int64_t length, int64_t window, int64_t sinks, const torch::Device& device);
+
 /// (Tq, Tk) bool mask, true where query i may not see key j (j > i + Tk - Tq).
 torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device);
 /// (Tq, Tk) bool mask, true where query i may not see key j under `causal`, `window` and

@@ -264,6 +264,44 @@ std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, 
 
 }  // namespace
 
+namespace {
+
+/// Bytes of `text` up to the end of its last complete UTF-8 character (a trailing lead
+/// byte and its continuations, fewer than the lead announces, are left out).
+size_t complete_utf8_prefix(const std::string& text) {
+  size_t i = text.size(), back = 0;
+  while (i > 0 && back < 4 && (static_cast<unsigned char>(text[i - 1]) & 0xC0) == 0x80) --i, ++back;
+  if (i == 0) return text.size();
+  const auto lead = static_cast<unsigned char>(text[i - 1]);
+  const size_t need = (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 1;
+  return need > back + 1 ? i - 1 : text.size();
+}
+
+constexpr size_t kDetokenizerWindow = 16;  // tokens decoded at most per push
+constexpr size_t kDetokenizerContext = 4;  // tokens kept as context when the window restarts
+
+}  // namespace
+
+IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer, const std::vector<int64_t>& context)
+    : tokenizer_(tokenizer) {
+  const size_t keep = std::min(context.size(), kDetokenizerContext);
+  ids_.assign(context.end() - static_cast<std::ptrdiff_t>(keep), context.end());
+  shown_ = tokenizer_.decode(ids_).size();
+}
+
+std::string IncrementalDetokenizer::push(int64_t id) {
+  ids_.push_back(id);
+  const auto text = tokenizer_.decode(ids_);
+  const size_t ready = complete_utf8_prefix(text);
+  std::string out = ready > shown_ ? text.substr(shown_, ready - shown_) : std::string();
+  shown_ = std::max(shown_, ready);
+  if (ids_.size() >= kDetokenizerWindow && shown_ == text.size()) {  // restart from the last few tokens
+    ids_.erase(ids_.begin(), ids_.end() - static_cast<std::ptrdiff_t>(kDetokenizerContext));
+    shown_ = tokenizer_.decode(ids_).size();
+  }
+  return out;
+}
+
 std::vector<std::string> split_words(const std::string& text) {
   std::vector<std::string> words;
   std::string current;

@@ -29,6 +29,23 @@ class Tokenizer {
   virtual void save(const std::string& dir) const = 0;
 };
 
+/// Text of a token stream as it grows, piece by piece (`ropelab generate`'s output): each
+/// push returns what the new token adds to the text. It decodes a few recent tokens with
+/// the one before them as context, so each push costs the same however long the stream,
+/// and a space or word boundary the tokenizer renders from its neighbours comes out as a
+/// whole decode would give it. Bytes of an unfinished UTF-8 character wait for the rest.
+class IncrementalDetokenizer {
+ public:
+  /// `context`: tokens already shown (a prompt); their text is not returned again.
+  IncrementalDetokenizer(const Tokenizer& tokenizer, const std::vector<int64_t>& context = {});
+  std::string push(int64_t id);
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::vector<int64_t> ids_;  // recent tokens
+  size_t shown_ = 0;          // bytes of decode(ids_) already returned
+};
+
 /// Streams training text: calls the function it is given once per text.
 using TextSource = std::function<void(const std::function<void(const std::string&)>&)>;
 

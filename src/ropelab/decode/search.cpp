@@ -48,9 +48,10 @@ torch::Tensor long_tensor(const std::vector<int64_t>& values, const torch::Devic
 }
 
 /// One token per row per step, chosen by `pick` from the rows' log-probabilities (R, V)
-/// -> (R) token ids; finished rows keep being fed EOS and are ignored.
+/// -> (R) token ids; finished rows keep being fed EOS and are ignored. With a sink the
+/// tokens go to it instead of the hypotheses.
 template <typename Pick>
-std::vector<Hypothesis> token_by_token(Decoding d, Pick&& pick) {
+std::vector<Hypothesis> token_by_token(Decoding d, const TokenSink& sink, Pick&& pick) {
   torch::NoGradGuard no_grad;
   const auto rows = static_cast<size_t>(d.start.size(0));
   TORCH_CHECK(d.limits.size() == rows, "search: ", d.limits.size(), " limits for ", rows, " rows");
@@ -65,15 +66,18 @@ std::vector<Hypothesis> token_by_token(Decoding d, Pick&& pick) {
     const torch::Tensor next_cpu = next.cpu();
     auto token_of = next_cpu.accessor<int64_t, 1>();
     auto score_of = chosen.accessor<float, 1>();
+    bool stop = false;  // the sink asked to
     for (size_t r = 0; r < rows; ++r) {
       if (done[r]) continue;
       const auto i = static_cast<int64_t>(r);
       auto& h = out[r];
       h.score += score_of[i];
       const bool eos = token_of[i] == kEosId;
-      if (!eos) h.tokens.push_back(token_of[i]);
+      if (!eos && !sink) h.tokens.push_back(token_of[i]);
+      if (!eos && sink && !stop) stop = !sink(i, token_of[i]);
       if (eos || t + 1 >= d.limits[r]) done[r] = true, --remaining;
     }
+    if (stop) break;
     input = next.unsqueeze(1);
   }
   return out;
@@ -81,15 +85,15 @@ std::vector<Hypothesis> token_by_token(Decoding d, Pick&& pick) {
 
 }  // namespace
 
-std::vector<Hypothesis> greedy_search(Decoding decoding) {
-  return token_by_token(std::move(decoding), [](const torch::Tensor& logp) { return logp.argmax(-1); });
+std::vector<Hypothesis> greedy_search(Decoding decoding, const TokenSink& sink) {
+  return token_by_token(std::move(decoding), sink, [](const torch::Tensor& logp) { return logp.argmax(-1); });
 }
 
-std::vector<Hypothesis> sample_search(Decoding decoding, const SamplingOptions& o) {
+std::vector<Hypothesis> sample_search(Decoding decoding, const SamplingOptions& o, const TokenSink& sink) {
   TORCH_CHECK(o.temperature() > 0, "sampling: temperature must be positive, got ", o.temperature());
   TORCH_CHECK(o.top_p() > 0 && o.top_p() <= 1, "sampling: top_p must be in (0, 1], got ", o.top_p());
   const double minus_inf = -std::numeric_limits<double>::infinity();
-  return token_by_token(std::move(decoding), [&](const torch::Tensor& logp) {
+  return token_by_token(std::move(decoding), sink, [&](const torch::Tensor& logp) {
     auto scaled = logp / o.temperature();  // (R, V)
     if (o.top_k() > 0 && o.top_k() < scaled.size(1)) {
       auto kth = std::get<0>(scaled.topk(o.top_k(), 1)).select(1, -1).unsqueeze(1);
@@ -206,10 +210,18 @@ std::vector<Hypothesis> beam_search(Decoding d, const DecodeOptions& options) {
   return out;
 }
 
-std::vector<Hypothesis> search(Decoding decoding, const SearchOptions& options) {
-  if (options.sample) return sample_search(std::move(decoding), options.sampling);
-  if (options.decode.beam() == 1) return greedy_search(std::move(decoding));
-  return beam_search(std::move(decoding), options.decode);
+std::vector<Hypothesis> search(Decoding decoding, const SearchOptions& options, const TokenSink& sink) {
+  if (options.sample) return sample_search(std::move(decoding), options.sampling, sink);
+  if (options.decode.beam() == 1) return greedy_search(std::move(decoding), sink);
+  auto out = beam_search(std::move(decoding), options.decode);
+  if (sink) {
+    bool more = true;
+    for (size_t r = 0; r < out.size(); ++r) {
+      for (size_t t = 0; more && t < out[r].tokens.size(); ++t) more = sink(static_cast<int64_t>(r), out[r].tokens[t]);
+      out[r].tokens.clear();
+    }
+  }
+  return out;
 }
 
 }  // namespace ropelab

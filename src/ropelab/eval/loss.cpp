@@ -4,6 +4,12 @@
 
 namespace ropelab {
 
+namespace {
+/// Target tokens whose logits are held at once: a (B, T, V) batch is projected in pieces of
+/// positions of at most this many rows x positions (128 MiB of fp32 logits at V = 8192).
+constexpr int64_t kProjectedTokens = 4096;
+}  // namespace
+
 LossTotals evaluate_loss(const Task& task, const TaskModel& model, const ExampleSet& examples, int64_t max_tokens,
                          double label_smoothing, const torch::Device& device, std::vector<ExampleLoss>* per_example,
                          std::vector<ExampleLoss>* per_position) {
@@ -15,26 +21,40 @@ LossTotals evaluate_loss(const Task& task, const TaskModel& model, const Example
   if (per_position) per_position->clear();
   for (const auto& indices : plan_batches(examples, max_tokens, true, 0)) {
     auto batch = task.collate(examples, indices, device);
-    const auto logits = model.logits(batch);
-    auto [loss, nll] = smoothed_loss(logits, batch.target_out, label_smoothing, kPadId);
+    const auto hidden = model.hidden(batch);  // (B, T, D)
+    const int64_t B = hidden.size(0), T = hidden.size(1);
+    const int64_t piece = std::max<int64_t>(1, kProjectedTokens / B);
+    auto loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device)), nll = loss.clone();
+    torch::Tensor row_sums;                  // (B, 2) NLL and tokens per row, in double
+    std::vector<torch::Tensor> column_sums;  // (piece, 2) per piece of positions
+    for (int64_t start = 0; start < T; start += piece) {
+      const int64_t n = std::min(piece, T - start);
+      const auto logits = model.project(hidden.narrow(1, start, n));  // (B, n, V)
+      const auto target_out = batch.target_out.narrow(1, start, n);
+      auto [piece_loss, piece_nll] = smoothed_loss(logits, target_out, label_smoothing, kPadId);
+      loss += piece_loss.to(torch::kDouble), nll += piece_nll.to(torch::kDouble);
+      if (!per_example && !per_position) continue;
+      // each target's NLL, logsumexp - target logit (no log-probability tensor), 0 at padding,
+      // in fp32 at least, as the loss above (bf16 logits under mixed precision)
+      const auto target = target_out.clamp_min(0).unsqueeze(-1);
+      const auto mask = target_out.ne(kPadId);
+      const auto wide = logits.scalar_type() == torch::kDouble ? logits : logits.to(torch::kFloat);
+      const auto token_nll = ((wide.logsumexp(-1) - wide.gather(-1, target).squeeze(-1)) * mask).to(torch::kDouble);
+      const auto counts = mask.to(torch::kDouble);
+      auto rows = torch::stack({token_nll.sum(1), counts.sum(1)}, 1);
+      row_sums = row_sums.defined() ? row_sums + rows : rows;
+      if (per_position) column_sums.push_back(torch::stack({token_nll.sum(0), counts.sum(0)}, 1));
+    }
     totals.add(loss.item<double>(), nll.item<double>(), static_cast<double>(batch.target_tokens));
-    if (!per_example && !per_position) continue;
-    // each target's NLL, logsumexp - target logit (no log-probability tensor), 0 at padding;
-    // summed per row and per position in double, then brought to the host once
-    const auto target = batch.target_out.clamp_min(0).unsqueeze(-1);
-    const auto mask = batch.target_out.ne(kPadId);
-    // in fp32 at least, as the loss above (bf16 logits under mixed precision)
-    const auto wide = logits.scalar_type() == torch::kDouble ? logits : logits.to(torch::kFloat);
-    const auto token_nll = ((wide.logsumexp(-1) - wide.gather(-1, target).squeeze(-1)) * mask).to(torch::kDouble);
-    const auto counts = mask.to(torch::kDouble);
+    // brought to the host once per batch
     if (per_example) {
-      const auto rows = torch::stack({token_nll.sum(1), counts.sum(1)}, 1).cpu();  // (B, 2)
+      const auto rows = row_sums.cpu();
       const auto r = rows.accessor<double, 2>();
       for (size_t b = 0; b < indices.size(); ++b)
         (*per_example)[indices[b]] = {r[static_cast<int64_t>(b)][0], r[static_cast<int64_t>(b)][1]};
     }
     if (per_position) {
-      const auto columns = torch::stack({token_nll.sum(0), counts.sum(0)}, 1).cpu();  // (T, 2)
+      const auto columns = torch::cat(column_sums).cpu();  // (T, 2)
       const auto c = columns.accessor<double, 2>();
       if (per_position->size() < static_cast<size_t>(columns.size(0)))
         per_position->resize(static_cast<size_t>(columns.size(0)));

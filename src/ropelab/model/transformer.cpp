@@ -104,12 +104,14 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   auto h = dropout_(position_->embed(x, in.positions));
   if (position_->has_logit_bias()) {
     auto key_positions = in.positions;
+    bool windowed = false;  // a window dropped cached keys: key index and position differ
     if (state) {
       key_positions = state->key_positions = state->key_positions.cat(in.positions);
       given = state->given_positions = state->given_positions || given;
+      windowed = key_positions.length() < offset + tq;
     }
     // default positions and a bias of the distance alone: an (H, Tq + Tk - 1) table
-    if (position_->bias_is_relative() && !given)
+    if (position_->bias_is_relative() && !given && !windowed)
       in.logit_bias =
           LogitBias::relative_table(relative_bias_table(*position_, tq, offset + tq, x.device()).to(x.dtype()));
     else
@@ -124,7 +126,15 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
     auto layer = layers[i]->as<TransformerLayerImpl>();
     h = layer->forward(h, in, state ? &state->self[i] : nullptr, state ? &state->cross[i] : nullptr);
   }
-  if (state) state->offset += x.size(1);
+  if (state) {
+    state->offset += x.size(1);
+    // the keys a windowed self-attention dropped from its caches (forward_cached)
+    const auto& a = options_.layer().attention();
+    if (state->key_positions.defined())
+      if (auto keep = windowed_cache_keep(state->key_positions.length(), a.window(), a.sinks(), x.device());
+          keep.defined())
+        state->key_positions = state->key_positions.index_time(keep);
+  }
   return final_norm ? final_norm(h) : h;
 }
 
@@ -183,13 +193,18 @@ Memory Seq2SeqImpl::encode(const torch::Tensor& src, const Positions& src_positi
 
 torch::Tensor Seq2SeqImpl::decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state,
                                   const Positions& tgt_positions) {
+  return embedding->logits(decode_hidden(tgt_in, memory, state, tgt_positions));
+}
+
+torch::Tensor Seq2SeqImpl::decode_hidden(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state,
+                                         const Positions& tgt_positions) {
   StackInputs in;
   if (!state) in.padding_mask = tgt_in.eq(options.pad_id());
   in.positions = tgt_positions;
   in.memory = memory.out;
   in.memory_padding_mask = memory.padding_mask;
   in.memory_positions = memory.positions;
-  return embedding->logits(decoder(embedding(tgt_in), in, state));
+  return decoder(embedding(tgt_in), in, state);
 }
 
 torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
@@ -206,10 +221,14 @@ LanguageModelImpl::LanguageModelImpl(const TransformerOptions& options_) : optio
 }
 
 torch::Tensor LanguageModelImpl::forward(const torch::Tensor& tokens, DecoderCache* state, const Positions& positions) {
+  return embedding->logits(hidden(tokens, state, positions));
+}
+
+torch::Tensor LanguageModelImpl::hidden(const torch::Tensor& tokens, DecoderCache* state, const Positions& positions) {
   StackInputs in;
   if (!state) in.padding_mask = tokens.eq(options.pad_id());
   in.positions = positions;
-  return embedding->logits(decoder(embedding(tokens), in, state));
+  return decoder(embedding(tokens), in, state);
 }
 
 }  // namespace ropelab

@@ -87,7 +87,7 @@ struct StackOptions {
 struct DecoderCache {
   std::vector<AttentionCachePtr> self, cross;  // one per layer, filled by its attention backend
   int64_t offset = 0;                          // tokens decoded so far: the next token's position
-  Positions key_positions;                     // every cached key's (logit-bias encoders)
+  Positions key_positions;                     // the cached keys' (logit-bias encoders); a window drops some
   bool given_positions = false;                // a call passed its own positions (no relative bias table)
   torch::Tensor memory_padding_mask;
   /// Keeps rows `index` of every cache (beam search).
@@ -171,6 +171,9 @@ class Seq2SeqImpl : public torch::nn::Module {
   /// tgt_in (B, T), the target shifted right -> logits (B, T, V).
   torch::Tensor decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state = nullptr,
                        const Positions& tgt_positions = {});
+  /// The decoder's output (B, T, D) that decode() projects: decode = embedding->logits(this).
+  torch::Tensor decode_hidden(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state = nullptr,
+                              const Positions& tgt_positions = {});
   /// Teacher-forced logits (B, T, V).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
@@ -188,6 +191,8 @@ class LanguageModelImpl : public torch::nn::Module {
   explicit LanguageModelImpl(const TransformerOptions& options);
   /// tokens (B, T) -> logits (B, T, V)
   torch::Tensor forward(const torch::Tensor& tokens, DecoderCache* state = nullptr, const Positions& positions = {});
+  /// The stack's output (B, T, D) that forward() projects: forward = embedding->logits(this).
+  torch::Tensor hidden(const torch::Tensor& tokens, DecoderCache* state = nullptr, const Positions& positions = {});
 
   TransformerOptions options;
   TiedEmbedding embedding{nullptr};

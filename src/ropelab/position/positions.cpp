@@ -23,6 +23,10 @@ Positions Positions::index_select(const torch::Tensor& index) const {
   return batched() ? Positions(values_.index_select(0, index), axes_) : *this;
 }
 
+Positions Positions::index_time(const torch::Tensor& index) const {
+  return Positions(values_.index_select(batched() ? 1 : 0, index), axes_);
+}
+
 Positions Positions::cat(const Positions& next) const {
   if (!defined()) return next;
   TORCH_CHECK(next.axes_ == axes_, "Positions: cannot join ", axes_, " and ", next.axes_, " axes");

@@ -32,6 +32,8 @@ class Positions {
   torch::Tensor coordinates() const { return axes_ == 1 ? values_.unsqueeze(-1) : values_; }
   /// Rows `index` of batched positions; shared positions stay as they are.
   Positions index_select(const torch::Tensor& index) const;
+  /// The positions at `index` (1-D) along the time dimension (a windowed decoder cache).
+  Positions index_time(const torch::Tensor& index) const;
   /// These positions followed by `next` along the time dimension (decoder caches).
   Positions cat(const Positions& next) const;
 

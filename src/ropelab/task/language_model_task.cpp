@@ -26,8 +26,6 @@ class LanguageModelState : public TransformerDecoderState {
 
 }  // namespace
 
-torch::Tensor LanguageModelTask::Model::logits(const Batch& batch) const { return net.ptr()->forward(batch.target_in); }
-
 Decoding LanguageModelTask::Model::start_decoding(const Batch& inputs, const DecodeOptions& options,
                                                   bool use_cache) const {
   Decoding d;
@@ -67,6 +65,20 @@ std::string LanguageModelTask::describe_data(size_t train, const std::string& st
 
 // --- decoding and evaluation -----------------------------------------------------------
 
+namespace {
+
+/// A prompt's decoding: EOS (the document boundary the model was trained with), then the prompt.
+Decoding start_prompt(const TaskModel& model, const std::vector<int64_t>& prompt, const DecodeRequest& request,
+                      const torch::Device& device) {
+  std::vector<int64_t> start{kEosId};
+  start.insert(start.end(), prompt.begin(), prompt.end());
+  Batch inputs;
+  inputs.target_in = torch::tensor(start, torch::kLong).unsqueeze(0).to(device);
+  return model.start_decoding(inputs, request.search.decode, request.use_cache);
+}
+
+}  // namespace
+
 std::vector<std::string> LanguageModelTask::decode_lines(const TaskModel& model, const Tokenizer& tokenizer,
                                                          const std::vector<std::string>& lines,
                                                          const DecodeRequest& request, const torch::Device& device,
@@ -75,15 +87,25 @@ std::vector<std::string> LanguageModelTask::decode_lines(const TaskModel& model,
   std::vector<std::string> out;
   for (const auto& line : lines) {  // one prompt at a time: prompts differ in length
     auto ids = tokenizer.encode(line);
-    std::vector<int64_t> start{kEosId};  // the document boundary the model was trained with
-    start.insert(start.end(), ids.begin(), ids.end());
-    Batch inputs;
-    inputs.target_in = torch::tensor(start, torch::kLong).unsqueeze(0).to(device);
-    auto hyps = search(model.start_decoding(inputs, request.search.decode, request.use_cache), request.search);
+    auto hyps = search(start_prompt(model, ids, request, device), request.search);
     ids.insert(ids.end(), hyps[0].tokens.begin(), hyps[0].tokens.end());
     out.push_back(tokenizer.decode(ids));
   }
   return out;
+}
+
+bool LanguageModelTask::stream_line(const TaskModel& model, const Tokenizer& tokenizer, const std::string& line,
+                                    const DecodeRequest& request, const torch::Device& device,
+                                    const std::function<bool(const std::string&)>& emit) const {
+  const auto ids = tokenizer.encode(line);
+  if (!emit(tokenizer.decode(ids))) return false;
+  IncrementalDetokenizer text(tokenizer, ids);
+  bool more = true;
+  search(start_prompt(model, ids, request, device), request.search, [&](int64_t, int64_t token) {
+    const auto piece = text.push(token);
+    return more = emit(piece);
+  });
+  return more;
 }
 
 std::vector<std::string> LanguageModelTask::decode_inputs(const std::string& path) const {

@@ -16,7 +16,8 @@ class LanguageModelTask : public Task {
    public:
     explicit Model(LanguageModel net) : net(std::move(net)) {}
     torch::nn::Module& module() const override { return *net.ptr(); }
-    torch::Tensor logits(const Batch& batch) const override;
+    torch::Tensor hidden(const Batch& batch) const override { return net.ptr()->hidden(batch.target_in); }
+    torch::Tensor project(const torch::Tensor& hidden) const override { return net.ptr()->embedding->logits(hidden); }
     Decoding start_decoding(const Batch& inputs, const DecodeOptions& options, bool use_cache) const override;
     LanguageModel net;
   };
@@ -41,6 +42,11 @@ class LanguageModelTask : public Task {
   std::vector<std::string> decode_lines(const TaskModel& model, const Tokenizer& tokenizer,
                                         const std::vector<std::string>& lines, const DecodeRequest& request,
                                         const torch::Device& device, int64_t* truncated = nullptr) const override;
+  /// The prompt's text, then each token's as it is chosen; only the current token and the
+  /// model's caches are held, so a windowed model generates without end in bounded memory.
+  bool stream_line(const TaskModel& model, const Tokenizer& tokenizer, const std::string& line,
+                   const DecodeRequest& request, const torch::Device& device,
+                   const std::function<bool(const std::string&)>& emit) const override;
   /// Perplexity in windows of protocol.context (or data.context) tokens: consecutive, or
   /// sliding by protocol.stride; each window's NLL is kept for paired tests.
   EvalReport evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,

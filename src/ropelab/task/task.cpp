@@ -17,6 +17,12 @@ std::unique_ptr<Task> make_task(const Config& config) {
   TORCH_INTERNAL_ASSERT(false, "unhandled TaskType");
 }
 
+bool Task::stream_line(const TaskModel& model, const Tokenizer& tokenizer, const std::string& line,
+                       const DecodeRequest& request, const torch::Device& device,
+                       const std::function<bool(const std::string&)>& emit) const {
+  return emit(decode_lines(model, tokenizer, {line}, request, device).at(0));
+}
+
 std::string evaluation_tag(const std::vector<std::string>& overrides) {
   if (overrides.empty()) return "";
   std::string tag = ".set";

@@ -31,7 +31,13 @@ class TaskModel {
   virtual torch::nn::Module& module() const = 0;
   torch::nn::Module* operator->() const { return &module(); }
   /// Teacher-forced logits (B, T, V) for a batch its task collated.
-  virtual torch::Tensor logits(const Batch& batch) const = 0;
+  torch::Tensor logits(const Batch& batch) const { return project(hidden(batch)); }
+  /// The teacher-forced decoder output (B, T, D) that the output projection turns into
+  /// logits: evaluation projects it a few positions at a time, so that a long window never
+  /// holds all its (B, T, V) logits.
+  virtual torch::Tensor hidden(const Batch& batch) const = 0;
+  /// hidden states (..., D) -> logits (..., V)
+  virtual torch::Tensor project(const torch::Tensor& hidden) const = 0;
   /// Starts decoding a batch of inputs (see Task::decode_inputs): the decoder state, the
   /// start tokens and each row's output limit (options.max_len_a/b of the input length).
   virtual Decoding start_decoding(const Batch& inputs, const DecodeOptions& options, bool use_cache) const = 0;
@@ -127,6 +133,13 @@ class Task {
   virtual std::vector<std::string> decode_lines(const TaskModel& model, const Tokenizer& tokenizer,
                                                 const std::vector<std::string>& lines, const DecodeRequest& request,
                                                 const torch::Device& device, int64_t* truncated = nullptr) const = 0;
+  /// Decodes one line as decode_lines does, handing its output to `emit` piece by piece as
+  /// the tokens are chosen (`ropelab generate`, flushed per token); `emit` returning false
+  /// stops the search. Returns whether the line ran to its end. The default hands over
+  /// decode_lines' output whole.
+  virtual bool stream_line(const TaskModel& model, const Tokenizer& tokenizer, const std::string& line,
+                           const DecodeRequest& request, const torch::Device& device,
+                           const std::function<bool(const std::string&)>& emit) const;
   /// Evaluates the split at `path` (`name` as the user gave it), measured as `protocol`
   /// says where the task takes one (takes_eval_context).
   virtual EvalReport evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,

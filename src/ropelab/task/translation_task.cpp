@@ -41,9 +41,10 @@ class TranslationState : public TransformerDecoderState {
 
 }  // namespace
 
-torch::Tensor TranslationTask::Model::logits(const Batch& batch) const {
+torch::Tensor TranslationTask::Model::hidden(const Batch& batch) const {
   auto model = net;
-  return model->decode(batch.target_in, model->encode(batch.source, encoder_positions(model, batch.source_positions)));
+  return model->decode_hidden(batch.target_in,
+                              model->encode(batch.source, encoder_positions(model, batch.source_positions)));
 }
 
 Decoding TranslationTask::Model::start_decoding(const Batch& inputs, const DecodeOptions& options,
