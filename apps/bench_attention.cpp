@@ -40,7 +40,8 @@ void add_bench_attention(CLI::App& bench) {
       ->expected(2)
       ->check(CLI::IsMember({"softmax", "performer", "streaming", "materialized"}))
       ->capture_default_str();
-  cmd->add_option("--bias", a->bias, "logit bias: none, alibi (relative table), fire (dense)")
+  cmd->add_option("--bias", a->bias,
+                  "logit bias: none, alibi (relative table), fire (per tile; dense for the materialized kernel)")
       ->check(CLI::IsMember({"none", "alibi", "fire"}))
       ->capture_default_str();
   cmd->add_flag("--forward-only", a->forward_only, "time the forward alone, without autograd");

@@ -2,6 +2,7 @@
 #include "ropelab/attention/backend.h"
 
 #include "../test_util.h"
+#include "ropelab/position/position_encoder.h"
 
 using namespace ropelab;
 using ropelab::testing::max_diff;
@@ -179,4 +180,31 @@ TEST_F(Attention, KernelSettingPicksThePathAndEveryPathWindowsAlike) {
   EXPECT_EQ(dropping.path(in), Path::streaming);
   in.q = in.q.to(torch::kBFloat16), in.k = in.k.to(torch::kBFloat16), in.v = in.v.to(torch::kBFloat16);
   EXPECT_EQ(SoftmaxAttention(AttentionOptions{}).path(in), Path::aten);  // no bf16 kernel
+}
+
+// Under mixed precision the projections give bf16 q, k, v; attention upcasts them
+// (attend_in_fp32), so they reach the streaming kernel, whose products of bf16 values are
+// exact in fp32, with scores, softmax statistics and sums in fp32. FIRE's factored bias goes
+// to every path: per tile in the streaming kernel, dense in the others, with the same result.
+TEST_F(Attention, Bfloat16InputsAndFactoredFireReachTheStreamingKernel) {
+  using Path = SoftmaxAttention::Path;
+  auto fire = make_position_encoder(PositionOptions().type(PositionType::fire).fire_threshold(6.0),
+                                    PositionGeometry{16, 2, true});
+  const auto bias = LogitBias::factored(fire->factored_bias(9, 12));
+  auto q = torch::randn({2, 2, 9, 8}).to(torch::kBFloat16), k = torch::randn({2, 2, 12, 8}).to(torch::kBFloat16),
+       v = torch::randn({2, 2, 12, 8}).to(torch::kBFloat16);
+  AttentionInputs in{q, k, v, {}, bias, true};
+  const auto expected = reference(in);  // in double, from the bf16 values
+  for (auto kernel : {AttentionKernel::automatic, AttentionKernel::materialized}) {
+    SoftmaxAttention attention(AttentionOptions().kernel(kernel));
+    const auto out = attend_in_fp32(in, [&](const AttentionInputs& x) {
+      EXPECT_EQ(attention.path(x), kernel == AttentionKernel::automatic ? Path::streaming : Path::materialized);
+      return attention.forward(x);
+    });
+    EXPECT_EQ(out.scalar_type(), torch::kFloat);
+    EXPECT_LT(max_diff(out, expected), 1e-5) << to_string(kernel);
+  }
+  SoftmaxAttention aten(AttentionOptions{});
+  EXPECT_LT(max_diff(attend_in_fp32(in, [&](const AttentionInputs& x) { return aten.reference_forward(x); }), expected),
+            1e-5);
 }

@@ -16,7 +16,7 @@ using ropelab::testing::max_diff;
 
 namespace {
 
-enum class BiasKind { none, table, alibi, kerple_log, kerple_power, t5, fire, dense };
+enum class BiasKind { none, table, alibi, kerple_log, kerple_power, t5, fire, fire_tiles, dense };
 
 const char* name_of(BiasKind kind) {
   switch (kind) {
@@ -34,6 +34,8 @@ const char* name_of(BiasKind kind) {
       return "t5";
     case BiasKind::fire:
       return "fire";
+    case BiasKind::fire_tiles:
+      return "fire per tile";
     case BiasKind::dense:
       return "dense";
   }
@@ -48,6 +50,7 @@ struct Shape {
 /// the (1|B, H, Tq, Tk) tensor the golden run adds, and the tensors to differentiate.
 struct BiasCase {
   torch::Tensor relative, dense, golden;
+  FireTileBias fire;  // FIRE's factored form: the streaming kernel evaluates it per tile
   std::vector<torch::Tensor> parameters;
   std::shared_ptr<PositionEncoderImpl> encoder;  // keeps the parameters alive
 };
@@ -85,14 +88,18 @@ BiasCase make_bias(BiasKind kind, const Shape& s, bool causal, torch::Dtype dtyp
     case BiasKind::t5:
       table_of(PositionType::t5_bias);
       break;
-    case BiasKind::fire: {
+    case BiasKind::fire:
+    case BiasKind::fire_tiles: {
       c.encoder = make_position_encoder(PositionOptions().type(PositionType::fire).fire_threshold(4.0),
                                         PositionGeometry{s.H * s.Dh, s.H, causal});
       c.encoder->to(dtype);
       for (auto& p : c.encoder->parameters()) c.parameters.push_back(p);
       auto positions = Positions::range(0, s.Tk, 1, torch::kCPU);
       auto queries = Positions::range(s.Tk - s.Tq, s.Tq, 1, torch::kCPU);
+      // the golden run adds the encoder's own dense bias, the kernels the factored form
       c.dense = c.encoder->logit_bias(queries, positions).contiguous();
+      if (kind == BiasKind::fire_tiles)
+        c.golden = c.dense, c.dense = torch::Tensor(), c.fire = c.encoder->factored_bias(s.Tq, s.Tk);
       break;
     }
     case BiasKind::dense:
@@ -100,7 +107,7 @@ BiasCase make_bias(BiasKind kind, const Shape& s, bool causal, torch::Dtype dtyp
       c.parameters.push_back(c.dense);
       break;
   }
-  c.golden = c.relative.defined() ? expand_relative(c.relative, s.Tq, s.Tk) : c.dense;
+  if (!c.golden.defined()) c.golden = c.relative.defined() ? expand_relative(c.relative, s.Tq, s.Tk) : c.dense;
   return c;
 }
 
@@ -171,9 +178,11 @@ class StreamingAttentionKernel : public ropelab::testing::KernelTest {
     for (const auto& p : bias.parameters) inputs.push_back(p);
 
     const KeyVisibility vis{c.causal, c.window, c.sinks};
-    ASSERT_TRUE(streaming_attention_available(q, k, v, bias.dense, bias.relative));
-    auto streaming = streaming_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative, c.tiles);
-    auto materialized = fused_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative);
+    ASSERT_TRUE(streaming_attention_available(q, k, v, bias.dense, bias.relative, bias.fire));
+    auto streaming = streaming_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative, c.tiles, bias.fire);
+    auto materialized = bias.fire.defined()
+                            ? fused_attention_cpu(q, k, v, pad, vis, fire_tile_bias_dense(bias.fire, s.Tq, s.Tk))
+                            : fused_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative);
     auto gold = golden(q.to(torch::kDouble), k.to(torch::kDouble), v.to(torch::kDouble),
                        bias.golden.defined() ? bias.golden.to(torch::kDouble) : torch::Tensor(),
                        hidden_mask(s, pad, c.causal, c.window, c.sinks));
@@ -239,7 +248,7 @@ TEST_P(StreamingAttentionKernel, MatchesTheGoldenRunWithoutBias) {
 
 TEST_P(StreamingAttentionKernel, MatchesTheGoldenRunWithEveryBias) {
   for (auto kind : {BiasKind::table, BiasKind::alibi, BiasKind::kerple_log, BiasKind::kerple_power, BiasKind::t5,
-                    BiasKind::fire, BiasKind::dense})
+                    BiasKind::fire, BiasKind::fire_tiles, BiasKind::dense})
     for (const auto& c : cases())
       if (c.shape.Tq * c.shape.Tk <= 2000) check(c, kind);  // the large cases run without bias
 }

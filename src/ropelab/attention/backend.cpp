@@ -34,7 +34,19 @@ LogitBias LogitBias::relative_table(torch::Tensor table) {
   return bias;
 }
 
+LogitBias LogitBias::factored(FireTileBias fire) {
+  LogitBias bias;
+  bias.fire = std::move(fire);
+  return bias;
+}
+
 torch::Tensor LogitBias::to_dense(int64_t tq, int64_t tk) const {
+  if (fire.defined()) {
+    auto rest = LogitBias(dense);
+    rest.relative = relative;
+    auto expanded = fire_tile_bias_dense(fire, tq, tk);
+    return rest.defined() ? expanded + rest.to_dense(tq, tk) : expanded;
+  }
   if (!relative.defined()) return dense;
   TORCH_CHECK(relative.dim() == 2 && relative.size(1) == tq + tk - 1, "LogitBias: a relative table for Tq=", tq,
               " and Tk=", tk, " needs (H, ", tq + tk - 1, ") columns, got ", relative.sizes());
@@ -107,22 +119,30 @@ SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options)
 
 SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
   if (dropout_ > 0.0 && is_training()) return Path::aten;
-  const auto &dense = in.logit_bias.dense, &relative = in.logit_bias.relative;
-  if (kernel_ != AttentionKernel::materialized && streaming_attention_available(in.q, in.k, in.v, dense, relative))
+  const auto& bias = in.logit_bias;
+  if (kernel_ != AttentionKernel::materialized &&
+      streaming_attention_available(in.q, in.k, in.v, bias.dense, bias.relative, bias.fire))
     return Path::streaming;
-  if (kernel_ != AttentionKernel::streaming && fused_attention_available(in.q, in.k, in.v, dense, relative))
+  // FIRE's factored form goes to the materialized kernel as a dense bias of its type
+  const bool fire_fits = !bias.fire.defined() || bias.fire.psi.scalar_type() == in.q.scalar_type();
+  if (kernel_ != AttentionKernel::streaming && fire_fits &&
+      fused_attention_available(in.q, in.k, in.v, bias.dense, bias.relative))
     return Path::materialized;
   return Path::aten;
 }
 
 torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
   const KeyVisibility visibility{in.causal, in.window, in.sinks};
-  const auto &dense = in.logit_bias.dense, &relative = in.logit_bias.relative;
+  const auto& bias = in.logit_bias;
   switch (path(in)) {
     case Path::streaming:
-      return streaming_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, dense, relative);
+      return streaming_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative, {},
+                                     bias.fire);
     case Path::materialized:
-      return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, dense, relative);
+      if (bias.fire.defined())
+        return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility,
+                                   bias.to_dense(in.q.size(-2), in.k.size(-2)));
+      return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative);
     case Path::aten:
       break;
   }
@@ -148,10 +168,8 @@ torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
   // anyway. Half and bfloat16 cannot hold it: masked_fill throws an overflow error for them.
   if (mask.defined()) scores = scores.masked_fill(mask, std::numeric_limits<float>::lowest());
   auto probs = torch::softmax(scores, -1, at::toOpMathType(scores.scalar_type()));  // fp32 for bf16 and fp16
-  if (mask.defined()) {  // a query that sees no key gets a zero output, as from the CPU kernels
-    auto blind = mask.all(-1, true);
-    if (blind.any().item<bool>()) probs = probs.masked_fill(blind, 0.0);
-  }
+  if (mask.defined())  // a query that sees no key gets a zero output, as from the CPU kernels
+    probs = probs.masked_fill(mask.all(-1, true), 0.0);
   if (dropout_ > 0.0 && is_training()) probs = torch::dropout(probs, dropout_, true);
   return torch::matmul(probs, in.v);  // (B, H, Tq, Dh)
 }

@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "ropelab/ops/attention/fire_tile_bias.h"
+
 namespace ropelab {
 
 /// `softmax`: exact scaled dot-product attention. `performer`: FAVOR+ linear attention
@@ -49,11 +51,14 @@ struct AttentionOptions {
 ///   relative  (H, Tq + Tk - 1) for a bias of key_pos - query_pos alone, query i aligned
 ///             with key i + (Tk - Tq): query i and key j get relative[h][j - i + Tq - 1].
 ///             O(H T) memory where the dense form needs O(H T^2).
+///   fire      FIRE's factored form (ops/attention/fire_tile_bias.h), O(T + H K) memory.
 struct LogitBias {
   LogitBias(torch::Tensor dense = {}) : dense(std::move(dense)) {}  // NOLINT: a dense bias converts
   static LogitBias relative_table(torch::Tensor table);
+  static LogitBias factored(FireTileBias fire);
   torch::Tensor dense, relative;
-  bool defined() const { return dense.defined() || relative.defined(); }
+  FireTileBias fire;
+  bool defined() const { return dense.defined() || relative.defined() || fire.defined(); }
   /// The bias (both forms summed, when both are set) as a tensor broadcastable to (B, H, Tq, Tk).
   torch::Tensor to_dense(int64_t tq, int64_t tk) const;
 };

@@ -149,7 +149,7 @@ namespace {
 const EnumNames<BenchBias, 3> kBenchBiasNames{
     {{BenchBias::none, "none"}, {BenchBias::alibi, "alibi"}, {BenchBias::fire, "fire"}}};
 
-/// The bias of `o` for T queries and keys, as the stack would hand it to attention.
+/// The bias of `o` for T queries and keys, as the stack hands it to attention.
 LogitBias bench_logit_bias(const AttentionBenchOptions& o, const torch::Device& device) {
   if (o.bias == BenchBias::none) return {};
   torch::NoGradGuard no_grad;
@@ -161,8 +161,7 @@ LogitBias bench_logit_bias(const AttentionBenchOptions& o, const torch::Device& 
   }
   auto fire = make_position_encoder(PositionOptions().type(PositionType::fire), geometry);
   fire->to(device);
-  const auto positions = Positions::range(0, o.length, 1, device);
-  return LogitBias(fire->logit_bias(positions, positions).contiguous());
+  return LogitBias::factored(fire->factored_bias(o.length, o.length));  // a kernel without it makes it dense
 }
 }  // namespace
 

@@ -111,9 +111,12 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
       windowed = key_positions.length() < offset + tq;
     }
     // default positions and a bias of the distance alone: an (H, Tq + Tk - 1) table
+    FireTileBias factored;
     if (position_->bias_is_relative() && !given && !windowed)
       in.logit_bias =
           LogitBias::relative_table(relative_bias_table(*position_, tq, offset + tq, x.device()).to(x.dtype()));
+    else if (!given && !windowed && (factored = position_->factored_bias(tq, offset + tq)).defined())
+      in.logit_bias = LogitBias::factored(std::move(factored));  // FIRE: evaluated per tile
     else
       // contiguous once here, not in each layer's attention
       in.logit_bias = position_->logit_bias(in.positions, key_positions).to(x.dtype()).contiguous();

@@ -135,6 +135,18 @@ FireEncoder::FireEncoder(const PositionOptions& options, const PositionGeometry&
   threshold_scale = register_parameter("threshold_scale", torch::tensor(1.0));
 }
 
+FireTileBias FireEncoder::factored_bias(int64_t tq, int64_t tk) {
+  auto psi = [&](const torch::Tensor& x) { return torch::log(c.abs() * x + 1.0); };
+  const auto threshold = (threshold_scale * threshold_).abs();
+  const auto queries = torch::arange(tk - tq, tk, c.options());
+  FireTileBias f;
+  f.psi = psi(torch::arange(std::max(tq, tk), c.options()));
+  f.inv_norm = 1.0 / (psi(torch::maximum(queries, threshold)) + 1e-6);
+  f.w1 = hidden->weight.reshape({-1}), f.b1 = hidden->bias;
+  f.w2 = out->weight, f.b2 = out->bias;
+  return f;
+}
+
 torch::Tensor FireEncoder::logit_bias(const Positions& q, const Positions& k) {
   TORCH_CHECK(q.axes() == 1 && k.axes() == 1, "FireEncoder: expected 1-D positions, got ", q.axes(), " and ", k.axes(),
               " axes");

@@ -156,6 +156,8 @@ class FireEncoder : public PositionEncoderImpl {
   FireEncoder(const PositionOptions& options, const PositionGeometry& geometry);
   bool has_logit_bias() const override { return true; }
   torch::Tensor logit_bias(const Positions& q_positions, const Positions& k_positions) override;
+  /// psi of each distance and each query's 1 / (psi(max(L, i)) + 1e-6), with the MLP's weights.
+  FireTileBias factored_bias(int64_t tq, int64_t tk) override;
   torch::nn::Linear hidden{nullptr}, out{nullptr};
   torch::Tensor c, threshold_scale;  // scalar parameters
 

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "ropelab/ops/attention/fire_tile_bias.h"
 #include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/position/positions.h"
 #include "ropelab/position/rope_scaling.h"
@@ -119,6 +120,10 @@ class PositionEncoderImpl : public torch::nn::Module {
   virtual torch::Tensor relative_bias(const torch::Tensor& relative) {
     TORCH_INTERNAL_ASSERT(false, "relative_bias on an encoder without a relative bias");
   }
+  /// The bias of Tq queries at positions Tk - Tq, ..., Tk - 1 and Tk keys at 0, ..., Tk - 1
+  /// in FIRE's factored form (ops/attention/fire_tile_bias.h), which the streaming kernel
+  /// evaluates per tile; undefined for the other encoders.
+  virtual FireTileBias factored_bias(int64_t tq, int64_t tk) { return {}; }
 
   /// Number of coordinates per token the encoder expects (1 for sequences).
   virtual int64_t axes() const { return 1; }

@@ -2,8 +2,10 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "ropelab/ops/attention/blas.h"
@@ -134,12 +136,99 @@ HeadView<T> head_seq_major(const torch::Tensor& x, int64_t b, int64_t h) {
   return {x.data_ptr<T>() + b * x.stride(0) + h * x.stride(2), x.stride(1)};
 }
 
+/// FIRE's bias (FireTileBias) as linear pieces: mlp_h(x) = slope[h][s] x + intercept[h][s]
+/// on piece s = the number of breakpoints <= x, and per query row the distance from which
+/// x reaches each breakpoint, so that a row's keys fall into runs of one piece.
+template <typename T>
+struct FirePieces {
+  int64_t m = 0;                    // breakpoints, ascending
+  int64_t n = 0;                    // psi's length
+  std::vector<T> slope, intercept;  // (H, m + 1)
+  std::vector<int64_t> reach;       // (Tq, m): the first distance whose x is >= breakpoint k
+  torch::Tensor active;             // (m + 1, K) double: 1 where unit k is active on piece s
+  const T *psi = nullptr, *inv_norm = nullptr;
+
+  /// Calls run(c0, c1, s, d0, step) for the runs of keys [j0, j0 + cols) that query i
+  /// (aligned with key a) sees on one piece s: columns [c0, c1), the first at distance d0,
+  /// the distance changing by `step` (-1 left of a, +1 right of it).
+  template <typename Run>
+  void runs(int64_t i, int64_t a, int64_t j0, int64_t cols, const Run& run) const {
+    const int64_t* first = reach.data() + i * m;
+    auto piece = [&](int64_t distance) { return std::upper_bound(first, first + m, distance) - first; };
+    const int64_t end = j0 + cols, left_end = std::min(end, a + 1);
+    int64_t j = j0;
+    while (j < left_end) {  // j <= a: the distance a - j falls, and with it the piece
+      const int64_t s = piece(a - j), stop = s > 0 ? std::min(left_end, a - first[s - 1] + 1) : left_end;
+      run(j - j0, stop - j0, s, a - j, int64_t{-1});
+      j = stop;
+    }
+    j = std::max(j, a + 1);
+    while (j < end) {  // j > a: the distance j - a grows
+      const int64_t s = piece(j - a), stop = s < m ? std::min(end, a + first[s]) : end;
+      run(j - j0, stop - j0, s, j - a, int64_t{1});
+      j = stop;
+    }
+  }
+};
+
+template <typename T>
+FirePieces<T> fire_pieces(const torch::Tensor& psi, const torch::Tensor& inv_norm, const torch::Tensor& w1,
+                          const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2, int64_t Tq) {
+  FirePieces<T> f;
+  const auto W1 = w1.to(torch::kDouble), B1 = b1.to(torch::kDouble);
+  const int64_t K = W1.numel(), H = w2.size(0);
+  const auto* pw = W1.data_ptr<double>();
+  const auto* pb = B1.data_ptr<double>();
+  std::vector<double> breaks;
+  for (int64_t k = 0; k < K; ++k)
+    if (pw[k] != 0) breaks.push_back(-pb[k] / pw[k]);
+  std::sort(breaks.begin(), breaks.end());
+  f.m = static_cast<int64_t>(breaks.size());
+  // which units are active on each piece: at a point inside it
+  torch::Tensor active = torch::zeros({f.m + 1, K}, torch::kDouble);
+  auto act = active.accessor<double, 2>();
+  for (int64_t s = 0; s <= f.m; ++s) {
+    const double x = f.m == 0   ? 0.0
+                     : s == 0   ? breaks[0] - 1.0
+                     : s == f.m ? breaks[static_cast<size_t>(f.m - 1)] + 1.0
+                                : 0.5 * (breaks[static_cast<size_t>(s - 1)] + breaks[static_cast<size_t>(s)]);
+    for (int64_t k = 0; k < K; ++k) act[s][k] = pw[k] * x + pb[k] > 0 ? 1.0 : 0.0;
+  }
+  f.active = active;
+  const torch::Tensor W2 = w2.to(torch::kDouble);
+  const torch::Tensor slope = torch::matmul(W2 * W1.unsqueeze(0), active.t()).contiguous();  // (H, m + 1)
+  const torch::Tensor intercept =
+      (torch::matmul(W2 * B1.unsqueeze(0), active.t()) + b2.to(torch::kDouble).unsqueeze(1)).contiguous();
+  f.slope.assign(slope.data_ptr<double>(), slope.data_ptr<double>() + H * (f.m + 1));
+  f.intercept.assign(intercept.data_ptr<double>(), intercept.data_ptr<double>() + H * (f.m + 1));
+  f.psi = psi.data_ptr<T>();
+  f.inv_norm = inv_norm.data_ptr<T>();
+  const int64_t n = f.n = psi.numel();
+  f.reach.resize(static_cast<size_t>(Tq * f.m));
+  at::parallel_for(0, Tq, 256, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      for (int64_t k = 0; k < f.m; ++k) {  // binary search: psi is non-decreasing
+        int64_t lo = 0, hi = n;
+        while (lo < hi) {
+          const int64_t mid = (lo + hi) / 2;
+          if (static_cast<double>(f.psi[mid]) * static_cast<double>(f.inv_norm[i]) >= breaks[static_cast<size_t>(k)])
+            hi = mid;
+          else
+            lo = mid + 1;
+        }
+        f.reach[static_cast<size_t>(i * f.m + k)] = lo;
+      }
+  });
+  return f;
+}
+
 /// The logit bias as the tile loops read it.
 template <typename T>
 struct Bias {
   const T* relative = nullptr;  // (H, Tq + Tk - 1)
   const T* dense = nullptr;     // (1|B, H, Tq, Tk)
   bool dense_per_batch = false;
+  const FirePieces<T>* fire = nullptr;
   /// Adds the bias of (b, h) to the tile of queries [i0, i0 + rows) and keys [j0, j0 + cols).
   void add(const Loops<T>& f, T* s, int64_t ld, const Problem& p, int64_t b, int64_t h, int64_t i0, int64_t rows,
            int64_t j0, int64_t cols) const {
@@ -147,14 +236,33 @@ struct Bias {
       f.add_bias(s, rows, cols, ld, relative + h * (p.Tq + p.Tk - 1) + (j0 - i0 + p.Tq - 1), -1);
     if (dense)
       f.add_bias(s, rows, cols, ld, dense + (((dense_per_batch ? b : 0) * p.H + h) * p.Tq + i0) * p.Tk + j0, p.Tk);
+    if (fire)
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r;
+        T* row = s + r * ld;
+        const T inv = fire->inv_norm[i];
+        const T* slope = fire->slope.data() + h * (fire->m + 1);
+        const T* intercept = fire->intercept.data() + h * (fire->m + 1);
+        fire->runs(i, i + p.offset(), j0, cols, [&](int64_t c0, int64_t c1, int64_t piece, int64_t d0, int64_t step) {
+          const T alpha = slope[piece] * inv, beta = intercept[piece];
+          const T* psi = fire->psi + d0;  // column c0 + c: distance d0 + step c
+          T* out = row + c0;
+          if (step < 0)
+            for (int64_t c = 0; c < c1 - c0; ++c) out[c] += alpha * psi[-c] + beta;
+          else
+            for (int64_t c = 0; c < c1 - c0; ++c) out[c] += alpha * psi[c] + beta;
+        });
+      }
   }
 };
 
 template <typename T>
-Bias<T> bias_of(const torch::Tensor& dense, const torch::Tensor& relative, int64_t B) {
+Bias<T> bias_of(const torch::Tensor& dense, const torch::Tensor& relative, int64_t B,
+                const FirePieces<T>* fire = nullptr) {
   Bias<T> bias;
   if (relative.numel()) bias.relative = relative.data_ptr<T>();
   if (dense.numel()) bias.dense = dense.data_ptr<T>(), bias.dense_per_batch = dense.size(0) == B && B > 1;
+  bias.fire = fire;
   return bias;
 }
 
@@ -241,7 +349,40 @@ struct Grads {
   T *dq, *dk, *dv;
   T* relative = nullptr;
   T* dense = nullptr;
+  /// FIRE: per task, the gradient of psi (by distance) and per piece the sums of dS and of
+  /// dS x (m + 1, 2); per (b, h), the gradient of inv_norm (B, H, Tq).
+  T* fire_psi = nullptr;
+  double* fire_sums = nullptr;
+  T* fire_inv = nullptr;
 };
+
+/// FIRE's gradients from dS (rows x cols, ld) of queries from i0 and keys from j0.
+template <typename T>
+void fire_backward(const FirePieces<T>& fire, const Problem& p, int64_t h, const T* ds, int64_t ld, int64_t i0,
+                   int64_t rows, int64_t j0, int64_t cols, T* d_psi, double* sums, T* d_inv) {
+  const T* slope = fire.slope.data() + h * (fire.m + 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    const T inv = fire.inv_norm[i];
+    const T* g = ds + r * ld;
+    T row = 0;  // sum of dS slope psi: the gradient of inv_norm[i]
+    fire.runs(i, i + p.offset(), j0, cols, [&](int64_t c0, int64_t c1, int64_t piece, int64_t d0, int64_t step) {
+      T g_sum = 0, gx_sum = 0, gslope_psi = 0;
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t distance = d0 + step * (c - c0);
+        const T psi = fire.psi[distance], v = g[c] * slope[piece];
+        d_psi[distance] += v * inv;
+        gslope_psi += v * psi;
+        g_sum += g[c];
+        gx_sum += g[c] * psi;
+      }
+      row += gslope_psi;
+      sums[2 * piece] += static_cast<double>(g_sum);
+      sums[2 * piece + 1] += static_cast<double>(gx_sum) * static_cast<double>(inv);
+    });
+    d_inv[i] += row;
+  }
+}
 
 template <typename T>
 void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& out,
@@ -283,6 +424,9 @@ void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch
         f.softmax_grad(s, dp, rows, cols, p.bk, d);
         if (d_relative) f.add_rows(d_relative + (j0 - i0 + p.Tq - 1), -1, dp, rows, cols, p.bk);
         if (g.dense) f.add_rows(g.dense + (bh * p.Tq + i0) * p.Tk + j0, p.Tk, dp, rows, cols, p.bk);
+        if (g.fire_psi)
+          fire_backward(*bias.fire, p, h, dp, p.bk, i0, rows, j0, cols, g.fire_psi + task * bias.fire->n,
+                        g.fire_sums + task * 2 * (bias.fire->m + 1), g.fire_inv + bh * p.Tq);
         // dQ += scale dS K;  dK += scale dS^T Q
         blas::gemm(false, false, rows, p.Dh, cols, scale, dp, p.bk, K.row(j0), K.ld, T(1), dq, p.Dh);
         blas::gemm(true, false, cols, p.Dh, rows, scale, dp, p.bk, Q.row(i0), Q.ld, T(1), dk + j0 * p.Dh, p.Dh);
@@ -301,19 +445,24 @@ int64_t backward_groups(const Problem& p) {
 
 class StreamingAttention : public torch::autograd::Function<StreamingAttention> {
  public:
-  /// pad, dense and relative: empty when absent (autograd Functions take no undefined tensors).
+  /// pad, dense, relative and FIRE's psi, inv_norm, w1, b1, w2, b2: empty when absent
+  /// (autograd Functions take no undefined tensors).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const torch::Tensor& pad, const torch::Tensor& dense,
-                               const torch::Tensor& relative, bool causal, int64_t window, int64_t sinks,
+                               const torch::Tensor& relative, const torch::Tensor& psi, const torch::Tensor& inv_norm,
+                               const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2,
+                               const torch::Tensor& b2, bool causal, int64_t window, int64_t sinks,
                                int64_t tile_queries, int64_t tile_keys) {
     const KeyVisibility vis{causal, window, sinks};
     const auto p = problem_of(q, k, pad, vis, {tile_queries, tile_keys});
     auto out = torch::empty({p.B, p.Tq, p.H, p.Dh}, q.options());
     auto lse = torch::empty({p.B, p.H, p.Tq}, q.options());
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "streaming_attention_forward", [&] {
-      forward_kernel<scalar_t>(q, k, v, bias_of<scalar_t>(dense, relative, p.B), p, out, lse);
+      std::optional<FirePieces<scalar_t>> fire;
+      if (psi.numel()) fire = fire_pieces<scalar_t>(psi, inv_norm, w1, b1, w2, b2, p.Tq);
+      forward_kernel<scalar_t>(q, k, v, bias_of<scalar_t>(dense, relative, p.B, fire ? &*fire : nullptr), p, out, lse);
     });
-    ctx->save_for_backward({q, k, v, pad, dense, relative, out, lse});
+    ctx->save_for_backward({q, k, v, pad, dense, relative, out, lse, psi, inv_norm, w1, b1, w2, b2});
     ctx->saved_data["causal"] = causal;
     ctx->saved_data["window"] = window;
     ctx->saved_data["sinks"] = sinks;
@@ -326,7 +475,8 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &pad = saved[3], &dense = saved[4], &relative = saved[5],
-               &out = saved[6], &lse = saved[7];
+               &out = saved[6], &lse = saved[7], &psi = saved[8], &inv_norm = saved[9], &w1 = saved[10],
+               &b1 = saved[11], &w2 = saved[12], &b2 = saved[13];
     const KeyVisibility vis{ctx->saved_data["causal"].toBool(), ctx->saved_data["window"].toInt(),
                             ctx->saved_data["sinks"].toInt()};
     const StreamingTiles tiles{ctx->saved_data["tile_queries"].toInt(), ctx->saved_data["tile_keys"].toInt()};
@@ -341,33 +491,111 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
     if (relative.numel() && ctx->needs_input_grad(5))
       d_relative = torch::zeros({groups, p.B, p.H, columns}, q.options());
     if (dense.numel() && ctx->needs_input_grad(4)) d_dense = torch::zeros({p.B, p.H, p.Tq, p.Tk}, q.options());
+    // FIRE (inputs 6 to 11): psi's gradient per task, inv_norm's per (b, h), sums per piece
+    bool fire_grads = false;
+    for (size_t input = 6; input < 12; ++input) fire_grads = fire_grads || ctx->needs_input_grad(input);
+    fire_grads = fire_grads && psi.numel() > 0;
+    torch::Tensor d_psi, d_inv, sums, active;
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "streaming_attention_backward", [&] {
+      std::optional<FirePieces<scalar_t>> fire;
+      if (psi.numel()) fire = fire_pieces<scalar_t>(psi, inv_norm, w1, b1, w2, b2, p.Tq);
       Grads<scalar_t> g{dq.data_ptr<scalar_t>(), dk.data_ptr<scalar_t>(), dv.data_ptr<scalar_t>()};
       if (d_relative.defined()) g.relative = d_relative.data_ptr<scalar_t>();
       if (d_dense.defined()) g.dense = d_dense.data_ptr<scalar_t>();
-      backward_kernel<scalar_t>(q, k, v, out, lse, grad_out, bias_of<scalar_t>(dense, relative, p.B), p, groups, g);
+      if (fire_grads) {
+        d_psi = torch::zeros({groups, p.B, p.H, psi.numel()}, q.options());
+        d_inv = torch::zeros({p.B, p.H, p.Tq}, q.options());
+        sums = torch::zeros({groups, p.B, p.H, fire->m + 1, 2}, torch::kDouble);
+        active = fire->active;
+        g.fire_psi = d_psi.data_ptr<scalar_t>();
+        g.fire_inv = d_inv.data_ptr<scalar_t>();
+        g.fire_sums = sums.data_ptr<double>();
+      }
+      backward_kernel<scalar_t>(q, k, v, out, lse, grad_out,
+                                bias_of<scalar_t>(dense, relative, p.B, fire ? &*fire : nullptr), p, groups, g);
     });
+    // FIRE's parameters from the sums per piece: on piece s the active units' pre-activations
+    // w1 x + b1 are linear, so sum dS relu(.) = w1 sum(dS x) + b1 sum(dS) over the piece
+    torch::Tensor d_w1, d_b1, d_w2, d_b2;
+    if (fire_grads) {
+      const auto per_piece = sums.sum(torch::IntArrayRef{0, 1});      // (H, m + 1, 2)
+      const auto g0 = torch::matmul(per_piece.select(2, 0), active);  // (H, K): sum of dS where k is active
+      const auto g1 = torch::matmul(per_piece.select(2, 1), active);  // (H, K): sum of dS x there
+      const auto W1 = w1.to(torch::kDouble), B1 = b1.to(torch::kDouble), W2 = w2.to(torch::kDouble);
+      d_w2 = (g1 * W1.unsqueeze(0) + g0 * B1.unsqueeze(0)).to(w2.scalar_type());
+      d_b2 = per_piece.select(2, 0).sum(1).to(b2.scalar_type());
+      d_w1 = (g1 * W2).sum(0).to(w1.scalar_type());
+      d_b1 = (g0 * W2).sum(0).to(b1.scalar_type());
+      d_psi = d_psi.sum(torch::IntArrayRef{0, 1, 2});
+      d_inv = d_inv.sum(torch::IntArrayRef{0, 1});
+    }
     // partial sums added in a fixed order: the result does not depend on the thread timing
     auto reduce = [&](const torch::Tensor& x) { return groups == 1 ? x[0] : x.sum(0); };
     if (d_relative.defined()) d_relative = d_relative.sum(torch::IntArrayRef{0, 1});
     if (d_dense.defined() && dense.size(0) != p.B) d_dense = d_dense.sum(0, true);
-    return {dq.permute({0, 2, 1, 3}), reduce(dk),      reduce(dv),      torch::Tensor(), d_dense,        d_relative,
-            torch::Tensor(),          torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dq.permute({0, 2, 1, 3}),
+            reduce(dk),
+            reduce(dv),
+            torch::Tensor(),
+            d_dense,
+            d_relative,
+            d_psi,
+            d_inv,
+            d_w1,
+            d_b1,
+            d_w2,
+            d_b2,
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
 }  // namespace
 
 bool streaming_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                   const torch::Tensor& dense_bias, const torch::Tensor& relative_bias) {
-  return cpu_attention_operands_ok(q, k, v, dense_bias, relative_bias);
+                                   const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
+                                   const FireTileBias& fire) {
+  if (!cpu_attention_operands_ok(q, k, v, dense_bias, relative_bias)) return false;
+  if (!fire.defined()) return true;
+  const int64_t Tq = q.size(2), Tk = k.size(2), H = q.size(1);
+  for (const auto* t : {&fire.psi, &fire.inv_norm, &fire.w1, &fire.b1, &fire.w2, &fire.b2})
+    if (!t->defined() || !t->device().is_cpu() || t->scalar_type() != q.scalar_type()) return false;
+  const int64_t K = fire.w1.numel();
+  return fire.psi.dim() == 1 && fire.psi.numel() >= std::max(Tq, Tk) && fire.inv_norm.dim() == 1 &&
+         fire.inv_norm.numel() == Tq && fire.b1.numel() == K && fire.w2.dim() == 2 && fire.w2.size(0) == H &&
+         fire.w2.size(1) == K && fire.b2.numel() == H;
+}
+
+torch::Tensor fire_tile_bias_dense(const FireTileBias& fire, int64_t tq, int64_t tk) {
+  auto options = torch::TensorOptions().dtype(torch::kLong).device(fire.psi.device());
+  auto rows = [&](int64_t start, int64_t n) {  // query rows [start, start + n) -> (H, n, Tk)
+    auto aligned = torch::arange(start, start + n, options).unsqueeze(1) + (tk - tq);  // (n, 1)
+    auto distance = (torch::arange(tk, options).unsqueeze(0) - aligned).abs();         // (n, Tk)
+    auto x =
+        fire.psi.index_select(0, distance.flatten()).view({n, tk}) * fire.inv_norm.narrow(0, start, n).unsqueeze(1);
+    auto hidden = torch::relu(x.unsqueeze(-1) * fire.w1.reshape({-1}) + fire.b1);  // (n, Tk, K)
+    return torch::linear(hidden, fire.w2, fire.b2).permute({2, 0, 1});
+  };
+  // with gradient the MLP's activations are kept whatever the blocking; without, blocks of
+  // rows keep the (rows, Tk, K) activations small
+  if (torch::GradMode::is_enabled()) return rows(0, tq).unsqueeze(0);
+  auto bias = torch::empty({fire.w2.size(0), tq, tk}, fire.psi.options());
+  constexpr int64_t block = 128;
+  for (int64_t start = 0; start < tq; start += block) {
+    const int64_t n = std::min(block, tq - start);
+    bias.narrow(1, start, n).copy_(rows(start, n));
+  }
+  return bias.unsqueeze(0);  // (1, H, Tq, Tk)
 }
 
 torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                       const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
                                       const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-                                      const StreamingTiles& tiles) {
-  TORCH_CHECK(streaming_attention_available(q, k, v, dense_bias, relative_bias),
+                                      const StreamingTiles& tiles, const FireTileBias& fire) {
+  TORCH_CHECK(streaming_attention_available(q, k, v, dense_bias, relative_bias, fire),
               "streaming_attention_cpu: needs CPU float or double q, k, v (B, H, T, Dh) with unit last strides ",
               "and biases of their type and shape; got q ", q.sizes(), " ", q.scalar_type(), " on ", q.device());
   TORCH_CHECK(tiles.queries > 0 && tiles.keys > 0, "streaming_attention_cpu: tile sizes must be positive, got ",
@@ -383,8 +611,11 @@ torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tenso
   auto pad = key_padding_mask.defined() ? key_padding_mask.to(torch::kBool).contiguous() : empty(torch::kBool);
   auto dense = dense_bias.defined() ? dense_bias.contiguous() : empty(q.scalar_type());
   auto relative = relative_bias.defined() ? relative_bias.contiguous() : empty(q.scalar_type());
-  return StreamingAttention::apply(q, k, v, pad, dense, relative, visibility.causal, visibility.window,
-                                   visibility.sinks, tiles.queries, tiles.keys);
+  auto part = [&](const torch::Tensor& t) { return fire.defined() ? t.contiguous() : empty(q.scalar_type()); };
+  return StreamingAttention::apply(q, k, v, pad, dense, relative, part(fire.psi), part(fire.inv_norm),
+                                   part(fire.defined() ? fire.w1.reshape({-1}) : fire.w1), part(fire.b1), part(fire.w2),
+                                   part(fire.b2), visibility.causal, visibility.window, visibility.sinks, tiles.queries,
+                                   tiles.keys);
 }
 
 }  // namespace ropelab
