@@ -13,7 +13,7 @@ namespace ropelab::apps {
 
 /// Search flags; they override the run's `decode` section.
 struct SearchFlags {
-  int64_t beam = -1, max_new = -1, top_k = 0, seed = 1, max_tokens = 2048;
+  int64_t beam = -1, max_new = -1, min_new = 0, top_k = 0, seed = 1, max_tokens = 2048;
   double lenpen = -1, temperature = -1, top_p = 1.0;
   std::string formula;
   bool sample = false, no_cache = false;
@@ -30,7 +30,11 @@ struct SearchFlags {
     app.add_option("--top-p", top_p, "sample from the smallest set of tokens with probability >= p (1 = all)")
         ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"));
     app.add_option("--seed", seed, "random seed for sampling")->capture_default_str();
-    if (generating) app.add_option("--max-new", max_new, "tokens to generate at most (default 100)")->check(positive());
+    if (generating) {
+      app.add_option("--max-new", max_new, "tokens to generate at most (default 100)")->check(positive());
+      app.add_option("--min-new", min_new, "tokens to generate before the end of text may come (default 0)")
+          ->check(nonnegative());
+    }
     app.add_option("--max-tokens", max_tokens, "input tokens per decoding batch")
         ->check(positive())
         ->capture_default_str();
@@ -40,7 +44,7 @@ struct SearchFlags {
   /// The request for a run whose decode section is `decode`; `generating`: greedy unless
   /// told otherwise, at most --max-new tokens after the prompt.
   DecodeRequest request(DecodeOptions decode, bool generating) const {
-    if (generating) decode.beam(1).max_len_a(0).max_len_b(max_new > 0 ? max_new : 100);
+    if (generating) decode.beam(1).max_len_a(0).max_len_b(max_new > 0 ? max_new : 100).min_len(min_new);
     if (beam > 0) decode.beam(beam);
     if (lenpen >= 0) decode.lenpen(lenpen);
     if (!formula.empty()) decode.lenpen_formula(parse_length_penalty(formula));

@@ -14,14 +14,10 @@ set -euo pipefail
 contexts=${1:-2048,4096,8192,16384,32768,65536,131072}
 steps=${2:-300}
 build=${3:-build}
-config=experiments/lm_sotu_char_small.yaml
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-lscpu | sed -n 's/^Model name: */CPU: /p'
-echo "ropelab $(git rev-parse --short HEAD 2>/dev/null || echo '?'), threads 2"
-"$build/ropelab" train "$config" -o "$work/alibi" --set model.position.type=alibi --set "train.steps=$steps" \
-  --set train.valid_every=0 --threads 2 > "$work/train.log" 2>&1 || { cat "$work/train.log" >&2; exit 1; }
-tail -n 1 "$work/train.log"
+source bench/alibi_lm.sh
+train_alibi_lm "$build" "$steps" "$work"
 heads=4
 available_mib=$(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo)
 printf '| context | kernel | wall s | peak RSS MiB | perplexity |\n|---|---|---|---|---|\n'

@@ -418,7 +418,8 @@ Result train_tiny_rotary_lm(const std::filesystem::path& root, const std::string
 
 }  // namespace
 
-// generate writes its text as it comes: a windowed model asked for 10^11 tokens has put
+// generate writes its text as it comes: a windowed model asked for 10^11 tokens (and no end
+// of text before them) has put
 // out text long before it could finish, and Ctrl-C ends it with that text and its line
 // end on stdout, one line on stderr and the shell's exit status 130.
 TEST(Cli, GenerateStreamsAndStopsCleanlyOnCtrlC) {
@@ -427,11 +428,13 @@ TEST(Cli, GenerateStreamsAndStopsCleanlyOnCtrlC) {
   auto r = train_tiny_rotary_lm(root, lm, " --set model.position.type=alibi");
   ASSERT_EQ(r.code, 0) << r.output;
   const auto out = (root / "out.txt").string(), err = (root / "err.txt").string();
-  const std::string script = "set -m\n" + std::string(ROPELAB_BINARY_DIR) + "/ropelab generate --run " + lm +
-                             " --checkpoint last --prompt 'the c' --max-new 100000000000 --sample --seed 3 --threads 1"
-                             " --set model.attention.window=8 --set model.attention.sinks=2 > " +
-                             out + " 2> " + err + " & pid=$!\nfor i in $(seq 600); do [ $(wc -c < " + out +
-                             ") -gt 300 ] && break; sleep 0.1; done\nkill -INT $pid; wait $pid; exit $?\n";
+  const std::string script =
+      "set -m\n" + std::string(ROPELAB_BINARY_DIR) + "/ropelab generate --run " + lm +
+      " --checkpoint last --prompt 'the c' --max-new 100000000000 --min-new 100000000000 --sample --seed 3"
+      " --threads 1"
+      " --set model.attention.window=8 --set model.attention.sinks=2 > " +
+      out + " 2> " + err + " & pid=$!\nfor i in $(seq 600); do [ $(wc -c < " + out +
+      ") -gt 300 ] && break; sleep 0.1; done\nkill -INT $pid; wait $pid; exit $?\n";
   const auto script_path = (root / "interrupt.sh").string();
   std::ofstream(script_path) << script;
   const int status = std::system(("bash " + script_path).c_str());

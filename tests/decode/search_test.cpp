@@ -180,3 +180,33 @@ TEST_F(Decode, SinkTakesTheTokensAndStopsTheSearch) {
   greedy_search(start(model, src, DecodeOptions(options).max_len_b(50)), [&](int64_t, int64_t) { return ++calls < 2; });
   EXPECT_EQ(calls, 2);  // the second call said stop: no third
 }
+
+// A minimum length keeps EOS out until that many tokens are out, in every search: a state
+// whose next token is always EOS by far ends each row at once without it.
+TEST_F(Decode, MinimumLengthHoldsEosBack) {
+  struct EosFirst : DecoderState {
+    torch::Tensor step(const torch::Tensor& tokens) override {
+      auto logits = torch::randn({tokens.size(0), 30});
+      logits.select(1, kEosId).fill_(20.0);
+      return logits;
+    }
+    void select(const torch::Tensor&) override {}
+  };
+  auto decoding = [](int64_t min_length) {
+    Decoding d;
+    d.state = std::make_unique<EosFirst>();
+    d.start = torch::full({2, 1}, kBosId, torch::kLong);
+    d.limits = {12, 12};
+    d.min_length = min_length;
+    return d;
+  };
+  for (int sample = 0; sample < 2; ++sample)
+    for (int beam : {1, 3}) {
+      SearchOptions how;
+      how.sample = sample == 1;
+      how.decode = DecodeOptions().beam(beam);
+      for (int64_t min_length : {0, 7})
+        for (const auto& h : search(decoding(min_length), how))
+          EXPECT_EQ(static_cast<int64_t>(h.tokens.size()), min_length) << "beam " << beam << ", sample " << sample;
+    }
+}

@@ -27,6 +27,7 @@ struct Decoding {
   std::unique_ptr<DecoderState> state;
   torch::Tensor start;          // (B, T0): BOS for a translator, EOS + prompt for a language model
   std::vector<int64_t> limits;  // most output tokens per row (EOS included)
+  int64_t min_length = 0;       // output tokens before EOS may be chosen (DecodeOptions::min_len)
 };
 
 /// A DecoderState over a Transformer stack with incremental caches. With `use_cache`

@@ -21,6 +21,9 @@ struct DecodeOptions {
   /// source sentence of a translator, the prompt of a language model).
   TORCH_ARG(double, max_len_a) = 1.5;
   TORCH_ARG(int64_t, max_len_b) = 10;
+  /// Output tokens before EOS may end a row: EOS gets no probability before (`generate
+  /// --min-new`); 0: from the first.
+  TORCH_ARG(int64_t, min_len) = 0;
 };
 
 /// Ancestral sampling: each token drawn from softmax(logits / temperature), restricted to

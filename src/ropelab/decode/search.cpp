@@ -39,6 +39,12 @@ double length_penalty(const DecodeOptions& options, int64_t length) {
 
 namespace {
 
+/// Log-probabilities (R, V) renormalised without EOS (before the minimum length).
+torch::Tensor without_eos(const torch::Tensor& logp) {
+  return torch::log_softmax(
+      logp.index_fill(1, torch::tensor({kEosId}, logp.device()), -std::numeric_limits<float>::infinity()), -1);
+}
+
 int64_t longest(const std::vector<int64_t>& limits) {
   return limits.empty() ? 0 : *std::max_element(limits.begin(), limits.end());
 }
@@ -61,7 +67,8 @@ std::vector<Hypothesis> token_by_token(Decoding d, const TokenSink& sink, Pick&&
   auto input = d.start;
   for (int64_t t = 0; t < longest(d.limits) && remaining > 0; ++t) {
     auto logp = torch::log_softmax(d.state->step(input).to(torch::kFloat), -1);  // (R, V)
-    const torch::Tensor next = pick(logp);                                       // (R)
+    if (t < d.min_length) logp = without_eos(logp);
+    const torch::Tensor next = pick(logp);  // (R)
     const torch::Tensor chosen = logp.gather(1, next.unsqueeze(1)).squeeze(1).cpu();
     const torch::Tensor next_cpu = next.cpu();
     auto token_of = next_cpu.accessor<int64_t, 1>();
@@ -155,6 +162,7 @@ std::vector<Hypothesis> beam_search(Decoding d, const DecodeOptions& options) {
 
   for (int64_t t = 0; t < longest(d.limits) && remaining > 0; ++t) {
     auto logp = torch::log_softmax(d.state->step(input).to(torch::kFloat), -1);  // (B*K, V)
+    if (t < d.min_length) logp = without_eos(logp);
     const int64_t V = logp.size(1);
     std::vector<double> scores;
     for (const auto& beam : beams) scores.push_back(beam.score);

@@ -33,6 +33,7 @@ Decoding LanguageModelTask::Model::start_decoding(const Batch& inputs, const Dec
   d.start = inputs.target_in;  // (B, 1 + P): EOS, then the prompt
   const int64_t prompt = d.start.size(1) - 1;
   d.limits.assign(static_cast<size_t>(d.start.size(0)), max_output_length(options, prompt));
+  d.min_length = options.min_len();
   return d;
 }
 

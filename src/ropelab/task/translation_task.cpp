@@ -59,6 +59,7 @@ Decoding TranslationTask::Model::start_decoding(const Batch& inputs, const Decod
   const auto lengths = source.ne(kPadId).sum(1).cpu();  // tokens + EOS
   const auto length = lengths.accessor<int64_t, 1>();
   for (int64_t b = 0; b < lengths.size(0); ++b) d.limits.push_back(max_output_length(options, length[b]));
+  d.min_length = options.min_len();
   return d;
 }
 
