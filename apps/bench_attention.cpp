@@ -18,7 +18,7 @@ void add_bench_attention(CLI::App& bench) {
     AttentionBenchOptions options;
     std::string modes = "both", child;  // child: one case, measured in this process
     std::vector<std::string> compare = {"softmax", "performer"};
-    std::string bias = "none";
+    std::string bias = "none", tiles = "64x256";
     bool forward_only = false;
   };
   auto a = std::make_shared<Args>();
@@ -45,6 +45,15 @@ void add_bench_attention(CLI::App& bench) {
       ->check(CLI::IsMember({"none", "alibi", "fire"}))
       ->capture_default_str();
   cmd->add_flag("--forward-only", a->forward_only, "time the forward alone, without autograd");
+  cmd->add_option("--tiles", a->tiles, "the streaming kernel's queries x keys per tile, QxK")
+      ->check([](const std::string& text) -> std::string {
+        long q = 0, k = 0;
+        char x = 0, extra = 0;
+        if (std::sscanf(text.c_str(), "%ld%c%ld%c", &q, &x, &k, &extra) != 3 || x != 'x' || q <= 0 || k <= 0)
+          return "expected QxK with positive Q and K (e.g. 64x256), got '" + text + "'";
+        return {};
+      })
+      ->capture_default_str();
   cmd->add_option("--child", a->child, "internal: TYPE,CAUSAL,T measured in this process")->group("");
   a->flags.add_to(*cmd, "one JSON object per row");
   cmd->callback([a] {
@@ -52,6 +61,7 @@ void add_bench_attention(CLI::App& bench) {
     const auto threads = torch::get_num_threads();
     a->options.bias = parse_bench_bias(a->bias);
     a->options.backward = !a->forward_only;
+    std::sscanf(a->tiles.c_str(), "%ldx%ld", &a->options.tiles.queries, &a->options.tiles.keys);
     if (!a->child.empty()) {  // one measurement, printed for the parent to read
       const auto r = bench_attention(parse_attention_case(a->child, a->options), device);
       std::printf("%.6f %.3f\n", r.timing.median, r.peak_mib);
@@ -66,12 +76,14 @@ void add_bench_attention(CLI::App& bench) {
     const std::string first = variants[0].name, second = variants[1].name;
     if (!a->flags.json)
       std::printf(
-          "attention %s: B=%ld H=%ld Dh=%ld, bias %s, Performer m=%ld, %s, %ld threads, median of %ld\n"
+          "attention %s: B=%ld H=%ld Dh=%ld, bias %s, streaming tiles %s, Performer m=%ld, %s, %ld threads, median "
+          "of %ld\n"
           "%-14s %7s %15s %15s %16s %16s %9s\n",
           o.backward ? "forward+backward" : "forward", static_cast<long>(o.batch), static_cast<long>(o.heads),
-          static_cast<long>(o.head_dim), a->bias.c_str(), static_cast<long>(o.features), device.str().c_str(),
-          static_cast<long>(threads), static_cast<long>(o.repeats), "mode", "T", (first + " ms").c_str(),
-          (second + " ms").c_str(), (first + " MiB").c_str(), (second + " MiB").c_str(), "ratio");
+          static_cast<long>(o.head_dim), a->bias.c_str(), a->tiles.c_str(), static_cast<long>(o.features),
+          device.str().c_str(), static_cast<long>(threads), static_cast<long>(o.repeats), "mode", "T",
+          (first + " ms").c_str(), (second + " ms").c_str(), (first + " MiB").c_str(), (second + " MiB").c_str(),
+          "ratio");
     auto cell = [](double x, const char* format) {
       char buffer[32];
       std::snprintf(buffer, sizeof buffer, format, x);
@@ -87,6 +99,7 @@ void add_bench_attention(CLI::App& bench) {
                                                {"mode", mode},
                                                {"pass", o.backward ? "forward+backward" : "forward"},
                                                {"bias", a->bias},
+                                               {"tiles", a->tiles},
                                                {"T", r.length},
                                                {first + "_ms", r.ms[0]},
                                                {second + "_ms", r.ms[1]},

@@ -100,6 +100,9 @@ TEST(Cli, BadFlagsAndDevicesFail) {
       {"train " + demo + " --threads -1", "ropelab: usage error: --threads: must be >= 0, got -1"},
       {"eval --run /tmp --beam 0", "ropelab: usage error: --beam: must be > 0, got 0"},
       {"eval --run /tmp --beam two", "ropelab: usage error: --beam: 'two' is not a number"},
+      {"bench attention --tiles 64x0",
+       "ropelab: usage error: --tiles: expected QxK with positive Q and K (e.g. 64x256), got '64x0'"},
+      {"generate --run /tmp --min-new -1", "ropelab: usage error: --min-new: must be >= 0, got -1"},
   };
   for (const auto& [args, line] : flag_cases) {
     const auto r = run(args);

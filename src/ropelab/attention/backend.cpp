@@ -115,7 +115,7 @@ void attention_before_update(torch::nn::Module& model, int64_t done) {
 }
 
 SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options)
-    : dropout_(options.dropout()), kernel_(options.kernel()) {}
+    : dropout_(options.dropout()), kernel_(options.kernel()), tiles_(options.tiles()) {}
 
 SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
   if (dropout_ > 0.0 && is_training()) return Path::aten;
@@ -136,8 +136,8 @@ torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
   const auto& bias = in.logit_bias;
   switch (path(in)) {
     case Path::streaming:
-      return streaming_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative, {},
-                                     bias.fire);
+      return streaming_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative,
+                                     tiles_, bias.fire);
     case Path::materialized:
       if (bias.fire.defined())
         return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility,

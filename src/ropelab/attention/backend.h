@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ropelab/ops/attention/fire_tile_bias.h"
+#include "ropelab/ops/attention/streaming_attention.h"
 
 namespace ropelab {
 
@@ -44,6 +45,9 @@ struct AttentionOptions {
   /// Softmax self-attention with a window: the first `sinks` keys of the sequence stay
   /// visible to every query (Xiao et al. 2023, "StreamingLLM").
   TORCH_ARG(int64_t, sinks) = 0;
+  /// The streaming kernel's queries x keys per tile (measured: bench/README.md); not a
+  /// config key, `ropelab bench attention --tiles` sets it.
+  TORCH_ARG(StreamingTiles, tiles);
 };
 
 /// An additive attention-logit bias from a position encoder, in one of two forms:
@@ -138,6 +142,7 @@ class SoftmaxAttention : public AttentionBackendImpl {
  private:
   double dropout_;
   AttentionKernel kernel_;
+  StreamingTiles tiles_;
 };
 
 /// The configured backend for heads of dimension `head_dim`.

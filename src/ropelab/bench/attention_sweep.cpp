@@ -87,6 +87,8 @@ void sweep_attention(const AttentionBenchOptions& o, const AttentionVariant (&va
                                          to_string(o.bias),
                                          "--repeats",
                                          std::to_string(o.repeats),
+                                         "--tiles",
+                                         std::to_string(o.tiles.queries) + "x" + std::to_string(o.tiles.keys),
                                          "--device",
                                          device.str(),
                                          "--threads",

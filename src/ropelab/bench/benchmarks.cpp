@@ -171,7 +171,8 @@ BenchBias parse_bench_bias(const std::string& name) { return parse_enum(name, kB
 AttentionBenchResult bench_attention(const AttentionBenchOptions& o, const torch::Device& device) {
   torch::manual_seed(0);
   auto backend = make_attention_backend(
-      AttentionOptions().type(o.type).num_features(o.features).kernel(o.kernel).dropout(0.0), o.head_dim);
+      AttentionOptions().type(o.type).num_features(o.features).kernel(o.kernel).dropout(0.0).tiles(o.tiles),
+      o.head_dim);
   backend->to(device);
   backend->train();
   const auto bias = bench_logit_bias(o, device);

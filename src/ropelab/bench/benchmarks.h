@@ -112,6 +112,7 @@ struct AttentionBenchOptions {
   BenchBias bias = BenchBias::none;
   bool backward = true;  // forward + backward; false: the forward alone, without autograd
   int64_t warmup = 1, repeats = 3;
+  StreamingTiles tiles;  // the streaming kernel's
 };
 
 struct AttentionBenchResult {
