@@ -47,10 +47,11 @@ CLI::Validator nonnegative();
 /// another name fails with one line naming the flag and the choices.
 CLI::Option* add_precision_flag(CLI::App& cmd, Precision& precision, const std::string& help);
 
-/// A command that Ctrl-C stopped after it had put out cleanly what it had: main() says so
-/// in one line and exits with 130 (128 + SIGINT), as a shell does.
+/// A command that a signal stopped after it had put out cleanly what it had: main() says so
+/// in one line and exits with `status` (128 + the signal, as a shell reports it).
 struct Interrupted : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  Interrupted(const std::string& what, int status) : std::runtime_error(what), status(status) {}
+  int status;
 };
 
 /// The process's command line, as main() received it.

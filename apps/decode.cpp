@@ -1,12 +1,11 @@
 // ropelab translate, ropelab generate: decoding lines with a trained run through its task
 // (src/ropelab/task/).
-#include <signal.h>
-
-#include <atomic>
+#include <csignal>
 #include <iostream>
 #include <memory>
 
 #include "ropelab/data/text.h"
+#include "ropelab/util/stop_signals.h"
 #include "run_args.h"
 
 namespace ropelab::apps {
@@ -65,33 +64,6 @@ void add_translate(CLI::App& cli) {
   });
 }
 
-namespace {
-
-std::atomic<bool> interrupted{false};
-extern "C" void on_interrupt(int) { interrupted = true; }
-
-/// Ctrl-C sets `interrupted` while it lives, once: a second Ctrl-C ends the process as
-/// usual. Without SA_RESTART, a read from stdin that it interrupts ends the input.
-class InterruptFlag {
- public:
-  InterruptFlag() {
-    interrupted = false;
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    action.sa_flags = SA_RESETHAND;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous_);
-  }
-  ~InterruptFlag() { sigaction(SIGINT, &previous_, nullptr); }
-  InterruptFlag(const InterruptFlag&) = delete;
-  InterruptFlag& operator=(const InterruptFlag&) = delete;
-
- private:
-  struct sigaction previous_ {};
-};
-
-}  // namespace
-
 void add_generate(CLI::App& cli) {
   auto* cmd = cli.add_subcommand(
       "generate", "continue prompts with a language model (task lm), writing the text as it is produced");
@@ -106,21 +78,26 @@ void add_generate(CLI::App& cli) {
     auto run = a->open(&device);
     require_command(run, a->run_dir, "generate");
     const auto request = a->search.request(run.config.decode, true);
-    InterruptFlag flag;
+    StopSignals signals;  // SIGINT (Ctrl-C), SIGTERM: stop after the current token
+    auto stop = [&] {
+      const int signal = signals.received();
+      throw Interrupted(std::string("generate: interrupted (") + (signal == SIGINT ? "Ctrl-C" : "SIGTERM") +
+                            "); the text produced so far is above",
+                        128 + signal);
+    };
     // each prompt's line: the prompt, then each token's text flushed as it comes
-    auto emit = [](const std::string& piece) {
+    auto emit = [&](const std::string& piece) {
       std::cout << piece << std::flush;
-      return !interrupted;
+      return signals.received() == 0;
     };
     auto generate = [&](const std::string& prompt) {
-      const bool ended =
-          !interrupted && run.task->stream_line(*run.model, *run.tokenizer, prompt, request, device, emit);
-      if (!interrupted || !ended) std::cout << std::endl;
-      if (interrupted) throw Interrupted("generate: interrupted (Ctrl-C); the text produced so far is above");
+      if (signals.received()) stop();
+      run.task->stream_line(*run.model, *run.tokenizer, prompt, request, device, emit);
+      std::cout << std::endl;
+      if (signals.received()) stop();
     };
     if (a->prompts.empty()) for_each_line("/dev/stdin", [&](std::string& line, int64_t) { generate(line); });
     for (const auto& prompt : a->prompts) generate(prompt);
-    if (interrupted) throw Interrupted("generate: interrupted (Ctrl-C)");
   });
 }
 

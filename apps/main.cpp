@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const ropelab::apps::Interrupted& e) {
     std::cerr << who << ": " << e.what() << std::endl;
-    return 130;
+    return e.status;
   } catch (const c10::Error& e) {
     std::cerr << who << ": error: " << e.what_without_backtrace() << std::endl;
     return 1;
