@@ -35,10 +35,10 @@ void add_bench_attention(CLI::App& bench) {
   cmd->add_option("--mode", a->modes, "bidirectional | causal | both")
       ->check(CLI::IsMember({"bidirectional", "causal", "both"}))
       ->capture_default_str();
-  cmd->add_option("--compare", a->compare, "the two variants: softmax, performer, streaming, materialized")
+  cmd->add_option("--compare", a->compare, "the two variants: softmax, performer, streaming, chunked, materialized")
       ->delimiter(',')
       ->expected(2)
-      ->check(CLI::IsMember({"softmax", "performer", "streaming", "materialized"}))
+      ->check(CLI::IsMember({"softmax", "performer", "streaming", "chunked", "materialized"}))
       ->capture_default_str();
   cmd->add_option("--bias", a->bias,
                   "logit bias: none, alibi (relative table), fire (per tile; dense for the materialized kernel)")

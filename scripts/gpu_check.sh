@@ -9,7 +9,8 @@
 #   1. builds ropelab against that LibTorch in build-gpu (Gloo off: PyTorch's wheels ship no
 #      Gloo headers; NCCL from the wheel's nvidia-nccl package when present);
 #   2. runs the device tests (tests/devices, Device.*, the CUDA tests of the other suites);
-#   3. runs bench rotary, bench attention and bench train with --device cuda;
+#   3. runs bench rotary, bench attention (softmax against Performer, and the chunked streaming
+#      attention against the whole score matrix) and bench train with --device cuda;
 #   4. prints one table (also written to build-gpu/gpu_check.md) and exits non-zero if a
 #      step failed.
 # CLI11, yaml-cpp, nlohmann-json, GoogleTest and SentencePiece come from the system when
@@ -111,19 +112,21 @@ else
 fi
 
 # --- benchmarks ------------------------------------------------------------------------------
-bench() { # name, figures-from-json (python expression over rows), arguments...
-  local name=$1 summary=$2
+bench() { # name[:label], figures-from-json (python expression over rows), arguments...
+  local name=${1%%:*} label=${1//:/ } summary=$2
   shift 2
-  local log=$build/gpu_check.bench_$name.log
+  local log=$build/gpu_check.bench_${label// /_}.log
   if "$cli" bench "$name" --device "$device" --json "$@" >"$log" 2>&1; then
-    row "bench $name" ok "$(python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]; print($summary)" "$log")"
+    row "bench $label" ok "$(python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]; print($summary)" "$log")"
   else
-    row "bench $name" FAILED "$(tail -1 "$log")"
+    row "bench $label" FAILED "$(tail -1 "$log")"
   fi
 }
 if [ -x "$cli" ]; then
   bench rotary "', '.join(f\"{r['method']} {r['median_ms']:.3f} ms\" for r in rows)" --repeats 20
   bench attention "'; '.join(f\"T={r['T']} softmax {r['softmax_ms']:.2f} ms {r['softmax_peak_mib']:.0f} MiB, performer {r['performer_ms']:.2f} ms {r['performer_peak_mib']:.0f} MiB\" for r in rows)" --seq 1024 4096 --mode causal
+  # streaming attention in chunks of device ops against the whole score matrix (ATen ops)
+  bench attention:chunked "'; '.join(f\"T={r['T']} chunked {r['chunked_ms']:.2f} ms {r['chunked_peak_mib']:.0f} MiB, materialized {r['materialized_ms']:.2f} ms {r['materialized_peak_mib']:.0f} MiB\" for r in rows)" --compare chunked,materialized --bias alibi --seq 4096 16384 --mode causal
   bench train "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, {r['parameters']} parameters\" for r in rows)" --steps 20 --warmup 5
 fi
 

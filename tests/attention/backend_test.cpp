@@ -160,6 +160,7 @@ TEST_F(Attention, KernelSettingPicksThePathAndEveryPathWindowsAlike) {
   using Path = SoftmaxAttention::Path;
   const std::vector<std::pair<AttentionKernel, Path>> kernels = {{AttentionKernel::automatic, Path::streaming},
                                                                  {AttentionKernel::streaming, Path::streaming},
+                                                                 {AttentionKernel::chunked, Path::chunked},
                                                                  {AttentionKernel::materialized, Path::materialized}};
   SoftmaxAttention aten(AttentionOptions{});
   const auto expected = aten.reference_forward(in);
@@ -180,6 +181,32 @@ TEST_F(Attention, KernelSettingPicksThePathAndEveryPathWindowsAlike) {
   EXPECT_EQ(dropping.path(in), Path::streaming);
   in.q = in.q.to(torch::kBFloat16), in.k = in.k.to(torch::kBFloat16), in.v = in.v.to(torch::kBFloat16);
   EXPECT_EQ(SoftmaxAttention(AttentionOptions{}).path(in), Path::aten);  // no bf16 kernel
+  EXPECT_EQ(SoftmaxAttention(AttentionOptions().kernel(AttentionKernel::chunked)).path(in), Path::aten);
+}
+
+// Off the CPU (meta tensors stand for a GPU's: shapes without data) the streaming setting
+// takes the chunked form; auto takes it once one call's scores exceed one chunk, and ATen
+// ops below that; materialized and attention dropout in training take ATen ops.
+TEST_F(Attention, OffTheCpuStreamingIsTheChunkedForm) {
+  using Path = SoftmaxAttention::Path;
+  const auto meta = torch::TensorOptions().device(torch::kMeta);
+  auto inputs = [&](int64_t T) {
+    auto x = torch::empty({1, 4, T, 8}, meta);
+    auto bias = LogitBias::relative_table(torch::empty({4, 2 * T - 1}, meta));
+    return AttentionInputs{x, x, x, torch::empty({1, T}, meta.dtype(torch::kBool)), bias, true, 64, 4};
+  };
+  const auto small = inputs(2048), large = inputs(2049);  // 4 x 2048^2 = 2^24 scores: one chunk
+  auto path = [](AttentionKernel kernel, const AttentionInputs& in) {
+    return SoftmaxAttention(AttentionOptions().kernel(kernel)).path(in);
+  };
+  EXPECT_EQ(path(AttentionKernel::automatic, small), Path::aten);
+  EXPECT_EQ(path(AttentionKernel::automatic, large), Path::chunked);
+  EXPECT_EQ(path(AttentionKernel::streaming, small), Path::chunked);
+  EXPECT_EQ(path(AttentionKernel::chunked, small), Path::chunked);
+  EXPECT_EQ(path(AttentionKernel::materialized, large), Path::aten);
+  SoftmaxAttention dropping(AttentionOptions().dropout(0.1).kernel(AttentionKernel::streaming));
+  dropping.train();
+  EXPECT_EQ(dropping.path(large), Path::aten);
 }
 
 // Under mixed precision the projections give bf16 q, k, v; attention upcasts them

@@ -108,7 +108,7 @@ TEST_F(ConfigTest, AttentionKernelWindowAndSinks) {
   EXPECT_EQ(load_config({{}, {}}).model.attention().kernel(), AttentionKernel::automatic);
   EXPECT_EQ(load_error({}, {"model.attention.kernel=flash"}),
             "--set: model.attention.kernel: unknown attention kernel 'flash' (expected auto | streaming | "
-            "materialized)");
+            "chunked | materialized)");
   EXPECT_EQ(load_error({}, {"model.attention.window=-1"}),
             "--set: model.attention.window=-1 must be >= 0 (0 = every key)");
   EXPECT_EQ(load_error({}, {"model.attention.sinks=4"}),

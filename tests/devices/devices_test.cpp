@@ -4,7 +4,9 @@
 // scripts/gpu_check.sh runs them on a machine with a GPU.
 #include "../test_util.h"
 #include "ropelab/attention/performer.h"
+#include "ropelab/ops/attention/chunked_attention.h"
 #include "ropelab/ops/rotary/rotary.h"
+#include "ropelab/position/position_encoder.h"
 #include "ropelab/task/translation_task.h"
 #include "ropelab/train/trainer.h"
 
@@ -80,6 +82,64 @@ TEST_P(RotaryOnDevice, ForwardAndBackwardMatchTheEagerFormulaInDouble) {
 INSTANTIATE_TEST_SUITE_P(Devices, RotaryOnDevice,
                          ::testing::Combine(::testing::ValuesIn(test_devices()),
                                             ::testing::Values(torch::kFloat, torch::kDouble, torch::kBFloat16)),
+                         [](const auto& info) {
+                           return device_name(std::get<0>(info.param)) + "_" +
+                                  std::string(c10::toString(std::get<1>(info.param)));
+                         });
+
+// --- streaming attention in chunks of device operations ------------------------------------
+
+class ChunkedAttentionOnDevice : public ::testing::TestWithParam<std::tuple<torch::Device, torch::Dtype>> {
+ protected:
+  void SetUp() override { torch::manual_seed(0); }
+};
+
+// The chunked form on the device against the ATen path in double on the CPU: outputs and the
+// gradients of q, k, v, an ALiBi table and FIRE's parameters, causal with a window, sinks and
+// padding, several chunks each way; and the streaming setting takes it off the CPU.
+TEST_P(ChunkedAttentionOnDevice, MatchesTheDoubleReferenceWithBiasesAndGradients) {
+  const auto [device, dtype] = GetParam();
+  ROPELAB_SKIP_WITHOUT(device);
+  const int64_t B = 2, H = 2, Tq = 21, Tk = 29, Dh = 8;
+  auto q = torch::randn({B, H, Tq, Dh}, torch::kDouble), k = torch::randn({B, H, Tk, Dh}, torch::kDouble),
+       v = torch::randn({B, H, Tk, Dh}, torch::kDouble), table = torch::randn({H, Tq + Tk - 1}, torch::kDouble);
+  auto pad = torch::zeros({B, Tk}, torch::kBool);
+  pad[1][Tk - 1] = true;
+  auto fire = make_position_encoder(PositionOptions().type(PositionType::fire).fire_threshold(5.0),
+                                    PositionGeometry{H * Dh, H, true});
+  fire->to(torch::kDouble);
+  const auto w = torch::randn({B, H, Tq, Dh}, torch::kDouble);
+  auto run = [&](const torch::Device& on, torch::Dtype type, bool reference) {
+    fire->to(on, type);
+    std::vector<torch::Tensor> leaves;
+    for (const auto& t : {q, k, v, table}) leaves.push_back(t.to(on, type).requires_grad_(true));
+    LogitBias bias = LogitBias::relative_table(leaves[3]);
+    bias.fire = fire->factored_bias(Tq, Tk);
+    const AttentionInputs in{leaves[0], leaves[1], leaves[2], pad.to(on), bias, true, 9, 2};
+    SoftmaxAttention attention(AttentionOptions().kernel(AttentionKernel::streaming));
+    if (!reference)
+      EXPECT_EQ(attention.path(in), on.is_cpu() ? SoftmaxAttention::Path::streaming : SoftmaxAttention::Path::chunked);
+    const auto out = reference ? attention.reference_forward(in)
+                               : chunked_attention(in.q, in.k, in.v, in.key_padding_mask, {true, 9, 2}, {},
+                                                   bias.relative, bias.fire, {5, 7, 1 << 24});
+    for (const auto& p : fire->parameters()) leaves.push_back(p);
+    auto grads = torch::autograd::grad({(out * w.to(on, type)).sum()}, leaves);
+    std::vector<torch::Tensor> result{out.detach().cpu().to(torch::kDouble)};
+    for (const auto& g : grads) result.push_back(g.cpu().to(torch::kDouble));
+    return result;
+  };
+  const auto expected = run(torch::kCPU, torch::kDouble, true);
+  const auto got = run(device, dtype, false);
+  const double tol = dtype == torch::kDouble ? 1e-10 : 2e-4;
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_LT(max_diff(got[i], expected[i]), tol * std::max(1.0, expected[i].abs().max().item<double>()))
+        << (i == 0 ? "output" : "gradient " + std::to_string(i - 1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ChunkedAttentionOnDevice,
+                         ::testing::Combine(::testing::ValuesIn(test_devices()),
+                                            ::testing::Values(torch::kFloat, torch::kDouble)),
                          [](const auto& info) {
                            return device_name(std::get<0>(info.param)) + "_" +
                                   std::string(c10::toString(std::get<1>(info.param)));

@@ -1,13 +1,15 @@
-// Streaming attention against a float64 golden run written from the definition (ATen ops on
-// the whole score matrix) and against the materialized kernel: outputs and the gradients of
-// q, k, v and of every position bias's parameters, over masks (causal, padding, Tq != Tk,
-// sliding windows with sinks, rows that see no key), tile sizes that do not divide the
-// lengths, both CPU builds and float / double.
+// Streaming attention, the CPU kernel and its chunked form in ATen operations, against a
+// float64 golden run written from the definition (ATen ops on the whole score matrix) and
+// against the materialized kernel: outputs and the gradients of q, k, v and of every
+// position bias's parameters, over masks (causal, padding, Tq != Tk, sliding windows with
+// sinks, rows that see no key), tile and chunk sizes that do not divide the lengths, both
+// CPU builds and float / double.
 #include "ropelab/ops/attention/streaming_attention.h"
 
 #include <cmath>
 
 #include "kernel_builds.h"
+#include "ropelab/ops/attention/chunked_attention.h"
 #include "ropelab/ops/attention/fused_attention.h"
 #include "ropelab/position/encoders.h"
 
@@ -179,7 +181,14 @@ class StreamingAttentionKernel : public ropelab::testing::KernelTest {
 
     const KeyVisibility vis{c.causal, c.window, c.sinks};
     ASSERT_TRUE(streaming_attention_available(q, k, v, bias.dense, bias.relative, bias.fire));
+    ASSERT_TRUE(chunked_attention_available(q, k, v, bias.dense, bias.relative, bias.fire));
     auto streaming = streaming_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative, c.tiles, bias.fire);
+    // the chunked form: in the case's tile sizes, or (default tiles) with the query chunk
+    // taken from a small budget, so that every case has several chunks each way
+    const bool default_tiles = c.tiles.queries == StreamingTiles{}.queries && c.tiles.keys == StreamingTiles{}.keys;
+    const AttentionChunks chunks =
+        default_tiles ? AttentionChunks{0, 128, 4096} : AttentionChunks{c.tiles.queries, c.tiles.keys, 1 << 24};
+    auto chunked = chunked_attention(q, k, v, pad, vis, bias.dense, bias.relative, bias.fire, chunks);
     auto materialized = bias.fire.defined()
                             ? fused_attention_cpu(q, k, v, pad, vis, fire_tile_bias_dense(bias.fire, s.Tq, s.Tk))
                             : fused_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative);
@@ -190,12 +199,15 @@ class StreamingAttentionKernel : public ropelab::testing::KernelTest {
       return torch::autograd::grad({(out * w.to(out.scalar_type())).sum()}, inputs, {}, /*retain_graph=*/true, false,
                                    /*allow_unused=*/true);
     };
-    const auto g_stream = grads(streaming), g_mat = grads(materialized), g_gold = grads(gold);
+    const auto g_stream = grads(streaming), g_chunk = grads(chunked), g_mat = grads(materialized), g_gold = grads(gold);
     expect_close(streaming, materialized, gold, "output");
+    expect_close(chunked, materialized, gold, "chunked output");
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!g_gold[i].defined()) continue;  // a parameter the bias does not use here
       ASSERT_TRUE(g_stream[i].defined()) << "input " << i;
+      ASSERT_TRUE(g_chunk[i].defined()) << "chunked, input " << i;
       expect_close(g_stream[i], g_mat[i], g_gold[i], "gradient of input " + std::to_string(i));
+      expect_close(g_chunk[i], g_mat[i], g_gold[i], "chunked gradient of input " + std::to_string(i));
     }
   }
 
@@ -332,4 +344,34 @@ TEST(StreamingAttention, RejectsWhatItCannotRun) {
               streaming_attention_cpu(q, q, q, {}, KeyVisibility{}, {}, {}, {0, 4});
             }).find("tile sizes must be positive, got 0 x 4"),
             std::string::npos);
+}
+
+TEST(ChunkedAttention, RejectsWhatItCannotRun) {
+  auto q = torch::randn({2, 1, 4, 8});
+  const auto half = q.to(torch::kBFloat16);
+  EXPECT_TRUE(chunked_attention_available(q, q, q));
+  EXPECT_FALSE(chunked_attention_available(half, half, half));
+  EXPECT_FALSE(chunked_attention_available(q, q, q, {}, torch::randn({1, 6})));        // needs Tq + Tk - 1 = 7 columns
+  EXPECT_FALSE(chunked_attention_available(q, q[0].unsqueeze(0), q[0].unsqueeze(0)));  // k of another batch
+  EXPECT_FALSE(chunked_attention_available(q, q, q.to(torch::kDouble)));
+  EXPECT_NE(ropelab::testing::error_of([&] {
+              chunked_attention(q, q, q, {}, KeyVisibility{}, {}, {}, {}, {4, 0});
+            }).find("chunk sizes must be positive, got 4 x 0"),
+            std::string::npos);
+  EXPECT_NE(ropelab::testing::error_of([&] {
+              chunked_attention(half, half, half, {}, KeyVisibility{});
+            }).find("chunked_attention: needs float or double q, k, v"),
+            std::string::npos);
+}
+
+// The query chunk: as given, or the most rows whose scores over B x H x keys fit the budget
+// (a multiple of 64 from 64 on), never more than Tq.
+TEST(ChunkedAttention, QueryChunkFollowsTheBudget) {
+  EXPECT_EQ(chunk_queries({16, 1024, 1 << 24}, 12, 4096, 4096), 16);
+  EXPECT_EQ(chunk_queries({16, 1024, 1 << 24}, 12, 10, 4096), 10);
+  EXPECT_EQ(chunk_queries({0, 1024, 1 << 24}, 12, 131072, 131072), 1344);  // 16777216 / 12288 = 1365.3
+  EXPECT_EQ(chunk_queries({0, 1024, 1 << 24}, 12, 1000, 131072), 1000);
+  EXPECT_EQ(chunk_queries({0, 1024, 1 << 24}, 12, 131072, 100), 13952);  // keys: at most Tk = 100
+  EXPECT_EQ(chunk_queries({0, 128, 4096}, 2, 300, 300), 16);
+  EXPECT_EQ(chunk_queries({0, 1024, 1000}, 12, 300, 300), 1);
 }

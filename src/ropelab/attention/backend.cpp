@@ -18,14 +18,7 @@ torch::Tensor causal_mask(int64_t tq, int64_t tk, const torch::Device& device) {
 torch::Tensor visibility_mask(int64_t tq, int64_t tk, bool causal, int64_t window, int64_t sinks,
                               const torch::Device& device) {
   if (window <= 0) return causal && tq > 1 ? causal_mask(tq, tk, device) : torch::Tensor();
-  auto options = torch::TensorOptions().dtype(torch::kLong).device(device);
-  auto key = torch::arange(tk, options).unsqueeze(0);                // (1, Tk)
-  auto query = torch::arange(tq, options).unsqueeze(1) + (tk - tq);  // (Tq, 1): aligned key
-  auto distance = query - key;                                       // (Tq, Tk)
-  auto hidden = (causal ? distance : distance.abs()) >= window;      // outside the window
-  if (sinks > 0) hidden = hidden & (key >= sinks);
-  if (causal) hidden = hidden | (distance < 0);
-  return hidden;
+  return hidden_keys(KeyVisibility{causal, window, sinks}, tq, tk, 0, tq, 0, tk, device);
 }
 
 LogitBias LogitBias::relative_table(torch::Tensor table) {
@@ -120,6 +113,8 @@ SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options)
 SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
   if (dropout_ > 0.0 && is_training()) return Path::aten;
   const auto& bias = in.logit_bias;
+  const bool chunked_fits = chunked_attention_available(in.q, in.k, in.v, bias.dense, bias.relative, bias.fire);
+  if (kernel_ == AttentionKernel::chunked) return chunked_fits ? Path::chunked : Path::aten;
   if (kernel_ != AttentionKernel::materialized &&
       streaming_attention_available(in.q, in.k, in.v, bias.dense, bias.relative, bias.fire))
     return Path::streaming;
@@ -128,6 +123,12 @@ SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
   if (kernel_ != AttentionKernel::streaming && fire_fits &&
       fused_attention_available(in.q, in.k, in.v, bias.dense, bias.relative))
     return Path::materialized;
+  // off the CPU: the chunked form for streaming, and for auto where one chunk would not do
+  if (!in.q.device().is_cpu() && chunked_fits &&
+      (kernel_ == AttentionKernel::streaming ||
+       (kernel_ == AttentionKernel::automatic &&
+        in.q.size(0) * in.q.size(1) * in.q.size(2) * in.k.size(2) > AttentionChunks{}.budget)))
+    return Path::chunked;
   return Path::aten;
 }
 
@@ -138,6 +139,8 @@ torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
     case Path::streaming:
       return streaming_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative,
                                      tiles_, bias.fire);
+    case Path::chunked:
+      return chunked_attention(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative, bias.fire);
     case Path::materialized:
       if (bias.fire.defined())
         return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility,
@@ -188,8 +191,9 @@ namespace {
 const EnumNames<AttentionType, 2> kAttentionNames{
     {{AttentionType::softmax, "softmax"}, {AttentionType::performer, "performer"}}};
 
-const EnumNames<AttentionKernel, 3> kKernelNames{{{AttentionKernel::automatic, "auto"},
+const EnumNames<AttentionKernel, 4> kKernelNames{{{AttentionKernel::automatic, "auto"},
                                                   {AttentionKernel::streaming, "streaming"},
+                                                  {AttentionKernel::chunked, "chunked"},
                                                   {AttentionKernel::materialized, "materialized"}}};
 }  // namespace
 

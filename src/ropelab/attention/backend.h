@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "ropelab/ops/attention/chunked_attention.h"
 #include "ropelab/ops/attention/fire_tile_bias.h"
 #include "ropelab/ops/attention/streaming_attention.h"
 
@@ -18,13 +19,16 @@ namespace ropelab {
 /// with positive orthogonal random features (Choromanski et al. 2021).
 enum class AttentionType { softmax, performer };
 
-/// How the softmax backend computes on the CPU. `streaming`: tiles with an online softmax,
-/// memory linear in the length (ops/attention/streaming_attention.h). `materialized`: the
-/// whole (Tq, Tk) score matrix per head (ops/attention/fused_attention.h), the reference.
-/// `automatic` ("auto"): streaming wherever it runs. Attention dropout in training, other
-/// devices and other dtypes take the ATen path (SoftmaxAttention::reference_forward) under
-/// any setting.
-enum class AttentionKernel { automatic, streaming, materialized };
+/// How the softmax backend computes. `streaming`: the streaming algorithm, memory linear in
+/// the length: on the CPU the tiled kernel (ops/attention/streaming_attention.h), on other
+/// devices the same algorithm in chunks of device operations (ops/attention/chunked_attention.h).
+/// `chunked`: the chunked form on every device, the CPU included. `materialized`: the whole
+/// (Tq, Tk) score matrix per head, by the CPU kernel of ops/attention/fused_attention.h (the
+/// reference) or by ATen ops elsewhere. `automatic` ("auto"): the streaming kernel on the
+/// CPU; on other devices the chunked form when one call's scores (B x H x Tq x Tk) exceed one
+/// chunk (AttentionChunks::budget), ATen ops otherwise. Attention dropout in training and
+/// other dtypes take the ATen path (SoftmaxAttention::reference_forward) under any setting.
+enum class AttentionKernel { automatic, streaming, chunked, materialized };
 
 struct AttentionOptions {
   /// Which backend.
@@ -37,7 +41,7 @@ struct AttentionOptions {
   TORCH_ARG(int64_t, redraw_every) = 1000;
   /// Performer, causal: positions per chunk of the prefix-sum evaluation.
   TORCH_ARG(int64_t, chunk_size) = 128;
-  /// Softmax: which CPU kernel.
+  /// Softmax: which kernel.
   TORCH_ARG(AttentionKernel, kernel) = AttentionKernel::automatic;
   /// Softmax self-attention: each query sees only keys within this distance (the W most
   /// recent in a causal stack, itself included); 0 for every key. Not in cross-attention.
@@ -125,14 +129,14 @@ using AttentionBackend = std::shared_ptr<AttentionBackendImpl>;
 
 /// Scaled dot-product attention (Vaswani et al. 2017, 3.2.1):
 /// softmax(Q K^T / sqrt(Dh) + bias, masked) V, with dropout on the probabilities.
-/// On the CPU without active attention dropout it runs the kernel AttentionOptions::kernel
-/// picks (streaming or materialized); otherwise reference_forward's ATen ops.
+/// Without active attention dropout it runs the kernel AttentionOptions::kernel picks
+/// (AttentionKernel); otherwise reference_forward's ATen ops.
 class SoftmaxAttention : public AttentionBackendImpl {
  public:
   explicit SoftmaxAttention(const AttentionOptions& options);
   /// Which computation forward() takes for `inputs`: the streaming or the materialized
-  /// CPU kernel, or the ATen path.
-  enum class Path { streaming, materialized, aten };
+  /// CPU kernel, the chunked form (any device), or the ATen path.
+  enum class Path { streaming, chunked, materialized, aten };
   Path path(const AttentionInputs& inputs) const;
   torch::Tensor forward(const AttentionInputs& inputs) override;
   bool accepts_logit_bias() const override { return true; }

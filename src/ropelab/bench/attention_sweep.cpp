@@ -24,11 +24,12 @@ double available_memory_bytes() {
 AttentionVariant parse_attention_variant(const std::string& name) {
   if (name == "streaming") return {name, AttentionType::softmax, AttentionKernel::streaming};
   if (name == "materialized") return {name, AttentionType::softmax, AttentionKernel::materialized};
+  if (name == "chunked") return {name, AttentionType::softmax, AttentionKernel::chunked};
   try {
     return {name, parse_attention_type(name), AttentionKernel::automatic};
   } catch (const std::exception&) {
     throw std::runtime_error("bench attention: unknown variant '" + name +
-                             "' (softmax, performer, streaming, materialized)");
+                             "' (softmax, performer, streaming, chunked, materialized)");
   }
 }
 
@@ -61,12 +62,14 @@ void sweep_attention(const AttentionBenchOptions& o, const AttentionVariant (&va
       for (int b = 0; b < 2; ++b) {
         const auto& variant = variants[b];
         // (B, H, T, T) float tensors alive at once: about three for the materialized softmax
-        // forward and backward (one forward alone), none for the streaming kernel (FIRE per
-        // tile included) or the Performer, one more for FIRE's dense bias where the kernel
+        // forward and backward (one forward alone), none for the streaming kernel or the
+        // chunked form (FIRE per tile included) or the Performer, one more for FIRE's dense bias where the kernel
         // materializes. Skip what cannot fit.
         const double square = 4.0 * static_cast<double>(o.batch * o.heads) * static_cast<double>(T * T);
         const bool materializes = variant.type == AttentionType::softmax &&
-                                  (variant.kernel == AttentionKernel::materialized || !device.is_cpu());
+                                  (variant.kernel == AttentionKernel::materialized ||
+                                   (!device.is_cpu() && variant.kernel != AttentionKernel::chunked &&
+                                    variant.kernel != AttentionKernel::streaming));
         const double need = square * ((materializes ? (o.backward ? 3.0 : 1.0) : 0.0) +
                                       (o.bias == BenchBias::fire && materializes ? (o.backward ? 2.0 : 1.0) : 0.0));
         if (device.is_cpu() && need > 0.6 * available_memory_bytes()) continue;

@@ -179,9 +179,7 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
                                static_cast<scalar_t>(1.0 / std::sqrt(double(sh.Dh))));
     });
     ctx->save_for_backward({q, k, v, probs, pad});
-    ctx->saved_data["causal"] = causal;
-    ctx->saved_data["window"] = window;
-    ctx->saved_data["sinks"] = sinks;
+    save_visibility(ctx, {causal, window, sinks});
     ctx->saved_data["dense_sizes"] = dense.sizes();
     ctx->saved_data["relative_columns"] = relative.numel() ? relative.size(1) : int64_t(0);
     return out.permute({0, 2, 1, 3});  // (B, H, Tq, Dh) view
@@ -191,9 +189,7 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
                                                  torch::autograd::variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &probs = saved[3], &pad = saved[4];
-    const auto sh = shape_of(
-        q, k, pad,
-        {ctx->saved_data["causal"].toBool(), ctx->saved_data["window"].toInt(), ctx->saved_data["sinks"].toInt()});
+    const auto sh = shape_of(q, k, pad, saved_visibility(ctx));
     auto grad_out = grads[0].permute({0, 2, 1, 3}).contiguous();  // (B, Tq, H, Dh)
     auto dq = torch::empty({sh.B, sh.Tq, sh.H, sh.Dh}, q.options());
     auto dk = torch::empty({sh.B, sh.Tk, sh.H, sh.Dh}, k.options());
@@ -201,9 +197,9 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
     const auto dense_sizes = ctx->saved_data["dense_sizes"].toIntVector();
     const int64_t columns = ctx->saved_data["relative_columns"].toInt();
     torch::Tensor d_relative, d_dense;  // per (batch, head), reduced over the batch below
-    // needs_input_grad counts tensor inputs only: q, k, v, pad, dense (4), relative (5)
-    if (columns && ctx->needs_input_grad(5)) d_relative = torch::zeros({sh.B * sh.H, columns}, q.options());
-    if (!dense_sizes.empty() && dense_sizes[0] > 0 && ctx->needs_input_grad(4))
+    if (columns && ctx->needs_input_grad(kRelativeInput))
+      d_relative = torch::zeros({sh.B * sh.H, columns}, q.options());
+    if (!dense_sizes.empty() && dense_sizes[0] > 0 && ctx->needs_input_grad(kDenseInput))
       d_dense = torch::empty({sh.B, sh.H, sh.Tq, sh.Tk}, q.options());
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "fused_attention_backward", [&] {
       BiasGrad<scalar_t> dbias;
@@ -236,12 +232,9 @@ bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, c
 torch::Tensor fused_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
                                   const torch::Tensor& dense_bias, const torch::Tensor& relative_bias) {
-  // autograd Functions take no undefined tensors: "none" is an empty one
-  auto empty = [&](torch::ScalarType type) { return torch::empty({0}, torch::TensorOptions().dtype(type)); };
-  auto pad = key_padding_mask.defined() ? key_padding_mask.to(torch::kBool).contiguous() : empty(torch::kBool);
-  auto dense = dense_bias.defined() ? dense_bias.contiguous() : empty(q.scalar_type());
-  auto relative = relative_bias.defined() ? relative_bias.contiguous() : empty(q.scalar_type());
-  return FusedAttention::apply(q, k, v, pad, visibility.causal, visibility.window, visibility.sinks, dense, relative);
+  const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias);
+  return FusedAttention::apply(q, k, v, x.pad, visibility.causal, visibility.window, visibility.sinks, x.dense,
+                               x.relative);
 }
 
 }  // namespace ropelab

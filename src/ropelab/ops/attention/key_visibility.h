@@ -29,4 +29,44 @@ struct KeyVisibility {
   bool restricts() const { return causal || window > 0; }
 };
 
+/// A half-open range of keys.
+struct KeyRange {
+  int64_t begin = 0, end = 0;
+};
+
+/// At most two ranges of keys (of Tk) that queries [i0, i1) (of Tq) may see: the sinks, then
+/// the causal / window span; returns how many. Keys outside them are hidden from every query
+/// of the range, so a tiled kernel skips their tiles.
+inline int visible_key_ranges(const KeyVisibility& vis, int64_t tq, int64_t tk, int64_t i0, int64_t i1,
+                              KeyRange out[2]) {
+  const int64_t a0 = i0 + tk - tq, a1 = i1 - 1 + tk - tq;  // the first and last query's key
+  int64_t lo = 0, hi = tk;
+  if (vis.causal) hi = std::min(hi, a1 + 1);
+  if (vis.window > 0) {
+    lo = std::max<int64_t>(0, a0 - vis.window + 1);
+    if (!vis.causal) hi = std::min(hi, a1 + vis.window);
+  }
+  int n = 0;
+  if (vis.window > 0 && vis.sinks > 0 && lo > 0) {
+    const int64_t sink_end = std::min({vis.sinks, lo, vis.causal ? a1 + 1 : tk});
+    if (sink_end > 0) out[n++] = {0, sink_end};
+  }
+  if (lo < hi) out[n++] = {lo, hi};
+  return n;
+}
+
+/// Whether every query of [i0, i1) sees every key of [j0, j1) (padding aside): a tile that
+/// needs no mask.
+inline bool sees_whole_tile(const KeyVisibility& vis, int64_t tq, int64_t tk, int64_t i0, int64_t i1, int64_t j0,
+                            int64_t j1) {
+  const int64_t a0 = i0 + tk - tq, a1 = i1 - 1 + tk - tq;
+  if (vis.causal && j1 - 1 > a0) return false;
+  if (vis.window > 0 && j1 > vis.sinks) {
+    const int64_t first = std::max(j0, vis.sinks);  // the keys that only the window shows
+    if (first < a1 - vis.window + 1) return false;
+    if (!vis.causal && j1 - 1 > a0 + vis.window - 1) return false;
+  }
+  return true;
+}
+
 }  // namespace ropelab

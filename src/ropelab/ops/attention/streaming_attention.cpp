@@ -44,11 +44,6 @@ Loops<double> loops<double>() {
   return {k.online_softmax_double, k.probabilities_double, k.softmax_grad_double, k.add_rows_double, k.add_bias_double};
 }
 
-/// A half-open range of keys.
-struct KeyRange {
-  int64_t begin = 0, end = 0;
-};
-
 /// The problem's shapes and masks, and the key ranges each query tile visits.
 struct Problem {
   int64_t B = 0, H = 0, Tq = 0, Tk = 0, Dh = 0, bq = 0, bk = 0;
@@ -58,36 +53,13 @@ struct Problem {
   int64_t offset() const { return Tk - Tq; }  // query i is aligned with key i + offset
   int64_t query_tiles() const { return (Tq + bq - 1) / bq; }
 
-  /// At most two ranges of keys that queries [i0, i1) may see: the sinks, then the
-  /// causal / window span. Keys outside them are hidden from every query of the tile.
-  int ranges(int64_t i0, int64_t i1, KeyRange out[2]) const {
-    const int64_t a0 = i0 + offset(), a1 = i1 - 1 + offset();
-    int64_t lo = 0, hi = Tk;
-    if (vis.causal) hi = std::min(hi, a1 + 1);
-    if (vis.window > 0) {
-      lo = std::max<int64_t>(0, a0 - vis.window + 1);
-      if (!vis.causal) hi = std::min(hi, a1 + vis.window);
-    }
-    int n = 0;
-    if (vis.window > 0 && vis.sinks > 0 && lo > 0) {
-      const int64_t sink_end = std::min({vis.sinks, lo, vis.causal ? a1 + 1 : Tk});
-      if (sink_end > 0) out[n++] = {0, sink_end};
-    }
-    if (lo < hi) out[n++] = {lo, hi};
-    return n;
-  }
+  /// The keys that queries [i0, i1) may see (visible_key_ranges).
+  int ranges(int64_t i0, int64_t i1, KeyRange out[2]) const { return visible_key_ranges(vis, Tq, Tk, i0, i1, out); }
 
   /// Whether every query of [i0, i1) sees every key of [j0, j1) of batch row b.
   bool all_visible(int64_t b, int64_t i0, int64_t i1, int64_t j0, int64_t j1) const {
     if (pad && padded_before[b * (Tk + 1) + j1] != padded_before[b * (Tk + 1) + j0]) return false;
-    const int64_t a0 = i0 + offset(), a1 = i1 - 1 + offset();  // the first and last row's key
-    if (vis.causal && j1 - 1 > a0) return false;
-    if (vis.window > 0 && j1 > vis.sinks) {
-      const int64_t first = std::max(j0, vis.sinks);  // the keys that only the window shows
-      if (first < a1 - vis.window + 1) return false;
-      if (!vis.causal && j1 - 1 > a0 + vis.window - 1) return false;
-    }
-    return true;
+    return sees_whole_tile(vis, Tq, Tk, i0, i1, j0, j1);
   }
 
   /// Writes kStreamingMasked into the logits S (rows x cols, ld) of queries from i0 and
@@ -463,9 +435,7 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
       forward_kernel<scalar_t>(q, k, v, bias_of<scalar_t>(dense, relative, p.B, fire ? &*fire : nullptr), p, out, lse);
     });
     ctx->save_for_backward({q, k, v, pad, dense, relative, out, lse, psi, inv_norm, w1, b1, w2, b2});
-    ctx->saved_data["causal"] = causal;
-    ctx->saved_data["window"] = window;
-    ctx->saved_data["sinks"] = sinks;
+    save_visibility(ctx, vis);
     ctx->saved_data["tile_queries"] = tile_queries;
     ctx->saved_data["tile_keys"] = tile_keys;
     return out.permute({0, 2, 1, 3});  // (B, H, Tq, Dh) view
@@ -477,8 +447,7 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &pad = saved[3], &dense = saved[4], &relative = saved[5],
                &out = saved[6], &lse = saved[7], &psi = saved[8], &inv_norm = saved[9], &w1 = saved[10],
                &b1 = saved[11], &w2 = saved[12], &b2 = saved[13];
-    const KeyVisibility vis{ctx->saved_data["causal"].toBool(), ctx->saved_data["window"].toInt(),
-                            ctx->saved_data["sinks"].toInt()};
+    const KeyVisibility vis = saved_visibility(ctx);
     const StreamingTiles tiles{ctx->saved_data["tile_queries"].toInt(), ctx->saved_data["tile_keys"].toInt()};
     const auto p = problem_of(q, k, pad, vis, tiles);
     auto grad_out = grads[0].stride(-1) == 1 ? grads[0] : grads[0].contiguous();  // (B, H, Tq, Dh)
@@ -487,14 +456,11 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
     auto dk = torch::zeros({groups, p.B, p.H, p.Tk, p.Dh}, q.options());
     auto dv = torch::zeros({groups, p.B, p.H, p.Tk, p.Dh}, q.options());
     torch::Tensor d_relative, d_dense;
-    // needs_input_grad counts tensor inputs: q, k, v, pad, dense (4), relative (5)
-    if (relative.numel() && ctx->needs_input_grad(5))
+    if (relative.numel() && ctx->needs_input_grad(kRelativeInput))
       d_relative = torch::zeros({groups, p.B, p.H, columns}, q.options());
-    if (dense.numel() && ctx->needs_input_grad(4)) d_dense = torch::zeros({p.B, p.H, p.Tq, p.Tk}, q.options());
-    // FIRE (inputs 6 to 11): psi's gradient per task, inv_norm's per (b, h), sums per piece
-    bool fire_grads = false;
-    for (size_t input = 6; input < 12; ++input) fire_grads = fire_grads || ctx->needs_input_grad(input);
-    fire_grads = fire_grads && psi.numel() > 0;
+    if (dense.numel() && ctx->needs_input_grad(kDenseInput))
+      d_dense = torch::zeros({p.B, p.H, p.Tq, p.Tk}, q.options());
+    const bool fire_grads = psi.numel() > 0 && needs_fire_gradient(ctx);
     torch::Tensor d_psi, d_inv, sums, active;
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "streaming_attention_backward", [&] {
       std::optional<FirePieces<scalar_t>> fire;
@@ -558,15 +524,7 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
 bool streaming_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                    const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
                                    const FireTileBias& fire) {
-  if (!cpu_attention_operands_ok(q, k, v, dense_bias, relative_bias)) return false;
-  if (!fire.defined()) return true;
-  const int64_t Tq = q.size(2), Tk = k.size(2), H = q.size(1);
-  for (const auto* t : {&fire.psi, &fire.inv_norm, &fire.w1, &fire.b1, &fire.w2, &fire.b2})
-    if (!t->defined() || !t->device().is_cpu() || t->scalar_type() != q.scalar_type()) return false;
-  const int64_t K = fire.w1.numel();
-  return fire.psi.dim() == 1 && fire.psi.numel() >= std::max(Tq, Tk) && fire.inv_norm.dim() == 1 &&
-         fire.inv_norm.numel() == Tq && fire.b1.numel() == K && fire.w2.dim() == 2 && fire.w2.size(0) == H &&
-         fire.w2.size(1) == K && fire.b2.numel() == H;
+  return cpu_attention_operands_ok(q, k, v, dense_bias, relative_bias, fire);
 }
 
 torch::Tensor fire_tile_bias_dense(const FireTileBias& fire, int64_t tq, int64_t tk) {
@@ -607,15 +565,9 @@ torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tenso
                                               key_padding_mask.size(1) == k.size(2)),
               "streaming_attention_cpu: key_padding_mask must be (B, Tk) = (", q.size(0), ", ", k.size(2), "), got ",
               key_padding_mask.sizes());
-  auto empty = [&](torch::ScalarType type) { return torch::empty({0}, torch::TensorOptions().dtype(type)); };
-  auto pad = key_padding_mask.defined() ? key_padding_mask.to(torch::kBool).contiguous() : empty(torch::kBool);
-  auto dense = dense_bias.defined() ? dense_bias.contiguous() : empty(q.scalar_type());
-  auto relative = relative_bias.defined() ? relative_bias.contiguous() : empty(q.scalar_type());
-  auto part = [&](const torch::Tensor& t) { return fire.defined() ? t.contiguous() : empty(q.scalar_type()); };
-  return StreamingAttention::apply(q, k, v, pad, dense, relative, part(fire.psi), part(fire.inv_norm),
-                                   part(fire.defined() ? fire.w1.reshape({-1}) : fire.w1), part(fire.b1), part(fire.w2),
-                                   part(fire.b2), visibility.causal, visibility.window, visibility.sinks, tiles.queries,
-                                   tiles.keys);
+  const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias, fire);
+  return StreamingAttention::apply(q, k, v, x.pad, x.dense, x.relative, x.psi, x.inv_norm, x.w1, x.b1, x.w2, x.b2,
+                                   visibility.causal, visibility.window, visibility.sinks, tiles.queries, tiles.keys);
 }
 
 }  // namespace ropelab
