@@ -28,6 +28,7 @@ test: lint build
 # (part of `make test`) fails on the first that does not.
 CXX_FILES = $(shell git ls-files '*.cpp' '*.h' '*.cu' '*.inc')
 
+# The rooms of src/ropelab are layers (scripts/layers.txt, ARCHITECTURE.md): no include goes up.
 # The build-config switches are 0 or 1 (ropelab/build_config.h): test them with #if, which
 # -Werror=undef turns into an error where the header is missing; #ifdef would be always true.
 lint: deps
@@ -35,6 +36,7 @@ lint: deps
 	@echo "lint: $(words $(CXX_FILES)) C++ files follow .clang-format"
 	@! git grep -n -E '#\s*if(n?def\s+|.*defined\s*\(?\s*)ROPELAB_WITH_' -- $(CXX_FILES) || \
 	  { echo "lint: ROPELAB_WITH_* is always defined (0 or 1): use #if, not #ifdef or defined()"; exit 1; }
+	@python3 scripts/check_layers.py
 
 demo: build
 	bash scripts/demo.sh

@@ -5,7 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "ropelab/train/plot.h"
+#include "ropelab/report/plot.h"
 #include "run_args.h"
 
 namespace ropelab::apps {

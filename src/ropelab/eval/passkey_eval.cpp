@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ropelab/train/plot.h"
+#include "ropelab/report/plot.h"
 
 namespace ropelab {
 

@@ -25,9 +25,13 @@
 
 #include <torch/torch.h>
 
-#include "ropelab/train/options.h"
-
 namespace ropelab {
+
+/// The arithmetic of a model's forward computations (train.precision): fp32 throughout, or
+/// bf16 (CPU and CUDA) or fp16 (CUDA only, with dynamic loss scaling: train/trainer.h)
+/// matrix products with fp32 master weights, optimizer state, softmax, layer norm, loss and
+/// rotary tables.
+enum class Precision { fp32, bf16, fp16 };
 
 /// The type of the matrix products under `precision`: kFloat, kBFloat16 or kHalf.
 torch::Dtype matmul_dtype(Precision precision);

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "ropelab/eval/significance.h"
+#include "ropelab/report/plot.h"
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
 #include "ropelab/task/task.h"
-#include "ropelab/train/plot.h"
 #include "ropelab/util/runtime.h"
 #include "ropelab/util/subprocess.h"
 

@@ -6,17 +6,14 @@
 #include <cstdint>
 #include <string>
 
+#include "ropelab/model/precision.h"
+
 namespace ropelab {
 
 /// `noam`: lr = lr * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5) (the paper: lr 1);
 /// `inverse_sqrt`: linear warm-up to lr, then lr * sqrt(warmup / step) (fairseq);
 /// `constant`: lr throughout.
 enum class LrSchedule { noam, inverse_sqrt, constant };
-
-/// The arithmetic of training (model/precision.h): fp32 throughout, or bf16 (CPU and CUDA)
-/// or fp16 (CUDA only, with dynamic loss scaling: train/trainer.h) matrix products with fp32
-/// master weights, optimizer state, softmax, layer norm, loss and rotary tables.
-enum class Precision { fp32, bf16, fp16 };
 
 struct TrainOptions {
   /// cpu, cuda, cuda:N

@@ -15,7 +15,6 @@
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
-#include "ropelab/train/plot.h"
 #include "ropelab/util/files.h"
 #include "ropelab/util/runtime.h"
 #include "ropelab/util/stop_signals.h"

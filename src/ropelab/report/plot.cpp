@@ -1,4 +1,4 @@
-#include "ropelab/train/plot.h"
+#include "ropelab/report/plot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,6 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
-
-#include "ropelab/run/metrics_log.h"
 
 namespace ropelab {
 
@@ -274,21 +272,6 @@ void write_heat_map(const std::string& path, const std::vector<std::string>& col
   std::ofstream out(path);
   out << svg.str();
   if (!out) throw std::runtime_error(path + ": cannot write plot");
-}
-
-void write_loss_curve(const std::string& metrics_jsonl, const std::string& svg_path) {
-  Series train{"train loss", {}, {}, {}}, valid{"valid loss", {}, {}, {}};
-  for (const auto& e : read_metrics(metrics_jsonl)) {
-    Series* s = e.event == "train" ? &train : e.event == "valid" ? &valid : nullptr;
-    if (!s) continue;
-    s->x.push_back(static_cast<double>(e.step));
-    s->y.push_back(e.get("loss"));
-  }
-  PlotOptions options;
-  options.title = "loss (label-smoothed cross-entropy per target token)";
-  options.x_label = "step";
-  options.y_label = "loss";
-  write_line_plot(svg_path, {train, valid}, options);
 }
 
 }  // namespace ropelab

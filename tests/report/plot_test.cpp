@@ -1,5 +1,5 @@
 // The SVG plot writer: round ticks, logarithmic axes, legends that name what differs, bands.
-#include "ropelab/train/plot.h"
+#include "ropelab/report/plot.h"
 
 #include <algorithm>
 #include <cmath>

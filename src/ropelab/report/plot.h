@@ -1,6 +1,6 @@
 #pragma once
-/// Line plots as standalone SVG (no plotting library needed): loss curves of a run,
-/// validation curves of an ablation. Ticks fall on round numbers (1, 2 or 5 times a power
+/// Line plots and heat maps as standalone SVG (no plotting library needed): loss curves of a
+/// run, validation curves of an ablation, passkey grids. Ticks fall on round numbers (1, 2 or 5 times a power
 /// of ten), axes can be logarithmic, a series can carry a shaded band (mean ± sd over
 /// seeds), the legend names what tells the series apart, and a caption can say which
 /// command made the plot.
@@ -55,8 +55,5 @@ std::vector<double> log_ticks(double lo, double hi);
 /// name's values of those keys as its label. Names of another form are kept as they are,
 /// with an empty title.
 std::pair<std::string, std::vector<std::string>> legend_labels(const std::vector<std::string>& names);
-
-/// Reads RUN/metrics.jsonl and plots training and validation loss against the step.
-void write_loss_curve(const std::string& metrics_jsonl, const std::string& svg_path);
 
 }  // namespace ropelab
