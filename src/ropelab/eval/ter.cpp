@@ -5,12 +5,15 @@
 // lib_ter.py step for step (its documented departures from Tercom included); the prefix
 // rows it caches in a trie are reused here from the previous hypothesis instead, which
 // changes nothing but speed.
+#include "ropelab/eval/ter.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 
-#include "ropelab/eval/metrics.h"
+#include "ropelab/eval/corpus_metric.h"
+#include "ropelab/eval/tokenize.h"
 #include "ropelab/eval/utf8.h"
 
 namespace ropelab {
