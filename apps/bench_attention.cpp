@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "commands.h"
-#include "ropelab/bench/attention_sweep.h"
+#include "ropelab/bench/attention_sweep_report.h"
 
 namespace ropelab::apps {
 
@@ -70,60 +70,17 @@ void add_bench_attention(CLI::App& bench) {
     std::vector<bool> modes;
     if (a->modes != "causal") modes.push_back(false);
     if (a->modes != "bidirectional") modes.push_back(true);
-    const auto& o = a->options;
     const AttentionVariant variants[2] = {parse_attention_variant(a->compare[0]),
                                           parse_attention_variant(a->compare[1])};
-    const std::string first = variants[0].name, second = variants[1].name;
-    if (!a->flags.json)
-      std::printf(
-          "attention %s: B=%ld H=%ld Dh=%ld, bias %s, streaming tiles %s, Performer m=%ld, %s, %ld threads, median "
-          "of %ld\n"
-          "%-14s %7s %15s %15s %16s %16s %9s\n",
-          o.backward ? "forward+backward" : "forward", static_cast<long>(o.batch), static_cast<long>(o.heads),
-          static_cast<long>(o.head_dim), a->bias.c_str(), a->tiles.c_str(), static_cast<long>(o.features),
-          device.str().c_str(), static_cast<long>(threads), static_cast<long>(o.repeats), "mode", "T",
-          (first + " ms").c_str(), (second + " ms").c_str(), (first + " MiB").c_str(), (second + " MiB").c_str(),
-          "ratio");
-    auto cell = [](double x, const char* format) {
-      char buffer[32];
-      std::snprintf(buffer, sizeof buffer, format, x);
-      return x < 0 ? std::string("-") : std::string(buffer);
-    };
-    std::vector<int64_t> crossover{-1, -1};  // the first T where the second variant is faster, per mode
-    sweep_attention(o, variants, a->seq, modes, device, threads,
-                    std::filesystem::read_symlink("/proc/self/exe").string(), [&](const AttentionSweepRow& r) {
-                      auto& at = crossover[r.causal ? 1 : 0];
-                      if (r.speedup() > 1 && at < 0) at = r.length;
-                      const char* mode = r.causal ? "causal" : "bidirectional";
-                      if (!a->flags.json_line({{"bench", "attention"},
-                                               {"mode", mode},
-                                               {"pass", o.backward ? "forward+backward" : "forward"},
-                                               {"bias", a->bias},
-                                               {"tiles", a->tiles},
-                                               {"T", r.length},
-                                               {first + "_ms", r.ms[0]},
-                                               {second + "_ms", r.ms[1]},
-                                               {first + "_peak_mib", r.mib[0]},
-                                               {second + "_peak_mib", r.mib[1]},
-                                               {"threads", threads}}))
-                        std::printf("%-14s %7ld %15s %15s %16s %16s %9s\n", mode, static_cast<long>(r.length),
-                                    cell(r.ms[0], "%.1f").c_str(), cell(r.ms[1], "%.1f").c_str(),
-                                    cell(r.mib[0], "%.0f").c_str(), cell(r.mib[1], "%.0f").c_str(),
-                                    r.speedup() > 0 ? cell(r.speedup(), "%.2fx").c_str() : "-");
+    AttentionSweepReport report(a->options, variants, a->bias, a->tiles, device.str(), threads);
+    if (!a->flags.json) report.print_header();
+    sweep_attention(a->options, variants, a->seq, modes, device, threads,
+                    std::filesystem::read_symlink("/proc/self/exe").string(), [&](const AttentionSweepRow& row) {
+                      report.record(row);
+                      if (!a->flags.json_line(report.json(row))) report.print_row(row);
                       std::fflush(stdout);
                     });
-    if (a->flags.json) return;
-    for (bool causal : modes) {
-      const auto at = crossover[causal ? 1 : 0];
-      if (at > 0)
-        std::printf("  %s: %s faster from T=%ld on\n", causal ? "causal" : "bidirectional", second.c_str(),
-                    static_cast<long>(at));
-      else
-        std::printf("  %s: %s not faster at the lengths measured\n", causal ? "causal" : "bidirectional",
-                    second.c_str());
-    }
-    std::printf("(ratio: %s ms / %s ms; '-': not run, where T x T tensors would not fit in memory)\n", first.c_str(),
-                second.c_str());
+    if (!a->flags.json) report.print_footer(modes);
   });
 }
 

@@ -2,7 +2,8 @@
 #include <iostream>
 
 #include "commands.h"
-#include "ropelab/util/runtime.h"
+#include "ropelab/util/device.h"
+#include "ropelab/util/threads.h"
 
 namespace ropelab::apps {
 

@@ -7,7 +7,7 @@
 #include "commands.h"
 #include "ropelab/model/precision.h"
 #include "ropelab/run/run.h"
-#include "ropelab/util/runtime.h"
+#include "ropelab/util/device.h"
 
 namespace ropelab::apps {
 

@@ -29,7 +29,7 @@
 #include <sstream>
 #include <string>
 
-#include "ropelab/util/runtime.h"
+#include "ropelab/util/machine.h"
 
 namespace ropelab::apps {
 

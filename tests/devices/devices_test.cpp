@@ -117,8 +117,9 @@ TEST_P(ChunkedAttentionOnDevice, MatchesTheDoubleReferenceWithBiasesAndGradients
     bias.fire = fire->factored_bias(Tq, Tk);
     const AttentionInputs in{leaves[0], leaves[1], leaves[2], pad.to(on), bias, true, 9, 2};
     SoftmaxAttention attention(AttentionOptions().kernel(AttentionKernel::streaming));
-    if (!reference)
+    if (!reference) {
       EXPECT_EQ(attention.path(in), on.is_cpu() ? SoftmaxAttention::Path::streaming : SoftmaxAttention::Path::chunked);
+    }
     const auto out = reference ? attention.reference_forward(in)
                                : chunked_attention(in.q, in.k, in.v, in.key_padding_mask, {true, 9, 2}, {},
                                                    bias.relative, bias.fire, {5, 7, 1 << 24});

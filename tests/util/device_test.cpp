@@ -1,8 +1,9 @@
-// Which GPU a process computes on, and that it becomes the current one (util/runtime.h).
+// Which GPU a process computes on, and that it becomes the current one (util/device.h).
 // The CUDA side runs here against c10's fake CUDA guard (test_util.h), so these tests need
 // neither a GPU nor a CUDA LibTorch.
+#include "ropelab/util/device.h"
+
 #include "../test_util.h"
-#include "ropelab/util/runtime.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;

@@ -1,9 +1,10 @@
 // What benchmarks report about the machine, and the OpenBLAS core type ropelab asks for
-// (util/runtime.h; apps/runtime_env.cpp applies it before LibTorch loads).
+// (util/machine.h; apps/runtime_env.cpp applies it before LibTorch loads).
+#include "ropelab/util/machine.h"
+
 #include <dlfcn.h>
 
 #include "../test_util.h"
-#include "ropelab/util/runtime.h"
 
 using namespace ropelab;
 

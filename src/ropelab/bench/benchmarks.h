@@ -9,7 +9,7 @@
 
 #include "ropelab/config/config.h"
 #include "ropelab/run/run.h"
-#include "ropelab/util/runtime.h"
+#include "ropelab/util/clock.h"
 
 namespace ropelab {
 

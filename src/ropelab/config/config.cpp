@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "ropelab/config/schema.h"
+#include "ropelab/config/yaml_merge.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
@@ -84,121 +86,11 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
-// --- the schema: every option, once ------------------------------------------------------
-//
-// A visitor sees each option as (name, reference); sections nest names with dots.
-// The reader, the writer and the key list are all visitors over this one description.
-
 namespace {
 
-template <typename V>
-void describe(V& v, PositionOptions& p) {
-  v.choice("type", p.type(), parse_position_type);
-  v("max_len", p.max_len());
-  v.choice("sinusoid_layout", p.sinusoid_layout(), parse_sinusoid_layout);
-  v("base", p.base());
-  v.choice("layout", p.layout(), parse_rotary_layout);
-  v("fraction", p.fraction());
-  v.choice("rotary_impl", p.rotary_impl(), parse_rotary_impl);
-  v("rotate_cross_attention", p.rotate_cross_attention());
-  v("axes", p.axes());
-  v("num_buckets", p.num_buckets());
-  v("max_distance", p.max_distance());
-  v("scale_base", p.scale_base());
-  v("fire_hidden", p.fire_hidden());
-  v("fire_threshold", p.fire_threshold());
-  v.section("scaling", [&] {
-    auto& s = p.scaling();
-    v.choice("type", s.type(), parse_rope_scaling_type);
-    v("factor", s.factor());
-    v("original_max", s.original_max());
-    v("beta_fast", s.beta_fast());
-    v("beta_slow", s.beta_slow());
-  });
-}
-
-template <typename V>
-void describe(V& v, AttentionOptions& a) {
-  v.choice("type", a.type(), parse_attention_type);
-  v("dropout", a.dropout());
-  v("num_features", a.num_features());
-  v("redraw_every", a.redraw_every());
-  v("chunk_size", a.chunk_size());
-  v.choice("kernel", a.kernel(), parse_attention_kernel);
-  v("window", a.window());
-  v("sinks", a.sinks());
-}
-
-template <typename V>
-void describe(V& v, Config& c) {
-  v.choice("task", c.task, parse_task);
-  v.section("data", [&] {
-    auto& d = c.data;
-    v("train", d.train());
-    v("valid", d.valid());
-    v("test", d.test());
-    v.choice("format", d.format(), parse_corpus_format);
-    v("source_lang", d.source_lang());
-    v("target_lang", d.target_lang());
-    v("max_len", d.max_len());
-    v("bucketing", d.bucketing());
-    v("context", d.context());
-    v("eval_tokens", d.eval_tokens());
-    v.choice("source_layout", d.source_layout(), parse_source_layout);
-    v("row_separator", d.row_separator());
-  });
-  v.section("tokenizer", [&] {
-    v.choice("type", c.tokenizer.type(), parse_tokenizer_type);
-    v("vocab_size", c.tokenizer.vocab_size());
-  });
-  v.section("model", [&] {
-    auto& m = c.model;
-    v("d_model", m.d_model());
-    v("heads", m.heads());
-    v("d_ff", m.d_ff());
-    v("encoder_layers", m.encoder_layers());
-    v("decoder_layers", m.decoder_layers());
-    v("dropout", m.dropout());
-    v.choice("norm", m.norm(), parse_norm_position);
-    v.section("encoder_position", [&] { describe(v, m.encoder_position()); });
-    v.section("decoder_position", [&] { describe(v, m.decoder_position()); });
-    v.section("attention", [&] { describe(v, m.attention()); });
-  });
-  v.section("train", [&] {
-    auto& t = c.train;
-    v("device", t.device());
-    v("threads", t.threads());
-    v("seed", t.seed());
-    v.choice("precision", t.precision(), parse_precision);
-    v("steps", t.steps());
-    v("max_tokens", t.max_tokens());
-    v("accumulate", t.accumulate());
-    v.choice("lr_schedule", t.lr_schedule(), parse_lr_schedule);
-    v("lr", t.lr());
-    v("warmup", t.warmup());
-    v("adam_beta1", t.adam_beta1());
-    v("adam_beta2", t.adam_beta2());
-    v("adam_eps", t.adam_eps());
-    v("weight_decay", t.weight_decay());
-    v("label_smoothing", t.label_smoothing());
-    v("clip_norm", t.clip_norm());
-    v("log_every", t.log_every());
-    v("valid_every", t.valid_every());
-    v("patience", t.patience());
-    v("keep_checkpoints", t.keep_checkpoints());
-    v("dist_timeout", t.dist_timeout());
-    v("max_nonfinite", t.max_nonfinite());
-    v("init_from", t.init_from());
-  });
-  v.section("decode", [&] {
-    auto& d = c.decode;
-    v("beam", d.beam());
-    v("lenpen", d.lenpen());
-    v.choice("lenpen_formula", d.lenpen_formula(), parse_length_penalty);
-    v("max_len_a", d.max_len_a());
-    v("max_len_b", d.max_len_b());
-  });
-}
+using schema::describe;
+using yaml_merge::origin_of;
+using yaml_merge::Origins;
 
 std::string join_key(const std::vector<std::string>& path, const std::string& name) {
   std::string key;
@@ -212,20 +104,6 @@ const char* type_name() {
   if constexpr (std::is_integral_v<T>) return "an integer";
   if constexpr (std::is_floating_point_v<T>) return "a number";
   return "a string";
-}
-
-/// Where each leaf key came from: a file name or "--set".
-using Origins = std::map<std::string, std::string>;
-
-std::string origin_of(const Origins& origins, const std::string& key) {
-  // the key itself, else the nearest parent or child that has an origin
-  for (std::string k = key;; k = k.substr(0, k.rfind('.'))) {
-    if (auto it = origins.find(k); it != origins.end()) return it->second;
-    if (k.find('.') == std::string::npos) break;
-  }
-  if (auto it = origins.lower_bound(key + "."); it != origins.end() && it->first.rfind(key + ".", 0) == 0)
-    return it->second;
-  return "config";
 }
 
 /// Reads the merged tree into a Config; records every key the schema knows.
@@ -354,97 +232,6 @@ class Writer {
  private:
   YAML::Emitter& out_;
 };
-
-// --- merging ------------------------------------------------------------------------------
-
-void erase_origins_below(Origins& origins, const std::string& key) {
-  const auto prefix = key + ".";
-  for (auto it = origins.lower_bound(prefix); it != origins.end() && it->first.rfind(prefix, 0) == 0;)
-    it = origins.erase(it);
-}
-
-/// Deep-merges `src` into `dst` (maps merge, everything else replaces), recording origins.
-void merge_into(YAML::Node dst, const YAML::Node& src, const std::string& prefix, const std::string& origin,
-                Origins& origins) {
-  for (const auto& entry : src) {
-    const auto& name = entry.first.Scalar();
-    const auto key = prefix + name;
-    if (entry.second.IsMap()) {
-      if (!dst[name] || !dst[name].IsMap()) {
-        dst[name] = YAML::Node(YAML::NodeType::Map);
-        erase_origins_below(origins, key);
-      }
-      origins[key] = origin;
-      merge_into(dst[name], entry.second, key + ".", origin, origins);
-    } else {
-      dst[name] = YAML::Clone(entry.second);
-      erase_origins_below(origins, key);
-      origins[key] = origin;
-    }
-  }
-}
-
-YAML::Node load_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open config file");
-  YAML::Node node;
-  try {
-    node = YAML::Load(in);
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
-  }
-  if (node.IsNull()) return YAML::Node(YAML::NodeType::Map);  // an empty file
-  if (!node.IsMap()) throw ConfigError(path + ": expected a mapping of keys at the top level");
-  return node;
-}
-
-YAML::Node parse_override(const std::string& assignment) {
-  const auto eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw ConfigError("--set " + assignment + ": expected key=value, e.g. --set model.d_model=256");
-  const auto key = assignment.substr(0, eq);
-  YAML::Node value;
-  try {
-    value = YAML::Load(assignment.substr(eq + 1));
-  } catch (const YAML::ParserException& e) {
-    throw ConfigError("--set " + assignment + ": value is not valid YAML: " + e.msg);
-  }
-  // a.b.c=v -> {a: {b: {c: v}}}
-  YAML::Node root(YAML::NodeType::Map);
-  YAML::Node node = root;
-  std::stringstream parts(key);
-  std::string part, next;
-  std::getline(parts, part, '.');
-  while (std::getline(parts, next, '.')) {
-    node[part] = YAML::Node(YAML::NodeType::Map);
-    node.reset(node[part]);  // rebind, not assign (see lookup)
-    part = next;
-  }
-  node[part] = value;
-  return root;
-}
-
-/// Expands the shorthand model.position into encoder_position and decoder_position.
-void expand_position_shorthand(YAML::Node root, Origins& origins) {
-  YAML::Node model = root["model"];
-  if (!model || !model.IsMap() || !model["position"]) return;
-  YAML::Node shorthand = model["position"];
-  if (!shorthand.IsMap())
-    throw ConfigError(origin_of(origins, "model.position") + ": model.position must be a mapping");
-  for (const char* stack : {"encoder_position", "decoder_position"}) {
-    YAML::Node expanded(YAML::NodeType::Map);
-    Origins scratch;
-    merge_into(expanded, shorthand, "", "", scratch);
-    const std::string prefix = std::string("model.") + stack + ".";
-    for (const auto& entry : shorthand) {
-      const auto key = prefix + entry.first.Scalar();
-      if (!origins.count(key)) origins[key] = origin_of(origins, "model.position." + entry.first.Scalar());
-    }
-    if (model[stack]) merge_into(expanded, model[stack], "", "", scratch);
-    model[stack] = expanded;
-  }
-  model.remove("position");
-}
 
 // --- validation -----------------------------------------------------------------------------
 
@@ -576,6 +363,7 @@ void validate(const Config& c, const Reader& r) {
 }  // namespace
 
 Config load_config(const ConfigSources& sources) {
+  using namespace yaml_merge;
   YAML::Node root(YAML::NodeType::Map);
   Origins origins;
   for (const auto& file : sources.files) merge_into(root, load_file(file), "", file, origins);

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "ropelab/eval/loss.h"
-#include "ropelab/util/runtime.h"
+#include "ropelab/util/clock.h"
 
 namespace ropelab {
 

@@ -17,7 +17,7 @@
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
 #include "ropelab/task/task.h"
-#include "ropelab/util/runtime.h"
+#include "ropelab/util/clock.h"
 #include "ropelab/util/subprocess.h"
 
 namespace ropelab {

@@ -15,9 +15,12 @@
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
+#include "ropelab/train/progress_log.h"
+#include "ropelab/util/clock.h"
+#include "ropelab/util/device.h"
 #include "ropelab/util/files.h"
-#include "ropelab/util/runtime.h"
 #include "ropelab/util/stop_signals.h"
+#include "ropelab/util/threads.h"
 
 namespace ropelab {
 
@@ -196,51 +199,6 @@ TrainingData load_training_data(const Task& task, const RunPaths& paths, bool re
   return data;
 }
 
-/// The training log: a line every train.log_every updates (also in the metrics file) and,
-/// on a terminal, an in-place progress line between them.
-class ProgressLog {
- public:
-  ProgressLog(bool terminal, int64_t first_step, int64_t steps)
-      : terminal_(terminal), first_step_(first_step), steps_(steps), start_(now_seconds()), window_start_(start_) {}
-  /// "\r\033[K" on a terminal, clearing the in-place line before a log line.
-  const char* clear() const { return terminal_ ? "\r\033[K" : ""; }
-  double started() const { return start_; }
-
-  /// After update `step` with learning rate `lr`; `log_line` writes the full line and
-  /// returns the window's statistics for the metrics file.
-  void update(const LossTotals& update, int64_t step, double lr, double total_seconds, bool log_line,
-              MetricsLog* metrics) {
-    window_.add(update.loss, update.nll, update.tokens);
-    const double now = now_seconds();
-    const double eta = step > first_step_ ? (now - start_) / static_cast<double>(step - first_step_) *
-                                                static_cast<double>(steps_ - step)
-                                          : 0.0;
-    const double speed = window_.tokens / std::max(now - window_start_, 1e-9);
-    if (log_line) {
-      const double loss = window_.loss / window_.tokens, ppl = std::exp(window_.nll / window_.tokens);
-      std::printf("%sstep %ld/%ld | loss %.4f | ppl %.2f | lr %.3g | %.0f tok/s | %s elapsed | ETA %s\n", clear(),
-                  static_cast<long>(step), static_cast<long>(steps_), loss, ppl, lr, speed,
-                  format_duration(total_seconds).c_str(), format_duration(eta).c_str());
-      std::fflush(stdout);
-      metrics->write("train", step,
-                     {{"loss", loss}, {"ppl", ppl}, {"lr", lr}, {"tokens_per_s", speed}, {"elapsed_s", total_seconds}});
-      window_ = LossTotals();
-      window_start_ = now_seconds();
-    } else if (terminal_ && now - last_inplace_ > 0.25) {
-      last_inplace_ = now;
-      std::printf("\r\033[K[%ld/%ld] loss %.4f | lr %.3g | %.0f tok/s | ETA %s", static_cast<long>(step),
-                  static_cast<long>(steps_), update.loss / update.tokens, lr, speed, format_duration(eta).c_str());
-      std::fflush(stdout);
-    }
-  }
-
- private:
-  bool terminal_;
-  int64_t first_step_, steps_;
-  double start_, window_start_, last_inplace_ = 0;
-  LossTotals window_;
-};
-
 /// One training run: set up from the config (data, model, optimizer, a resumed
 /// checkpoint), then updates with validation and checkpoints until the step budget,
 /// early stopping or a stop signal.
@@ -251,8 +209,9 @@ class Trainer {
 
  private:
   /// One optimizer update from the next batches of `plan`; false when the run must stop
-  /// now (a signal), after saving.
-  bool step(const std::vector<std::vector<size_t>>& plan);
+  /// now (a signal), after saving. `seconds_before` is the training time of the runs it resumes.
+  bool step(const std::vector<std::vector<size_t>>& plan, const StopSignals& signals, ProgressLog& progress_log,
+            double seconds_before);
   /// Validation loss and perplexity; best checkpoint; early stopping.
   void validate();
   /// checkpoint_last.pt and the numbered copies.
@@ -374,6 +333,62 @@ void Trainer::next_epoch_if_done(const std::vector<std::vector<size_t>>& plan) {
   if (progress_.batch + t_.accumulate() > static_cast<int64_t>(plan.size())) ++progress_.epoch, progress_.batch = 0;
 }
 
+bool Trainer::step(const std::vector<std::vector<size_t>>& plan, const StopSignals& signals, ProgressLog& progress_log,
+                   double seconds_before) {
+  auto& module = model_->module();
+  // Dropout draws depend only on (seed, step), so a resumed run replays them exactly.
+  // Each rank draws its own stream; rank 0's is the single-process one.
+  const uint64_t step_seed = static_cast<uint64_t>(t_.seed()) * 1000003ULL + static_cast<uint64_t>(progress_.step);
+  // Performer features are redrawn before the update that first uses them, never after
+  // the last one; the seed is the same on every rank.
+  torch::manual_seed(step_seed);
+  attention_before_update(module, progress_.step);
+  torch::manual_seed(step_seed + 1 + static_cast<uint64_t>(launch_.rank) * 0x9E3779B97F4A7C15ULL);
+  std::vector<Batch> batches;
+  for (int64_t a = 0; a < t_.accumulate(); ++a) {
+    const auto& indices = plan[static_cast<size_t>(progress_.batch++)];
+    batches.push_back(task_->collate(
+        *data_.train, group_ ? shard_of(indices, group_->rank(), group_->world_size()) : indices, device_));
+  }
+  ++progress_.step;
+  const double lr = learning_rate(t_, config_.model.d_model(), progress_.step);
+  bool stopping = signals.received() != 0;  // data-parallel: any rank's signal stops all, after this update
+  auto update = update_step(*model_, *optimizer_, batches, t_, lr, group_.get(), &stopping,
+                            t_.precision() == Precision::fp16 ? &progress_.loss_scale : nullptr);
+  if (update.overflow) {
+    *log_ << "step " << progress_.step << ": fp16 gradients overflowed; update skipped, loss scale now "
+          << progress_.loss_scale.scale << std::endl;
+  } else if (update.skipped) {
+    ++nonfinite_;
+    *log_ << "step " << progress_.step << ": non-finite loss or gradient; update skipped (" << nonfinite_ << " of "
+          << t_.max_nonfinite() << " allowed)" << std::endl;
+    if (nonfinite_ > t_.max_nonfinite())
+      throw std::runtime_error("training diverged: " + std::to_string(nonfinite_) +
+                               " updates with a non-finite loss or gradient (train.max_nonfinite=" +
+                               std::to_string(t_.max_nonfinite()) + "); the last good checkpoint is " + paths_.last);
+  }
+  progress_.seconds = seconds_before + (now_seconds() - progress_log.started());
+  if (writer_)
+    progress_log.update(update, progress_.step, lr, progress_.seconds,
+                        progress_.step % t_.log_every() == 0 || progress_.step == t_.steps(), metrics_.get());
+  if (stopping) {
+    const int signal = signals.received();
+    *log_ << "stopping on "
+          << (signal == SIGINT    ? "SIGINT"
+              : signal == SIGTERM ? "SIGTERM"
+                                  : "another rank's signal")
+          << " after step " << progress_.step << ": saving " << paths_.last << " (resume with --resume)" << std::endl;
+    next_epoch_if_done(plan);
+    if (writer_) save_checkpoint(paths_.last, module, optimizer_.get(), progress_);
+    return false;
+  }
+  if (t_.valid_every() > 0 && progress_.step % t_.valid_every() == 0) {
+    validate();
+    checkpoint();
+  }
+  return true;
+}
+
 void Trainer::run() {
   auto& module = model_->module();
   module.train();
@@ -388,60 +403,8 @@ void Trainer::run() {
     auto plan = plan_batches(*data_.train, t_.max_tokens(), config_.data.bucketing(),
                              static_cast<uint64_t>(t_.seed()) * 1000003ULL + static_cast<uint64_t>(progress_.epoch));
     while (!stop_ && progress_.step < t_.steps() &&
-           progress_.batch + t_.accumulate() <= static_cast<int64_t>(plan.size())) {
-      // Dropout draws depend only on (seed, step), so a resumed run replays them exactly.
-      // Each rank draws its own stream; rank 0's is the single-process one.
-      const uint64_t step_seed = static_cast<uint64_t>(t_.seed()) * 1000003ULL + static_cast<uint64_t>(progress_.step);
-      // Performer features are redrawn before the update that first uses them, never after
-      // the last one; the seed is the same on every rank.
-      torch::manual_seed(step_seed);
-      attention_before_update(module, progress_.step);
-      torch::manual_seed(step_seed + 1 + static_cast<uint64_t>(launch_.rank) * 0x9E3779B97F4A7C15ULL);
-      std::vector<Batch> batches;
-      for (int64_t a = 0; a < t_.accumulate(); ++a) {
-        const auto& indices = plan[static_cast<size_t>(progress_.batch++)];
-        batches.push_back(task_->collate(
-            *data_.train, group_ ? shard_of(indices, group_->rank(), group_->world_size()) : indices, device_));
-      }
-      ++progress_.step;
-      const double lr = learning_rate(t_, config_.model.d_model(), progress_.step);
-      bool stopping = signals.received() != 0;  // data-parallel: any rank's signal stops all, after this update
-      auto update = update_step(*model_, *optimizer_, batches, t_, lr, group_.get(), &stopping,
-                                t_.precision() == Precision::fp16 ? &progress_.loss_scale : nullptr);
-      if (update.overflow) {
-        *log_ << "step " << progress_.step << ": fp16 gradients overflowed; update skipped, loss scale now "
-              << progress_.loss_scale.scale << std::endl;
-      } else if (update.skipped) {
-        ++nonfinite_;
-        *log_ << "step " << progress_.step << ": non-finite loss or gradient; update skipped (" << nonfinite_ << " of "
-              << t_.max_nonfinite() << " allowed)" << std::endl;
-        if (nonfinite_ > t_.max_nonfinite())
-          throw std::runtime_error(
-              "training diverged: " + std::to_string(nonfinite_) +
-              " updates with a non-finite loss or gradient (train.max_nonfinite=" + std::to_string(t_.max_nonfinite()) +
-              "); the last good checkpoint is " + paths_.last);
-      }
-      progress_.seconds = seconds_before + (now_seconds() - progress_log.started());
-      if (writer_)
-        progress_log.update(update, progress_.step, lr, progress_.seconds,
-                            progress_.step % t_.log_every() == 0 || progress_.step == t_.steps(), metrics_.get());
-      if (stopping) {
-        const int signal = signals.received();
-        *log_ << "stopping on "
-              << (signal == SIGINT    ? "SIGINT"
-                  : signal == SIGTERM ? "SIGTERM"
-                                      : "another rank's signal")
-              << " after step " << progress_.step << ": saving " << paths_.last << " (resume with --resume)"
-              << std::endl;
-        next_epoch_if_done(plan);
-        if (writer_) save_checkpoint(paths_.last, module, optimizer_.get(), progress_);
-        return;
-      }
-      if (t_.valid_every() > 0 && progress_.step % t_.valid_every() == 0) {
-        validate();
-        checkpoint();
-      }
-    }
+           progress_.batch + t_.accumulate() <= static_cast<int64_t>(plan.size()))
+      if (!step(plan, signals, progress_log, seconds_before)) return;
     next_epoch_if_done(plan);
   }
   if (t_.valid_every() == 0 || progress_.step % t_.valid_every() != 0) validate();

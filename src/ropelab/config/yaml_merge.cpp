@@ -1,0 +1,112 @@
+#include "ropelab/config/yaml_merge.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "ropelab/config/config.h"
+
+namespace ropelab::yaml_merge {
+
+std::string origin_of(const Origins& origins, const std::string& key) {
+  // the key itself, else the nearest parent or child that has an origin
+  for (std::string k = key;; k = k.substr(0, k.rfind('.'))) {
+    if (auto it = origins.find(k); it != origins.end()) return it->second;
+    if (k.find('.') == std::string::npos) break;
+  }
+  if (auto it = origins.lower_bound(key + "."); it != origins.end() && it->first.rfind(key + ".", 0) == 0)
+    return it->second;
+  return "config";
+}
+
+namespace {
+
+void erase_origins_below(Origins& origins, const std::string& key) {
+  const auto prefix = key + ".";
+  for (auto it = origins.lower_bound(prefix); it != origins.end() && it->first.rfind(prefix, 0) == 0;)
+    it = origins.erase(it);
+}
+
+}  // namespace
+
+void merge_into(YAML::Node dst, const YAML::Node& src, const std::string& prefix, const std::string& origin,
+                Origins& origins) {
+  for (const auto& entry : src) {
+    const auto& name = entry.first.Scalar();
+    const auto key = prefix + name;
+    if (entry.second.IsMap()) {
+      if (!dst[name] || !dst[name].IsMap()) {
+        dst[name] = YAML::Node(YAML::NodeType::Map);
+        erase_origins_below(origins, key);
+      }
+      origins[key] = origin;
+      merge_into(dst[name], entry.second, key + ".", origin, origins);
+    } else {
+      dst[name] = YAML::Clone(entry.second);
+      erase_origins_below(origins, key);
+      origins[key] = origin;
+    }
+  }
+}
+
+YAML::Node load_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open config file");
+  YAML::Node node;
+  try {
+    node = YAML::Load(in);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  }
+  if (node.IsNull()) return YAML::Node(YAML::NodeType::Map);  // an empty file
+  if (!node.IsMap()) throw ConfigError(path + ": expected a mapping of keys at the top level");
+  return node;
+}
+
+YAML::Node parse_override(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("--set " + assignment + ": expected key=value, e.g. --set model.d_model=256");
+  const auto key = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError("--set " + assignment + ": value is not valid YAML: " + e.msg);
+  }
+  // a.b.c=v -> {a: {b: {c: v}}}
+  YAML::Node root(YAML::NodeType::Map);
+  YAML::Node node = root;
+  std::stringstream parts(key);
+  std::string part, next;
+  std::getline(parts, part, '.');
+  while (std::getline(parts, next, '.')) {
+    node[part] = YAML::Node(YAML::NodeType::Map);
+    node.reset(node[part]);  // rebind, not assign (see lookup)
+    part = next;
+  }
+  node[part] = value;
+  return root;
+}
+
+void expand_position_shorthand(YAML::Node root, Origins& origins) {
+  YAML::Node model = root["model"];
+  if (!model || !model.IsMap() || !model["position"]) return;
+  YAML::Node shorthand = model["position"];
+  if (!shorthand.IsMap())
+    throw ConfigError(origin_of(origins, "model.position") + ": model.position must be a mapping");
+  for (const char* stack : {"encoder_position", "decoder_position"}) {
+    YAML::Node expanded(YAML::NodeType::Map);
+    Origins scratch;
+    merge_into(expanded, shorthand, "", "", scratch);
+    const std::string prefix = std::string("model.") + stack + ".";
+    for (const auto& entry : shorthand) {
+      const auto key = prefix + entry.first.Scalar();
+      if (!origins.count(key)) origins[key] = origin_of(origins, "model.position." + entry.first.Scalar());
+    }
+    if (model[stack]) merge_into(expanded, model[stack], "", "", scratch);
+    model[stack] = expanded;
+  }
+  model.remove("position");
+}
+
+}  // namespace ropelab::yaml_merge

@@ -1,0 +1,34 @@
+#pragma once
+/// Config files and --set overrides merged into one YAML tree, remembering where each key
+/// came from so that an error can name the file (or --set) that set it.
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <string>
+
+namespace ropelab::yaml_merge {
+
+/// Where each key came from: a file name or "--set".
+using Origins = std::map<std::string, std::string>;
+
+/// The origin of `key`, else of its nearest parent or child that has one, else "config".
+std::string origin_of(const Origins& origins, const std::string& key);
+
+/// Deep-merges `src` into `dst` (maps merge, everything else replaces), recording the
+/// origin of every key under `prefix` it sets.
+void merge_into(YAML::Node dst, const YAML::Node& src, const std::string& prefix, const std::string& origin,
+                Origins& origins);
+
+/// A config file's mapping (an empty file is an empty one); ConfigError naming the file
+/// and line otherwise.
+YAML::Node load_file(const std::string& path);
+
+/// `--set a.b.c=v` as the tree {a: {b: {c: v}}}, the value read as YAML.
+YAML::Node parse_override(const std::string& assignment);
+
+/// Expands the shorthand model.position into encoder_position and decoder_position, the
+/// per-stack keys winning.
+void expand_position_shorthand(YAML::Node root, Origins& origins);
+
+}  // namespace ropelab::yaml_merge

@@ -1,0 +1,35 @@
+#pragma once
+/// The files one evaluation of a trained run leaves in its run directory (`ropelab eval`):
+///   RUN/hyp.<split><precision>.txt            the hypotheses of a translation task
+///   RUN/eval.<tag>.json                       the report's fields, after split, checkpoint, precision
+///   RUN/eval.<tag>.items.tsv                  per-item statistics for paired tests between runs
+///   RUN/eval.<tag>.positions.csv and .svg     a language model's mean loss by position
+/// where <tag> is the report's file tag, then the --set overrides (evaluation_tag), then the
+/// precision when it is not fp32: reports of another precision or config sit beside the
+/// plain ones, never over them.
+
+#include <string>
+#include <vector>
+
+#include "ropelab/task/task.h"
+
+namespace ropelab {
+
+/// What names and describes one evaluation's files.
+struct EvalFileOptions {
+  std::string split;                   // as asked for: test | valid | a file
+  std::string checkpoint;              // best | last | a file
+  std::string precision = "fp32";      // fp32 | bf16 | fp16
+  std::vector<std::string> overrides;  // --set KEY=VALUE, in order
+  std::string command;                 // the command line, for the plot's caption
+};
+
+/// The <tag> of the files: the report's file tag, the overrides' tag, the precision.
+std::string eval_file_tag(const EvalReport& report, const EvalFileOptions& options);
+
+/// Writes `report`'s files into `run_dir`; returns their paths in the order written, the JSON
+/// report last (a positions table and its plot count as one stem, "<stem>.csv and .svg").
+std::vector<std::string> write_eval_files(const std::string& run_dir, const EvalReport& report,
+                                          const EvalFileOptions& options);
+
+}  // namespace ropelab
