@@ -4,7 +4,8 @@
 #include <memory>
 
 #include "commands.h"
-#include "ropelab/train/ablation.h"
+#include "ropelab/experiment/ablation.h"
+#include "ropelab/run/ablation_layout.h"
 
 namespace ropelab::apps {
 
@@ -31,8 +32,9 @@ void add_ablate(CLI::App& cli) {
         a->out_dir.empty() ? "runs/ablate/" + std::filesystem::path(a->experiment).stem().string() : a->out_dir;
     options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto failed = run_ablation(spec, options);
-    std::cout << "wrote " << options.out_dir << "/results.md, results.csv, significance.csv and valid_curves.svg"
-              << std::endl;
+    const AblationLayout layout(options.out_dir);
+    std::cout << "wrote " << layout.results_md() << ", " << layout.results_csv() << ", " << layout.significance_csv()
+              << " and " << layout.valid_curves_svg() << std::endl;
     if (failed > 0) throw std::runtime_error("ablate: " + std::to_string(failed) + " runs failed (logs named above)");
   });
 }

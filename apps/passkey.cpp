@@ -83,8 +83,9 @@ void add_passkey(CLI::App& cli) {
     const auto cells = evaluate_passkey(*run.task, *run.model, *run.tokenizer, e->grid, device);
     // a precision other than fp32 writes beside the fp32 results (passkey.bf16.csv, ...)
     const auto stem = (std::filesystem::path(e->run_dir) / ("passkey" + e->precision_suffix())).string();
-    const std::string command = "ropelab passkey eval --run " + e->run_dir + passkey_eval_flags(e->grid) +
-                                (e->precision == Precision::fp32 ? "" : " --precision " + to_string(e->precision));
+    std::string command = "ropelab passkey eval --run " + e->run_dir;
+    for (const auto& arg : passkey_eval_args(e->grid)) command += " " + arg;
+    command += (e->precision == Precision::fp32 ? "" : " --precision " + to_string(e->precision));
     write_passkey_results(stem, cells, e->grid, e->run_dir + ": passkey accuracy", command);
     std::cout << "length  depth  accuracy\n";
     for (const auto& c : cells) {

@@ -14,11 +14,11 @@
 #include "../test_util.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/decode/search.h"
+#include "ropelab/experiment/results.h"
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/run.h"
 #include "ropelab/task/translation_task.h"
-#include "ropelab/train/ablation.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;

@@ -110,14 +110,14 @@ void write_passkey_summary(const std::string& path, const std::vector<PasskeyCel
   write_file_atomically(path, json.dump() + "\n", "passkey summary");
 }
 
-std::string passkey_eval_flags(const PasskeyGrid& grid) {
-  std::ostringstream flags;
-  flags << " --lengths ";
-  for (size_t i = 0; i < grid.lengths.size(); ++i) flags << (i ? "," : "") << grid.lengths[i];
-  flags << " --depths ";
-  for (size_t i = 0; i < grid.depths.size(); ++i) flags << (i ? "," : "") << grid.depths[i];
-  flags << " --documents " << grid.documents << " --passkey-seed " << grid.seed;
-  return flags.str();
+std::vector<std::string> passkey_eval_args(const PasskeyGrid& grid) {
+  std::ostringstream lengths, depths;
+  for (size_t i = 0; i < grid.lengths.size(); ++i) lengths << (i ? "," : "") << grid.lengths[i];
+  for (size_t i = 0; i < grid.depths.size(); ++i) depths << (i ? "," : "") << grid.depths[i];
+  return {"--lengths",      lengths.str(),
+          "--depths",       depths.str(),
+          "--documents",    std::to_string(grid.documents),
+          "--passkey-seed", std::to_string(grid.seed)};
 }
 
 }  // namespace ropelab

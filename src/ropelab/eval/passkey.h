@@ -51,9 +51,9 @@ struct PasskeyGrid {
   uint64_t seed = 1;
 };
 
-/// The `ropelab passkey eval` flags that ask for `grid`: " --lengths 128,256 --depths
-/// 0,0.5,1 --documents 20 --passkey-seed 1" (digits are not a flag).
-std::string passkey_eval_flags(const PasskeyGrid& grid);
+/// The `ropelab passkey eval` flags that ask for `grid`, one argument each: --lengths
+/// 128,256 --depths 0,0.5,1 --documents 20 --passkey-seed 1 (digits are not a flag).
+std::vector<std::string> passkey_eval_args(const PasskeyGrid& grid);
 
 /// The shortest context (tokens of a byte or character tokenizer) that holds a prompt of
 /// `length` characters, the start token and the answer (a space, the digits, a period).

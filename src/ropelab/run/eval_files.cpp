@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "ropelab/eval/paired_items.h"
 #include "ropelab/report/plot.h"
@@ -70,6 +71,14 @@ std::vector<std::string> write_eval_files(const std::string& run_dir, const Eval
   std::ofstream(path) << json.dump() << '\n';
   wrote.push_back(path);
   return wrote;
+}
+
+double read_report_number(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  const auto json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object() || !json.contains(key) || !json[key].is_number())
+    return std::numeric_limits<double>::quiet_NaN();
+  return json[key].get<double>();
 }
 
 }  // namespace ropelab

@@ -32,4 +32,8 @@ std::string eval_file_tag(const EvalReport& report, const EvalFileOptions& optio
 std::vector<std::string> write_eval_files(const std::string& run_dir, const EvalReport& report,
                                           const EvalFileOptions& options);
 
+/// The number at `key` of the JSON report at `path`; NaN when the file, the key or a
+/// number there is missing.
+double read_report_number(const std::string& path, const std::string& key);
+
 }  // namespace ropelab

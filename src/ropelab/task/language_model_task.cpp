@@ -165,23 +165,29 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluation
   const std::vector<std::string> tokens =
       asked.tokens > 0 ? std::vector<std::string>{"data.eval_tokens=" + std::to_string(asked.tokens)}
                        : std::vector<std::string>{};
-  // `ropelab eval --split test` at `context` (sliding by `stride`, 0: none) with these
-  // overrides after eval_tokens, and the name it gives its reports
-  auto eval = [&](int64_t context, int64_t stride, const std::vector<std::string>& overrides, std::string flags) {
+  // `ropelab eval --split test` at `context` (sliding by `stride`, 0: none) with `flags`,
+  // then these overrides after eval_tokens, and the name it gives its reports
+  auto eval = [&](int64_t context, int64_t stride, const std::vector<std::string>& overrides,
+                  std::vector<std::string> flags) {
     auto all = tokens;
     all.insert(all.end(), overrides.begin(), overrides.end());
     std::string tag = "eval.test.ctx" + std::to_string(context);
-    if (stride > 0) flags += " --stride " + std::to_string(stride), tag += ".stride" + std::to_string(stride);
-    for (const auto& o : all) flags += " --set " + o;
-    return std::make_pair("eval --split test --context " + std::to_string(context) + flags, tag + evaluation_tag(all));
+    std::vector<std::string> args{"eval", "--split", "test", "--context", std::to_string(context)};
+    args.insert(args.end(), flags.begin(), flags.end());
+    if (stride > 0) {
+      args.insert(args.end(), {"--stride", std::to_string(stride)});
+      tag += ".stride" + std::to_string(stride);
+    }
+    for (const auto& o : all) args.insert(args.end(), {"--set", o});
+    return std::make_pair(args, tag + evaluation_tag(all));
   };
   for (auto c : asked.contexts.empty() ? std::vector<int64_t>{config_.data.context()} : asked.contexts) {
     if (longest > 0 && c > longest) continue;
     const auto n = std::to_string(c);
     {
-      const auto [command, tag] = eval(c, 0, {}, " --per-position");
+      const auto [args, tag] = eval(c, 0, {}, {"--per-position"});
       out.push_back(
-          {tag + ".json", command, {{"perplexity", "test_ppl@" + n}}, tag + ".items.tsv", tag + ".positions.csv", c});
+          {tag + ".json", args, {{"perplexity", "test_ppl@" + n}}, tag + ".items.tsv", tag + ".positions.csv", c});
     }
     const auto trained = config_.data.context();
     const bool rotary = position.type() == PositionType::rotary || position.type() == PositionType::rotary_nd;
@@ -189,17 +195,17 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluation
       for (const auto& scaling : asked.scalings) {  // the same run, scaled to this context
         char factor[32];
         std::snprintf(factor, sizeof factor, "%g", static_cast<double>(c) / static_cast<double>(trained));
-        const auto [command, tag] = eval(
+        const auto [args, tag] = eval(
             c, 0, {"model.position.scaling.type=" + scaling, "model.position.scaling.factor=" + std::string(factor)},
-            "");
+            {});
         out.push_back(
-            {tag + ".json", command, {{"perplexity", "test_ppl@" + n + "+" + scaling}}, tag + ".items.tsv", "", c});
+            {tag + ".json", args, {{"perplexity", "test_ppl@" + n + "+" + scaling}}, tag + ".items.tsv", "", c});
       }
     for (auto s : asked.strides) {  // sliding windows; a stride of the context or more is the above
       if (s >= c) continue;
-      const auto [command, tag] = eval(c, s, {}, "");
+      const auto [args, tag] = eval(c, s, {}, {});
       out.push_back({tag + ".json",
-                     command,
+                     args,
                      {{"perplexity", "test_ppl@" + n + "/" + std::to_string(s)}},
                      tag + ".items.tsv",
                      "",
@@ -208,7 +214,9 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluation
   }
   if (asked.passkey) {  // retrieval at every length the model can take: a column per length
     const auto& grid = *asked.passkey;
-    AblationEval passkey{"passkey.json", "passkey eval" + passkey_eval_flags(grid), {}, "", "", 0};
+    std::vector<std::string> args{"passkey", "eval"};
+    for (auto& arg : passkey_eval_args(grid)) args.push_back(std::move(arg));
+    AblationEval passkey{"passkey.json", args, {}, "", "", 0};
     for (auto l : grid.lengths)
       if (longest == 0 || passkey_context(l, grid.digits) <= longest)
         passkey.columns.push_back({"accuracy@" + std::to_string(l), "passkey@" + std::to_string(l)});

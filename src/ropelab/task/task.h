@@ -79,8 +79,8 @@ struct EvalProtocol {
 
 /// One evaluation `ropelab ablate` runs on the test split and the table columns it reads.
 struct AblationEval {
-  std::string file;                                          // RUN/eval.test....json, RUN/passkey.json
-  std::string command;                                       // `ropelab COMMAND --run RUN`: "eval --split test ..."
+  std::string file;               // RUN/eval.test....json, RUN/passkey.json
+  std::vector<std::string> args;  // `ropelab ARGS --run RUN`: {"eval", "--split", "test", ...}
   std::vector<std::pair<std::string, std::string>> columns;  // {json key, column name}
   std::string items_file;      // what ablation_items reads (RUN/hyp.test.txt, RUN/eval....items.tsv); "": none
   std::string positions_file;  // language models' plain evaluations: per-position losses (--per-position)

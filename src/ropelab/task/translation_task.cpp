@@ -202,7 +202,7 @@ EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& to
 std::vector<AblationEval> TranslationTask::ablation_evals(const TestEvaluations& asked) const {
   (void)asked;
   return {{"eval.test.json",
-           "eval --split test",
+           {"eval", "--split", "test"},
            {{"bleu", "test_bleu"}, {"chrf", "test_chrf"}, {"ter", "test_ter"}, {"perplexity", "test_ppl"}},
            "hyp.test.txt",
            "",

@@ -12,10 +12,11 @@
 namespace ropelab {
 
 /// Starts `argv[0]` (a path) with arguments `argv` and, on top of this process's
-/// environment, the variables `env`. Throws naming `what` when fork fails; a child that
-/// cannot exec exits with 127.
+/// environment, the variables `env`. With an `output` file, the child's stdout and stderr
+/// go to it (appended, or replacing it without `append`). Throws naming `what` when fork
+/// fails or `output` cannot be opened; a child that cannot exec exits with 127.
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-            const std::string& what);
+            const std::string& what, const std::string& output = "", bool append = true);
 
 /// A child that ended: its exit status, or 128 + the signal that killed it.
 struct ChildExit {

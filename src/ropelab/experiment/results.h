@@ -1,13 +1,11 @@
 #pragma once
-/// `ropelab ablate`: runs every variant x seed of an experiment (config/experiment.h) as
-/// `ropelab train` + `ropelab eval` child processes, skips finished runs (so a stopped
-/// ablation resumes, continuing an interrupted run from its last checkpoint), and writes
-///   OUT/results.csv   one row per run
-///   OUT/results.md    one row per variant: mean and standard deviation over seeds, then
-///                     paired bootstrap tests of each variant against the first
+/// What an ablation's finished runs contribute, and the tables it writes of them:
+///   OUT/results.csv       one row per run
+///   OUT/results.md        one row per variant: mean and standard deviation over seeds, then
+///                         paired bootstrap tests of each variant against the first
 ///   OUT/significance.csv  those tests, one row per (variant, column, seed or pooled)
 ///   OUT/valid_curves.svg  validation loss per variant (mean over seeds) against the step
-/// Runs live in OUT/runs/VARIANT.seedN with their logs next to them.
+/// and the plots of experiment/plots.h.
 
 #include <map>
 #include <string>
@@ -17,14 +15,6 @@
 #include "ropelab/eval/paired_items.h"
 
 namespace ropelab {
-
-struct AblationOptions {
-  std::string out_dir;
-  std::string executable;  // the ropelab binary the runs use
-  int64_t jobs = 1;        // runs at a time
-  int64_t threads = 0;     // threads per run; 0 = cores / jobs
-  std::string device;      // --device for every run (empty: the configs')
-};
 
 /// The numbers one finished run contributes.
 struct RunResult {
@@ -38,14 +28,11 @@ struct RunResult {
   std::map<int64_t, std::vector<double>> position_loss;
 };
 
-/// Reads a finished run directory (metrics.jsonl and eval.test*.json).
+/// Reads a finished run directory (metrics.jsonl and the reports of the evaluations asked).
 RunResult read_run_result(const std::string& run_dir, const Config& config, const TestEvaluations& asked);
 
-/// Runs what is missing, then writes the result files. Returns the number of failed runs
-/// (their logs are named on stderr); results cover the runs that finished.
-int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& options);
-
-/// Writes results.csv, results.md and valid_curves.svg for `results` into `out_dir`.
+/// Writes the tables and plots of `results` into `out_dir`; `command` is the one that
+/// made them, for their captions.
 void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunResult>& results,
                             const std::string& out_dir, const std::string& command);
 

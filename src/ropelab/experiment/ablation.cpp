@@ -1,0 +1,80 @@
+#include "ropelab/experiment/ablation.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "ropelab/experiment/plan.h"
+#include "ropelab/experiment/results.h"
+#include "ropelab/experiment/runner.h"
+#include "ropelab/run/ablation_layout.h"
+
+namespace ropelab {
+
+int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
+  const auto variants = expand_grid(spec);
+  const int64_t jobs = std::max<int64_t>(1, o.jobs);
+  const int64_t threads = o.threads > 0
+                              ? o.threads
+                              : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / jobs);
+  const AblationLayout layout(o.out_dir);
+  std::filesystem::create_directories(layout.runs());
+  const AblationDirectory disk(o.out_dir);
+  const PlanOptions plan{o.out_dir, threads, o.device};
+
+  std::vector<Job> all, todo;  // every run of the experiment; those with steps left
+  for (const auto& variant : variants)
+    for (auto seed : spec.seeds) {
+      all.push_back(plan_job(spec, variant, seed, {}, plan, disk));
+      if (!all.back().steps.empty()) todo.push_back(all.back());
+    }
+  const size_t total = all.size(), skipped = total - todo.size();
+  std::cout << "ablate: " << variants.size() << " variants x " << spec.seeds.size() << " seeds = " << total << " runs; "
+            << skipped << " finished already, " << todo.size() << " to run, " << jobs << " at a time, " << threads
+            << " threads each" << std::endl;
+  int64_t failed = run_jobs(todo, o.executable, jobs, skipped, total);
+
+  // Fine-tunes, once the runs they start from have finished: each seed from its own run.
+  const auto finetunes = finetune_variants(spec);
+  if (!finetunes.empty()) {
+    const auto from = spec.finetune[0].from;
+    const size_t before = all.size();
+    std::vector<Job> more;
+    for (const auto& variant : finetunes)
+      for (auto seed : spec.seeds) {
+        const auto end = all.begin() + static_cast<std::ptrdiff_t>(before);
+        const auto source =
+            std::find_if(all.begin(), end, [&](const Job& job) { return job.variant == from && job.seed == seed; });
+        if (source == end || !disk.finished(source->dir)) {
+          std::cerr << "ablate: " << variant.name << " seed " << seed << " not run: its source run (" << from
+                    << " seed " << seed << ") did not finish" << std::endl;
+          ++failed;
+          continue;
+        }
+        all.push_back(plan_job(spec, variant, seed, {"train.init_from=" + source->dir}, plan, disk));
+        if (!all.back().steps.empty()) more.push_back(all.back());
+      }
+    const size_t added = all.size() - before;
+    std::cout << "ablate: " << finetunes.size() << " fine-tunes of " << from << " x " << spec.seeds.size()
+              << " seeds = " << added << " runs; " << added - more.size() << " finished already, " << more.size()
+              << " to run" << std::endl;
+    failed += run_jobs(more, o.executable, jobs, added - more.size(), added);
+  }
+
+  std::vector<RunResult> results;
+  for (const auto& job : all) {
+    if (!disk.finished(job.dir)) continue;
+    auto r = read_run_result(job.dir, job.config, spec.evaluations);
+    r.variant = job.variant;
+    r.seed = job.seed;
+    if (!r.items_error.empty())
+      std::cerr << "ablate: warning: no paired test uses " << job.variant << " seed " << job.seed << ": "
+                << r.items_error << std::endl;
+    results.push_back(std::move(r));
+  }
+  write_ablation_results(spec, results, o.out_dir, "ropelab ablate " + spec.path + " -o " + o.out_dir);
+  return failed;
+}
+
+}  // namespace ropelab

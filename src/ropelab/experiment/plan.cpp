@@ -1,0 +1,86 @@
+#include "ropelab/experiment/plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "ropelab/run/ablation_layout.h"
+#include "ropelab/run/eval_files.h"
+#include "ropelab/run/run.h"
+
+namespace ropelab {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> AblationDirectory::finished_runs() const {
+  std::vector<std::string> out;
+  const auto runs = AblationLayout(out_dir_).runs();
+  if (!fs::is_directory(runs)) return out;
+  for (const auto& entry : fs::directory_iterator(runs))
+    if (entry.is_directory() && finished(entry.path().string())) out.push_back(entry.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool AblationDirectory::finished(const std::string& dir) const { return fs::exists(AblationLayout::done(dir)); }
+
+bool AblationDirectory::started_with(const std::string& dir, const Config& config) const {
+  return run_started_with(dir, config);
+}
+
+bool AblationDirectory::has_evaluation(const std::string& dir, const AblationEval& eval) const {
+  if (!eval.items_file.empty() && !fs::exists(AblationLayout::in_run(dir, eval.items_file))) return false;
+  if (!eval.positions_file.empty() && !fs::exists(AblationLayout::in_run(dir, eval.positions_file))) return false;
+  for (const auto& [key, column] : eval.columns)
+    if (std::isnan(read_report_number(AblationLayout::in_run(dir, eval.file), key))) return false;
+  return true;
+}
+
+Job plan_job(const ExperimentSpec& spec, const Variant& variant, int64_t seed, const std::vector<std::string>& extra,
+             const PlanOptions& options, const RunsOnDisk& disk) {
+  Job job;
+  job.variant = variant.name.empty() ? "base" : variant.name;
+  job.seed = seed;
+  job.dir = AblationLayout(options.out_dir).run(variant.name, seed);
+  Variant full = variant;
+  full.overrides.insert(full.overrides.end(), extra.begin(), extra.end());
+  job.config = variant_config(spec, full, seed);
+  if (!disk.finished(job.dir))
+    for (const auto& other : disk.finished_runs())
+      if (disk.started_with(other, job.config)) {
+        job.dir = other;
+        break;
+      }
+  job.log = AblationLayout::log(job.dir);
+
+  std::vector<std::string> runtime{"--threads", std::to_string(options.threads)};
+  if (!options.device.empty()) runtime.insert(runtime.end(), {"--device", options.device});
+  const bool same = disk.started_with(job.dir, job.config);
+  const bool finished = same && disk.finished(job.dir);
+  if (!finished) {
+    std::vector<std::string> train{"train"};
+    if (same) {
+      train.push_back("--resume");
+    } else {
+      train.push_back("--overwrite");
+      train.insert(train.end(), spec.base.begin(), spec.base.end());
+      for (const auto& s : spec.set) train.insert(train.end(), {"--set", s});
+      for (const auto& s : full.overrides) train.insert(train.end(), {"--set", s});
+      train.insert(train.end(), {"--set", "train.seed=" + std::to_string(seed)});
+    }
+    train.insert(train.end(), runtime.begin(), runtime.end());
+    train.insert(train.end(), {"-o", job.dir});
+    job.steps.push_back(std::move(train));
+    job.trains = true;
+  }
+  for (const auto& eval : make_task(job.config)->ablation_evals(spec.evaluations)) {
+    if (finished && disk.has_evaluation(job.dir, eval)) continue;
+    auto step = eval.args;
+    step.insert(step.end(), {"--run", job.dir});
+    step.insert(step.end(), runtime.begin(), runtime.end());
+    job.steps.push_back(std::move(step));
+  }
+  return job;
+}
+
+}  // namespace ropelab

@@ -1,0 +1,148 @@
+#include "ropelab/experiment/plots.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "ropelab/experiment/seed_stats.h"
+#include "ropelab/report/plot.h"
+
+namespace ropelab {
+
+using seed_stats::add_point;
+using seed_stats::finite_values;
+
+/// extrapolation.svg, when the table has test perplexity at two or more contexts: mean
+/// perplexity over seeds (± sd shaded) against the evaluation length on a log axis, a
+/// line per variant and RoPE scaling applied at evaluation; non-overlapping windows in
+/// extrapolation.svg, sliding windows of each stride S in extrapolation.strideS.svg.
+void write_extrapolation_plots(const std::vector<std::string>& order, const std::vector<RunResult>& results,
+                               const std::vector<std::string>& metrics, const AblationLayout& layout,
+                               const std::string& experiment, const std::string& command) {
+  // column "test_ppl@C", "test_ppl@C/S" or "test_ppl@C+SCALING" -> (stride or 0, scaling) -> (context, column)
+  std::map<std::pair<int64_t, std::string>, std::vector<std::pair<int64_t, std::string>>> groups;
+  const std::string prefix = "test_ppl@";
+  for (const auto& m : metrics) {
+    if (m.rfind(prefix, 0) != 0) continue;
+    const auto slash = m.find('/'), plus = m.find('+');
+    const int64_t context = std::atol(m.c_str() + prefix.size());
+    const int64_t stride = slash == std::string::npos ? 0 : std::atol(m.c_str() + slash + 1);
+    groups[{stride, plus == std::string::npos ? "none" : m.substr(plus + 1)}].emplace_back(context, m);
+  }
+  size_t contexts = 0;
+  for (const auto& [group, columns] : groups) contexts = std::max(contexts, columns.size());
+  if (contexts < 2) return;
+  // A scaled line starts from the plain evaluation at the contexts it does not cover (the
+  // training context, where the factor would be 1).
+  for (auto& [group, columns] : groups) {
+    if (group.second == "none" || !groups.count({group.first, "none"})) continue;
+    int64_t first = std::numeric_limits<int64_t>::max();
+    for (const auto& [context, column] : columns) first = std::min(first, context);
+    for (const auto& plain : groups.at({group.first, "none"}))
+      if (plain.first < first) columns.push_back(plain);
+  }
+  std::set<int64_t> strides;
+  for (const auto& [group, columns] : groups) strides.insert(group.first);
+  for (const auto stride : strides) {
+    std::vector<Series> lines;
+    for (const auto& variant : order)
+      for (auto& [group, columns] : groups) {
+        if (group.first != stride) continue;
+        std::sort(columns.begin(), columns.end());
+        Series line;
+        line.name = variant + ",scaling=" + group.second;
+        bool own = group.second == "none";  // a scaled line needs a scaled value of its own
+        for (const auto& [context, column] : columns) {
+          const auto values = finite_values(results, variant, column);
+          if (!values.empty()) own = own || column.find('+') != std::string::npos;
+          add_point(line, static_cast<double>(context), values);
+        }
+        if (own && !line.x.empty()) lines.push_back(std::move(line));
+      }
+    PlotOptions plot;
+    plot.title =
+        experiment + ": test perplexity by evaluation length, " +
+        (stride == 0 ? std::string("non-overlapping windows") : "windows sliding by " + std::to_string(stride));
+    plot.x_label = "evaluation context (tokens)";
+    plot.y_label = "test perplexity (mean ± sd over seeds)";
+    plot.log_x = plot.log_y = true;
+    plot.markers = true;
+    plot.caption = command;
+    write_line_plot(layout.extrapolation_svg(stride), lines, plot);
+  }
+}
+
+/// passkey.svg, when the table has passkey accuracy ("passkey@L"): the accuracy over
+/// depths against the prompt length on a log axis, a line per variant (mean ± sd over seeds).
+void write_passkey_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
+                        const std::vector<std::string>& metrics, const std::string& path, const std::string& experiment,
+                        const std::string& command) {
+  const std::string prefix = "passkey@";
+  std::vector<Series> lines;
+  for (const auto& variant : order) {
+    Series line;
+    line.name = variant;
+    for (const auto& m : metrics) {
+      if (m.rfind(prefix, 0) != 0) continue;
+      add_point(line, static_cast<double>(std::atol(m.c_str() + prefix.size())), finite_values(results, variant, m));
+    }
+    if (!line.x.empty()) lines.push_back(std::move(line));
+  }
+  if (lines.empty()) return;
+  PlotOptions plot;
+  plot.title = experiment + ": passkey retrieval by document length";
+  plot.x_label = "prompt length (characters)";
+  plot.y_label = "accuracy over key depths (mean ± sd over seeds)";
+  plot.log_x = true;
+  plot.markers = true;
+  plot.caption = command;
+  write_line_plot(path, lines, plot);
+}
+
+/// positions.svg for language models: the mean test loss at each position of the window,
+/// at the longest context evaluated, in quarter-octave bins of positions, a line per
+/// variant (mean over seeds, ± sd shaded): where past the training length each encoding
+/// breaks.
+void write_positions_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
+                          const std::string& path, const std::string& experiment, const std::string& command) {
+  int64_t context = 0;
+  for (const auto& r : results)
+    for (const auto& [c, losses] : r.position_loss) context = std::max(context, c);
+  if (context == 0) return;
+  // Positions 1..context in bins of a quarter octave ([2^(b/4), 2^((b+1)/4))): a run's
+  // value in a bin is the mean of its positions' losses, which averages out the few windows
+  // behind each single position of a long window.
+  auto bin_of = [](int64_t position) { return static_cast<int64_t>(std::floor(4 * std::log2(position) + 1e-9)); };
+  std::vector<Series> lines;
+  for (const auto& variant : order) {
+    Series line;
+    line.name = variant;
+    std::map<int64_t, std::vector<double>> by_bin;  // bin -> each run's mean over the bin
+    for (const auto& r : results) {
+      if (r.variant != variant || !r.position_loss.count(context)) continue;
+      std::map<int64_t, std::pair<double, int64_t>> sums;  // bin -> (sum, positions)
+      const auto& losses = r.position_loss.at(context);
+      for (size_t j = 0; j < losses.size(); ++j)
+        if (std::isfinite(losses[j])) {
+          auto& [sum, n] = sums[bin_of(static_cast<int64_t>(j) + 1)];
+          sum += losses[j], ++n;
+        }
+      for (const auto& [bin, sum] : sums) by_bin[bin].push_back(sum.first / static_cast<double>(sum.second));
+    }
+    for (const auto& [bin, values] : by_bin)  // at the bin's geometric middle
+      add_point(line, std::pow(2.0, (static_cast<double>(bin) + 0.5) / 4), values);
+    if (!line.x.empty()) lines.push_back(std::move(line));
+  }
+  PlotOptions plot;
+  plot.title = experiment + ": test loss by position in windows of " + std::to_string(context);
+  plot.x_label = "position in the window (tokens of history + 1; quarter-octave bins)";
+  plot.y_label = "mean test loss (nats per token, mean ± sd over seeds)";
+  plot.log_x = true;
+  plot.caption = command;
+  write_line_plot(path, lines, plot);
+}
+
+}  // namespace ropelab

@@ -1,0 +1,79 @@
+#include "ropelab/experiment/runner.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "ropelab/run/ablation_layout.h"
+#include "ropelab/run/run.h"
+#include "ropelab/util/clock.h"
+#include "ropelab/util/files.h"
+#include "ropelab/util/subprocess.h"
+
+namespace ropelab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A job under way: which step runs now, and since when the job runs.
+struct Running {
+  size_t job = 0, step = 0;
+  double began = 0;
+};
+
+pid_t start_step(const Job& job, size_t step, const std::string& executable) {
+  std::vector<std::string> argv{executable};
+  argv.insert(argv.end(), job.steps[step].begin(), job.steps[step].end());
+  // A training step starts the log anew; a finished run's added evaluations append to it.
+  return spawn(argv, {}, "ablate", job.log, !(step == 0 && job.trains));
+}
+
+}  // namespace
+
+int64_t run_jobs(const std::vector<Job>& jobs, const std::string& executable, int64_t parallel, size_t skipped,
+                 size_t total) {
+  std::map<pid_t, Running> running;
+  size_t next = 0, done = 0;
+  int64_t failed = 0;
+  const double start = now_seconds();
+  while (next < jobs.size() || !running.empty()) {
+    while (next < jobs.size() && static_cast<int64_t>(running.size()) < parallel) {
+      const auto& job = jobs[next];
+      fs::create_directories(fs::path(job.dir).parent_path());
+      running[start_step(job, 0, executable)] = {next, 0, now_seconds()};
+      ++next;
+      std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant << " seed " << job.seed
+                << " (log " << job.log << ")" << std::endl;
+    }
+    const auto child = wait_any("ablate");
+    const auto it = running.find(child.pid);
+    if (it == running.end()) continue;
+    const Running r = it->second;
+    running.erase(it);
+    const auto& job = jobs[r.job];
+    bool ok = child.code == 0;
+    if (ok && r.step == 0 && job.trains && !fs::exists(RunPaths(job.dir).trained)) {
+      std::ofstream(job.log, std::ios::app)
+          << "ablate: the training stopped before its end; run ablate again to resume it\n";
+      ok = false;
+    }
+    if (ok && r.step + 1 < job.steps.size()) {  // the job's next step
+      running[start_step(job, r.step + 1, executable)] = {r.job, r.step + 1, r.began};
+      continue;
+    }
+    if (ok) write_file_atomically(AblationLayout::done(job.dir), "", "ablation marker");
+    ++done;
+    if (!ok) ++failed;
+    // Jobs have finished at this pace so far, `parallel` at a time.
+    const double left = (now_seconds() - start) / static_cast<double>(done) * static_cast<double>(jobs.size() - done);
+    std::cout << "ablate: " << (ok ? "finished " : "FAILED ") << job.variant << " seed " << job.seed << " in "
+              << format_duration(now_seconds() - r.began) << "; " << (jobs.size() - done) << " left, ETA "
+              << format_duration(left) << std::endl;
+    if (!ok) std::cerr << "ablate: run failed, see " << job.log << std::endl;
+  }
+  return failed;
+}
+
+}  // namespace ropelab

@@ -1,0 +1,22 @@
+#pragma once
+/// Running planned jobs (experiment/plan.h) as child processes of the ropelab binary,
+/// without a shell: each job's steps in order, a few jobs at a time.
+
+#include <string>
+#include <vector>
+
+#include "ropelab/experiment/plan.h"
+
+namespace ropelab {
+
+/// Runs `jobs`, `parallel` at a time. A job's steps run in order, each `executable` with
+/// the step's arguments, their output in the job's log (the training step starts it anew,
+/// later steps append); the first step that fails ends the job. A training step must leave
+/// the run at its end (a training stopped by a signal exits 0 without: the job fails, and
+/// the next ablate resumes it). A job whose steps all succeed gets its done marker
+/// (AblationLayout::done). Prints a line as each job starts and ends; `skipped` and
+/// `total` number them among the experiment's runs. Returns the number of jobs that failed.
+int64_t run_jobs(const std::vector<Job>& jobs, const std::string& executable, int64_t parallel, size_t skipped,
+                 size_t total);
+
+}  // namespace ropelab

@@ -1,0 +1,49 @@
+#include "ropelab/run/ablation_layout.h"
+
+#include <cctype>
+#include <filesystem>
+#include <utility>
+
+namespace ropelab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string join(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
+
+}  // namespace
+
+AblationLayout::AblationLayout(std::string out_dir) : out(std::move(out_dir)) {}
+
+std::string AblationLayout::runs() const { return join(out, "runs"); }
+
+std::string AblationLayout::run(const std::string& variant, int64_t seed) const {
+  return join(runs(), variant_dir_name(variant) + ".seed" + std::to_string(seed));
+}
+
+std::string AblationLayout::log(const std::string& run_dir) { return run_dir + ".log"; }
+std::string AblationLayout::done(const std::string& run_dir) { return join(run_dir, "ablation.done"); }
+std::string AblationLayout::in_run(const std::string& run_dir, const std::string& name) { return run_dir + "/" + name; }
+
+std::string AblationLayout::results_csv() const { return join(out, "results.csv"); }
+std::string AblationLayout::results_md() const { return join(out, "results.md"); }
+std::string AblationLayout::significance_csv() const { return join(out, "significance.csv"); }
+std::string AblationLayout::valid_curves_svg() const { return join(out, "valid_curves.svg"); }
+std::string AblationLayout::extrapolation_svg(int64_t stride) const {
+  return join(
+      out, stride == 0 ? std::string("extrapolation.svg") : "extrapolation.stride" + std::to_string(stride) + ".svg");
+}
+std::string AblationLayout::positions_svg() const { return join(out, "positions.svg"); }
+std::string AblationLayout::passkey_svg() const { return join(out, "passkey.svg"); }
+
+std::string variant_dir_name(const std::string& variant) {
+  std::string out;
+  for (char c : variant)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == '-' || c == '_' || c == ',')
+               ? c
+               : '_';
+  return out.empty() ? "base" : out;
+}
+
+}  // namespace ropelab

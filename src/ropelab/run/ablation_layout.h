@@ -1,0 +1,42 @@
+#pragma once
+/// An ablation directory (`ropelab ablate -o OUT`), every file name in one place:
+///   OUT/runs/VARIANT.seedN/        a run directory (run/run.h), its log beside it (.log)
+///   OUT/runs/VARIANT.seedN/ablation.done   the run trained and holds every evaluation asked
+///   OUT/results.csv, results.md, significance.csv   the tables
+///   OUT/valid_curves.svg, extrapolation[.strideS].svg, positions.svg, passkey.svg   the plots
+
+#include <cstdint>
+#include <string>
+
+namespace ropelab {
+
+struct AblationLayout {
+  explicit AblationLayout(std::string out_dir);
+  std::string out;
+
+  /// OUT/runs: every run of every experiment written into OUT.
+  std::string runs() const;
+  /// OUT/runs/<variant's directory name>.seedN; the unnamed variant is "base".
+  std::string run(const std::string& variant, int64_t seed) const;
+  /// A run's log, beside its directory.
+  static std::string log(const std::string& run_dir);
+  /// The marker of a run that trained to its end and holds every evaluation asked of it.
+  static std::string done(const std::string& run_dir);
+  /// A file of the run (an evaluation's report or items) by its name in the run directory.
+  static std::string in_run(const std::string& run_dir, const std::string& name);
+
+  std::string results_csv() const;
+  std::string results_md() const;
+  std::string significance_csv() const;
+  std::string valid_curves_svg() const;
+  /// extrapolation.svg (non-overlapping windows, `stride` 0) or extrapolation.strideS.svg.
+  std::string extrapolation_svg(int64_t stride) const;
+  std::string positions_svg() const;
+  std::string passkey_svg() const;
+};
+
+/// A directory name for a variant: key=value pairs with the characters a shell or a file
+/// system would mind replaced by '_'; "base" for the unnamed variant.
+std::string variant_dir_name(const std::string& variant);
+
+}  // namespace ropelab

@@ -1,0 +1,210 @@
+// Planning an ablation from what is on disk (experiment/plan.h), and running the plan
+// without a shell (experiment/runner.h).
+#include "ropelab/experiment/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "../test_util.h"
+#include "ropelab/experiment/runner.h"
+#include "ropelab/run/ablation_layout.h"
+#include "ropelab/run/run.h"
+
+namespace ropelab {
+namespace {
+
+using Steps = std::vector<std::vector<std::string>>;
+
+/// An ablation directory in memory: which runs finished, which config each was started
+/// from (by its variant_config), which evaluations each holds.
+class FakeDisk : public RunsOnDisk {
+ public:
+  std::set<std::string> done;
+  std::map<std::string, Config> started;
+  std::set<std::pair<std::string, std::string>> evaluated;  // (dir, report file)
+
+  std::vector<std::string> finished_runs() const override { return {done.begin(), done.end()}; }
+  bool finished(const std::string& dir) const override { return done.count(dir) > 0; }
+  bool started_with(const std::string& dir, const Config& config) const override {
+    const auto it = started.find(dir);
+    return it != started.end() && dump_config(it->second) == dump_config(config);
+  }
+  bool has_evaluation(const std::string& dir, const AblationEval& eval) const override {
+    return evaluated.count({dir, eval.file}) > 0;
+  }
+};
+
+class Plan : public ropelab::testing::TempDir {
+ protected:
+  void SetUp() override {
+    TempDir::SetUp();
+    const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
+    const auto exp = write(
+        "exp.yaml", "base: " + demo +
+                        "\nset: [task=lm, data.format=text, tokenizer.type=byte, data.context=8, data.test=t.txt]\n"
+                        "grid:\n  model.position.type: [alibi, rotary]\nseeds: [1, 2]\n"
+                        "eval_contexts: [8, 16]\n");
+    spec_ = load_experiment(exp);
+    variants_ = expand_grid(spec_);
+    options_ = {"OUT", 3, ""};
+  }
+  Job plan(size_t variant, int64_t seed, const std::vector<std::string>& extra = {}) const {
+    return plan_job(spec_, variants_.at(variant), seed, extra, options_, disk_);
+  }
+  /// The run's config as plan_job computes it.
+  Config config_of(size_t variant, int64_t seed) const { return variant_config(spec_, variants_.at(variant), seed); }
+
+  ExperimentSpec spec_;
+  std::vector<Variant> variants_;
+  PlanOptions options_;
+  FakeDisk disk_;
+};
+
+const std::vector<std::string> kEval8{"eval",      "--split",
+                                      "test",      "--context",
+                                      "8",         "--per-position",
+                                      "--run",     "OUT/runs/model.position.type=rotary.seed2",
+                                      "--threads", "3"};
+
+TEST_F(Plan, ANewRunTrainsFromTheExperimentThenRunsEveryEvaluation) {
+  const auto job = plan(1, 2);
+  EXPECT_EQ(job.variant, "model.position.type=rotary");
+  EXPECT_EQ(job.dir, "OUT/runs/model.position.type=rotary.seed2");
+  EXPECT_EQ(job.log, "OUT/runs/model.position.type=rotary.seed2.log");
+  EXPECT_TRUE(job.trains);
+  ASSERT_EQ(job.steps.size(), 3u);  // train, then eval at contexts 8 and 16
+  std::vector<std::string> train{"train", "--overwrite"};
+  train.insert(train.end(), spec_.base.begin(), spec_.base.end());
+  for (const auto& s : spec_.set) train.insert(train.end(), {"--set", s});
+  train.insert(train.end(), {"--set", "model.position.type=rotary", "--set", "train.seed=2", "--threads", "3", "-o",
+                             "OUT/runs/model.position.type=rotary.seed2"});
+  EXPECT_EQ(job.steps[0], train);
+  EXPECT_EQ(job.steps[1], kEval8);
+  EXPECT_EQ(job.steps[2][4], "16");
+  EXPECT_EQ(job.config.train.seed(), 2);
+}
+
+TEST_F(Plan, AnInterruptedOrFailedRunOfTheSameConfigResumes) {
+  disk_.started[plan(1, 2).dir] = config_of(1, 2);  // started, never finished (stopped, or a step failed)
+  const auto job = plan(1, 2);
+  ASSERT_EQ(job.steps.size(), 3u);
+  EXPECT_EQ(job.steps[0], (std::vector<std::string>{"train", "--resume", "--threads", "3", "-o", job.dir}));
+  EXPECT_TRUE(job.trains);
+}
+
+TEST_F(Plan, AFinishedRunRunsOnlyTheEvaluationsItLacks) {
+  const auto dir = plan(1, 2).dir;
+  disk_.started[dir] = config_of(1, 2);
+  disk_.done.insert(dir);
+  disk_.evaluated.insert({dir, "eval.test.ctx16.json"});
+  auto job = plan(1, 2);
+  EXPECT_FALSE(job.trains);
+  EXPECT_EQ(job.steps, Steps{kEval8});
+  disk_.evaluated.insert({dir, "eval.test.ctx8.json"});
+  EXPECT_TRUE(plan(1, 2).steps.empty());  // nothing left
+}
+
+TEST_F(Plan, AChangedConfigTrainsAnewAndMovesTheOldRunAside) {
+  const auto dir = plan(1, 2).dir;
+  disk_.started[dir] = config_of(0, 2);  // the directory holds a run of another config
+  disk_.done.insert(dir);
+  disk_.evaluated.insert({dir, "eval.test.ctx8.json"});
+  disk_.evaluated.insert({dir, "eval.test.ctx16.json"});
+  const auto job = plan(1, 2);
+  EXPECT_EQ(job.dir, dir);
+  ASSERT_EQ(job.steps.size(), 3u);
+  EXPECT_EQ(job.steps[0][1], "--overwrite");
+}
+
+TEST_F(Plan, AnIdenticalFinishedRunIsReusedFromAnotherDirectory) {
+  const std::string other = "OUT/runs/from_another_experiment.seed2";
+  disk_.started[other] = config_of(1, 2);
+  disk_.done.insert(other);
+  disk_.evaluated.insert({other, "eval.test.ctx8.json"});
+  const auto job = plan(1, 2);
+  EXPECT_EQ(job.dir, other);
+  EXPECT_EQ(job.log, other + ".log");
+  ASSERT_EQ(job.steps.size(), 1u);  // only the evaluation it lacks, there
+  EXPECT_EQ(job.steps[0][4], "16");
+  EXPECT_EQ(job.steps[0][7], other);
+  // a finished run of another seed is not the same config
+  EXPECT_EQ(plan(1, 1).dir, "OUT/runs/model.position.type=rotary.seed1");
+}
+
+TEST_F(Plan, ExtraOverridesAndTheDeviceReachTheCommands) {
+  options_.device = "cuda";
+  const auto job = plan(0, 1, {"train.init_from=OUT/runs/x.seed1"});
+  EXPECT_EQ(job.config.train.init_from(), "OUT/runs/x.seed1");
+  const auto& train = job.steps[0];
+  EXPECT_NE(std::find(train.begin(), train.end(), "train.init_from=OUT/runs/x.seed1"), train.end());
+  EXPECT_EQ(std::vector<std::string>(train.end() - 6, train.end()),
+            (std::vector<std::string>{"--threads", "3", "--device", "cuda", "-o", job.dir}));
+  EXPECT_EQ(job.steps[1].back(), "cuda");
+}
+
+class Runner : public ropelab::testing::TempDir {
+ protected:
+  /// A job of `steps`, each run as `/bin/sh STEP...`, in DIR/runs/NAME.
+  Job job(const std::string& name, Steps steps, bool trains = false) const {
+    Job j;
+    j.variant = name;
+    j.seed = 1;
+    j.dir = (dir_ / "runs" / name).string();
+    j.log = AblationLayout::log(j.dir);
+    j.steps = std::move(steps);
+    j.trains = trains;
+    std::filesystem::create_directories(j.dir);  // as the training step would
+    return j;
+  }
+  static std::string read(const std::string& path) {
+    std::ifstream in(path);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+};
+
+TEST_F(Runner, RunsEachJobsStepsInOrderAndStopsAJobAtItsFirstFailure) {
+  const auto good = job("good", {{"-c", "echo one"}, {"-c", "echo two >&2"}});
+  const auto bad = job("bad", {{"-c", "echo first"}, {"-c", "exit 3"}, {"-c", "echo never"}});
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const auto failed = run_jobs({good, bad}, "/bin/sh", 2, 0, 2);
+  const auto out = ::testing::internal::GetCapturedStdout(), err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(read(good.log), "one\ntwo\n");  // stdout and stderr, in order
+  EXPECT_TRUE(std::filesystem::exists(AblationLayout::done(good.dir)));
+  EXPECT_EQ(read(bad.log), "first\n");
+  EXPECT_FALSE(std::filesystem::exists(AblationLayout::done(bad.dir)));
+  EXPECT_NE(out.find("ablate: [2/2] start bad seed 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("ablate: FAILED bad seed 1"), std::string::npos) << out;
+  EXPECT_EQ(err, "ablate: run failed, see " + bad.log + "\n");
+}
+
+TEST_F(Runner, ATrainingThatStopsBeforeItsEndFailsTheJob) {
+  // exits 0 without writing RUN/trained, as a training stopped by a signal does
+  auto stopped = job("stopped", {{"-c", "echo training"}, {"-c", "echo evaluation"}}, true);
+  std::ofstream(stopped.log) << "an older log\n";
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(run_jobs({stopped}, "/bin/sh", 1, 0, 1), 1);
+  ::testing::internal::GetCapturedStdout();
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(read(stopped.log),
+            "training\nablate: the training stopped before its end; run ablate again to resume it\n");
+  EXPECT_FALSE(std::filesystem::exists(AblationLayout::done(stopped.dir)));
+  // one that reaches its end goes on to its evaluations, appended to the log it began
+  auto trained =
+      job("trained", {{"-c", "touch \"$0\"", RunPaths(stopped.dir).trained}, {"-c", "echo evaluation"}}, true);
+  trained.dir = stopped.dir;
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(run_jobs({trained}, "/bin/sh", 1, 0, 1), 0);
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(read(trained.log), "evaluation\n");
+  EXPECT_TRUE(std::filesystem::exists(AblationLayout::done(trained.dir)));
+}
+
+}  // namespace
+}  // namespace ropelab
