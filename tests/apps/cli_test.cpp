@@ -971,6 +971,13 @@ TEST(Cli, AblateEvaluatesPasskeyRetrievalAndLimitsTestTokens) {
   // the learned table (112 positions): no window of 128, no passkey prompt of 140 asked for
   EXPECT_FALSE(std::filesystem::exists(learned + "/eval.test.ctx128.set_256.json"));
   EXPECT_TRUE(nlohmann::json::parse(read_text(learned + "/passkey.json")).at("accuracy@140").is_null());
+  {  // a cell that cannot run names why in one line, without LibTorch's backtrace
+    const auto cells = read_text(learned + "/passkey.csv");
+    EXPECT_NE(cells.find("\n140,0,0,0,0.0000,\"LearnedEncoder: position 140 is beyond the learned table of 112 "
+                         "positions (raise position.max_len)\"\n"),
+              std::string::npos)
+        << cells;
+  }
   const auto table = read_text(out + "/results.md");
   EXPECT_NE(table.find("| passkey@100 | passkey@140 | test_ppl@32 | test_ppl@32/16 | test_ppl@128 | test_ppl@128/16 |"),
             std::string::npos)

@@ -1,5 +1,7 @@
 #include "ropelab/eval/passkey_eval.h"
 
+#include <c10/util/Exception.h>
+
 #include <cmath>
 #include <limits>
 
@@ -35,6 +37,8 @@ std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& mod
         const auto outputs = task.decode_lines(model, tokenizer, prompts, request, device);
         for (size_t k = 0; k < documents.size(); ++k) cell.correct += passkey_retrieved(outputs[k], documents[k].key);
         cell.documents = static_cast<int64_t>(documents.size());
+      } catch (const c10::Error& e) {  // the message, without LibTorch's C++ backtrace
+        cell.error = e.what_without_backtrace();
       } catch (const std::exception& e) {
         cell.error = e.what();
       }
