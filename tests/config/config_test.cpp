@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "../test_util.h"
+#include "ropelab/position/position_traits.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;
@@ -60,6 +61,28 @@ TEST_F(ConfigTest, PositionShorthandSetsBothStacksAndSpecificKeysWin) {
   EXPECT_DOUBLE_EQ(d.model.decoder_position().scaling().factor(), 2.0);
 }
 
+// What the position registry says of each encoder, validation enforces: where RoPE scaling
+// applies, which rotations may act in cross-attention, which stacks take it; and each
+// length hyperparameter it names is a key of that encoder.
+TEST_F(ConfigTest, ValidationFollowsThePositionRegistry) {
+  for (const auto& row : position_registry()) {
+    SCOPED_TRACE(row.name);
+    const std::string type = std::string("model.position.type=") + row.name;
+    const std::vector<std::string> lm = {"task=lm", "data.format=text", type};
+    auto with = [&](const std::string& more) {
+      auto all = lm;
+      all.push_back(more);
+      return all;
+    };
+    EXPECT_EQ(load_error({}, with("model.position.scaling.type=linear")).empty(), row.scalable);
+    if (row.kind == PositionKind::rotary) {
+      EXPECT_EQ(load_error({}, with("model.position.rotate_cross_attention=true")).empty(), row.cross_attention);
+    }
+    EXPECT_EQ(load_error({}, {type}).empty(), !row.causal_only);  // a translator: a bidirectional encoder stack
+    for (const auto& key : row.length_keys) EXPECT_EQ(load_error({}, with("model.position." + key + "=64")), "");
+  }
+}
+
 // Length-generalisation encoders and RoPE scaling: every combination that cannot work is
 // one line naming the key and why.
 TEST_F(ConfigTest, IncompatiblePositionChoicesNameTheKeyAndTheReason) {
@@ -76,10 +99,12 @@ TEST_F(ConfigTest, IncompatiblePositionChoicesNameTheKeyAndTheReason) {
   EXPECT_EQ(load_error({}, with(lm, {"model.position.type=xpos", "model.position.rotate_cross_attention=true"})),
             "--set: model.decoder_position.rotate_cross_attention=true does not apply to xpos (defined for causal "
             "self-attention only)");
-  for (const char* type : {"t5_bias", "alibi", "kerple", "kerple_power", "fire"})
-    EXPECT_EQ(load_error({}, with(lm, {std::string("model.position.type=") + type, "model.attention.type=performer"})),
+  for (auto bias : position_types([](const PositionTraits& t) { return t.kind == PositionKind::bias; })) {
+    const std::string type = position_traits(bias).name;
+    EXPECT_EQ(load_error({}, with(lm, {"model.position.type=" + type, "model.attention.type=performer"})),
               std::string("--set: model.decoder_position.type=") + type +
                   " needs an attention backend that takes a logit bias; model.attention.type=performer does not");
+  }
   EXPECT_EQ(load_error({}, {"model.position.type=alibi", "model.position.scaling.type=yarn"}),
             "--set: model.encoder_position.scaling.type=yarn applies to rotary and rotary_nd only, not "
             "model.encoder_position.type=alibi");

@@ -5,6 +5,7 @@
 
 #include "../test_util.h"
 #include "ropelab/data/tokenizer.h"
+#include "ropelab/position/position_traits.h"
 #include "ropelab/task/language_model_task.h"
 #include "ropelab/task/translation_task.h"
 
@@ -30,8 +31,8 @@ Decoding start(const Net& net, const torch::Tensor& inputs, const DecodeOptions&
 }  // namespace
 
 TEST_F(Decode, GreedyWithCacheEqualsRecomputingThePrefix) {
-  for (auto type : {PositionType::sinusoidal, PositionType::t5_bias, PositionType::rotary, PositionType::alibi,
-                    PositionType::kerple, PositionType::kerple_power, PositionType::fire}) {
+  // every encoder that a translator's bidirectional encoder stack takes over a sequence
+  for (auto type : position_types([](const PositionTraits& t) { return !t.causal_only && !t.multi_axis; })) {
     Seq2Seq model(
         tiny_options().encoder_position(PositionOptions().type(type)).decoder_position(PositionOptions().type(type)));
     model->eval();
@@ -98,9 +99,7 @@ TEST_F(Decode, LanguageModelBeamWithCacheEqualsRecomputingThePrefix) {
   const auto prompt = torch::tensor({{3, 5, 6, 7}});
   const auto options = DecodeOptions().beam(3).max_len_a(0).max_len_b(6);
   std::vector<PositionOptions> encoders;
-  for (auto type : {PositionType::none, PositionType::sinusoidal, PositionType::learned, PositionType::rotary,
-                    PositionType::t5_bias, PositionType::alibi, PositionType::xpos, PositionType::kerple,
-                    PositionType::kerple_power, PositionType::fire})
+  for (auto type : position_types([](const PositionTraits& t) { return !t.multi_axis; }))
     encoders.push_back(PositionOptions().type(type));
   for (auto scaling :
        {RopeScalingType::linear, RopeScalingType::ntk, RopeScalingType::dynamic_ntk, RopeScalingType::yarn})

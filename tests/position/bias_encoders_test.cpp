@@ -4,6 +4,7 @@
 #include "../test_util.h"
 #include "ropelab/attention/backend.h"
 #include "ropelab/position/encoders.h"
+#include "ropelab/position/position_traits.h"
 
 using namespace ropelab;
 using ropelab::testing::golden;
@@ -19,8 +20,8 @@ PositionEncoder make(PositionType type, bool causal, int64_t heads = 4) {
 }
 
 /// The encoders whose bias depends on key_pos - query_pos alone.
-const std::vector<PositionType> kRelative = {PositionType::t5_bias, PositionType::alibi, PositionType::kerple,
-                                             PositionType::kerple_power};
+const std::vector<PositionType> kRelative =
+    position_types([](const PositionTraits& t) { return t.kind == PositionKind::bias && t.relative; });
 
 }  // namespace
 
@@ -153,11 +154,10 @@ TEST_F(BiasEncoders, RelativeTableExpandsToTheDenseBias) {
 
 // Which encoders bias the logits, and which of those by distance alone.
 TEST_F(BiasEncoders, EveryBiasEncoderSaysSo) {
-  for (auto type : {PositionType::t5_bias, PositionType::alibi, PositionType::kerple, PositionType::kerple_power,
-                    PositionType::fire}) {
+  for (auto type : position_types([](const PositionTraits& t) { return t.kind == PositionKind::bias; })) {
     auto encoder = make(type, true);
     EXPECT_TRUE(encoder->has_logit_bias()) << to_string(type);
-    EXPECT_EQ(encoder->bias_is_relative(), type != PositionType::fire) << to_string(type);
+    EXPECT_EQ(encoder->bias_is_relative(), position_traits(type).relative) << to_string(type);
     EXPECT_FALSE(encoder->rotates()) << to_string(type);
   }
 }

@@ -150,20 +150,6 @@ TEST_F(Position, LearnedRejectsPositionsBeyondItsTable) {
   EXPECT_NE(message.find("position 8 is beyond the learned table of 8 positions"), std::string::npos) << message;
 }
 
-TEST_F(Position, FactoryBuildsEveryType) {
-  for (auto type : {PositionType::none, PositionType::sinusoidal, PositionType::learned, PositionType::t5_bias,
-                    PositionType::rotary, PositionType::rotary_nd, PositionType::alibi, PositionType::xpos,
-                    PositionType::kerple, PositionType::kerple_power, PositionType::fire}) {
-    auto enc = make_position_encoder(PositionOptions().type(type), PositionGeometry{32, 4, true});
-    const bool rotary = type == PositionType::rotary || type == PositionType::rotary_nd || type == PositionType::xpos;
-    EXPECT_EQ(enc->rotates(), rotary);
-    EXPECT_EQ(enc->has_logit_bias(), type == PositionType::t5_bias || type == PositionType::alibi ||
-                                         type == PositionType::kerple || type == PositionType::kerple_power ||
-                                         type == PositionType::fire);
-    EXPECT_EQ(parse_position_type(to_string(type)), type);
-  }
-}
-
 // xPos's scales against tests/golden/length_golden.json (Sun et al. 2022's formula, written
 // independently in tests/golden/length_golden.py).
 TEST_F(Position, XposScalesFollowThePaper) {

@@ -10,6 +10,7 @@
 
 #include "ropelab/config/schema.h"
 #include "ropelab/config/yaml_merge.h"
+#include "ropelab/position/position_traits.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
@@ -276,17 +277,19 @@ void validate(const Config& c, const Reader& r) {
   auto backend = make_attention_backend(m.attention(), m.d_model() / m.heads());
   auto check_stack = [&](const std::string& key, const PositionOptions& p, bool causal) {
     const auto& s = p.scaling();
-    const bool rotary = p.type() == PositionType::rotary || p.type() == PositionType::rotary_nd;
-    require(s.type() == RopeScalingType::none || rotary, key + ".scaling.type", to_string(s.type()),
-            "applies to rotary and rotary_nd only, not " + key + ".type=" + to_string(p.type()));
+    const auto& traits = position_traits(p.type());
+    require(s.type() == RopeScalingType::none || traits.scalable, key + ".scaling.type", to_string(s.type()),
+            "applies to " + position_names(position_types([](const PositionTraits& t) { return t.scalable; })) +
+                " only, not " + key + ".type=" + traits.name);
     require(s.factor() >= 1, key + ".scaling.factor", s.factor(), "must be >= 1 (the extension ratio)");
     require(s.beta_fast() > s.beta_slow(), key + ".scaling.beta_fast", s.beta_fast(),
             "must exceed scaling.beta_slow=" + show(s.beta_slow()));
     require(s.original_max() > 0 || (s.type() != RopeScalingType::yarn && s.type() != RopeScalingType::dynamic_ntk),
             key + ".scaling.original_max", s.original_max(),
             "must be the training context for scaling.type=" + to_string(s.type()));
-    require(p.type() != PositionType::xpos || !p.rotate_cross_attention(), key + ".rotate_cross_attention", "true",
-            "does not apply to xpos (defined for causal self-attention only)");
+    require(traits.kind != PositionKind::rotary || traits.cross_attention || !p.rotate_cross_attention(),
+            key + ".rotate_cross_attention", "true",
+            "does not apply to " + std::string(traits.name) + " (defined for causal self-attention only)");
     PositionEncoder encoder;
     try {
       encoder = make_position_encoder(p, PositionGeometry{m.d_model(), m.heads(), causal});

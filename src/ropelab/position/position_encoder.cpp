@@ -3,6 +3,7 @@
 #include <ATen/OpMathType.h>
 
 #include "ropelab/position/encoders.h"
+#include "ropelab/position/position_traits.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
@@ -195,27 +196,23 @@ PositionEncoder make_position_encoder(const PositionOptions& options, const Posi
 }
 
 namespace {
-const EnumNames<PositionType, 11> kPositionNames{{{PositionType::none, "none"},
-                                                  {PositionType::sinusoidal, "sinusoidal"},
-                                                  {PositionType::learned, "learned"},
-                                                  {PositionType::t5_bias, "t5_bias"},
-                                                  {PositionType::rotary, "rotary"},
-                                                  {PositionType::rotary_nd, "rotary_nd"},
-                                                  {PositionType::alibi, "alibi"},
-                                                  {PositionType::xpos, "xpos"},
-                                                  {PositionType::kerple, "kerple"},
-                                                  {PositionType::kerple_power, "kerple_power"},
-                                                  {PositionType::fire, "fire"}}};
 const EnumNames<SinusoidLayout, 2> kSinusoidNames{
     {{SinusoidLayout::interleaved, "interleaved"}, {SinusoidLayout::concat, "concat"}}};
 const EnumNames<RotaryLayout, 2> kRotaryNames{
     {{RotaryLayout::half, "half"}, {RotaryLayout::interleaved, "interleaved"}}};
 }  // namespace
 
-std::string to_string(PositionType type) { return enum_name(type, kPositionNames); }
+std::string to_string(PositionType type) { return position_traits(type).name; }
 std::string to_string(SinusoidLayout layout) { return enum_name(layout, kSinusoidNames); }
 std::string to_string(RotaryLayout layout) { return enum_name(layout, kRotaryNames); }
-PositionType parse_position_type(const std::string& name) { return parse_enum(name, kPositionNames, "position type"); }
+PositionType parse_position_type(const std::string& name) {
+  std::string valid;
+  for (const auto& row : position_registry()) {
+    if (name == row.name) return row.type;
+    valid += (valid.empty() ? "" : " | ") + std::string(row.name);
+  }
+  TORCH_CHECK(false, "unknown position type '", name, "' (expected ", valid, ")");
+}
 SinusoidLayout parse_sinusoid_layout(const std::string& name) {
   return parse_enum(name, kSinusoidNames, "sinusoid layout");
 }

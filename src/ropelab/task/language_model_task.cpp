@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ropelab/eval/loss.h"
+#include "ropelab/position/position_traits.h"
 #include "ropelab/util/clock.h"
 
 namespace ropelab {
@@ -161,7 +162,8 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluation
   std::vector<AblationEval> out;
   const auto& position = config_.model.decoder_position();
   // A learned table has no positions past max_len: longer contexts are not evaluated.
-  const int64_t longest = position.type() == PositionType::learned ? position.max_len() : 0;
+  const auto& traits = position_traits(position.type());
+  const int64_t longest = traits.bounded ? position.max_len() : 0;
   const std::vector<std::string> tokens =
       asked.tokens > 0 ? std::vector<std::string>{"data.eval_tokens=" + std::to_string(asked.tokens)}
                        : std::vector<std::string>{};
@@ -190,8 +192,7 @@ std::vector<AblationEval> LanguageModelTask::ablation_evals(const TestEvaluation
           {tag + ".json", args, {{"perplexity", "test_ppl@" + n}}, tag + ".items.tsv", tag + ".positions.csv", c});
     }
     const auto trained = config_.data.context();
-    const bool rotary = position.type() == PositionType::rotary || position.type() == PositionType::rotary_nd;
-    if (rotary && position.scaling().type() == RopeScalingType::none && c > trained)
+    if (traits.scalable && position.scaling().type() == RopeScalingType::none && c > trained)
       for (const auto& scaling : asked.scalings) {  // the same run, scaled to this context
         char factor[32];
         std::snprintf(factor, sizeof factor, "%g", static_cast<double>(c) / static_cast<double>(trained));

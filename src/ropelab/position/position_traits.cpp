@@ -1,0 +1,51 @@
+#include "ropelab/position/position_traits.h"
+
+#include <c10/util/Exception.h>
+
+#include "ropelab/position/position_encoder.h"
+
+namespace ropelab {
+
+const std::vector<PositionTraits>& position_registry() {
+  using K = PositionKind;
+  using T = PositionType;
+  // clang-format off
+  static const std::vector<PositionTraits> registry = {
+      //                name            kind         rel    query  train  causal cross  scale  bound  axes   length keys                reference
+      {T::none,         "none",         K::none,     false, false, false, false, false, false, false, false, {},                        "Kazemnejad et al. 2023"},
+      {T::sinusoidal,   "sinusoidal",   K::additive, false, false, false, false, false, false, false, false, {},                        "Vaswani et al. 2017"},
+      {T::learned,      "learned",      K::additive, false, false, true,  false, false, false, true,  false, {"max_len"},               "Gehring et al. 2017"},
+      {T::t5_bias,      "t5_bias",      K::bias,     true,  false, true,  false, false, false, false, false, {"max_distance"},          "Raffel et al. 2020"},
+      {T::rotary,       "rotary",       K::rotary,   true,  false, false, false, true,  true,  false, false, {"scaling.original_max"},  "Su et al. 2021"},
+      {T::rotary_nd,    "rotary_nd",    K::rotary,   true,  false, false, false, true,  true,  false, true,  {"scaling.original_max"},  "Su et al. 2021"},
+      {T::alibi,        "alibi",        K::bias,     true,  false, false, false, false, false, false, false, {},                        "Press et al. 2022"},
+      {T::xpos,         "xpos",         K::rotary,   true,  false, false, true,  false, false, false, false, {"scale_base"},            "Sun et al. 2022"},
+      {T::kerple,       "kerple",       K::bias,     true,  false, true,  false, false, false, false, false, {},                        "Chi et al. 2022"},
+      {T::kerple_power, "kerple_power", K::bias,     true,  false, true,  false, false, false, false, false, {},                        "Chi et al. 2022"},
+      {T::fire,         "fire",         K::bias,     false, true,  true,  false, false, false, false, false, {"fire_threshold"},        "Li et al. 2024"},
+  };
+  // clang-format on
+  return registry;
+}
+
+const PositionTraits& position_traits(PositionType type) {
+  for (const auto& row : position_registry())
+    if (row.type == type) return row;
+  TORCH_INTERNAL_ASSERT(false, "a PositionType without a row in the position registry");
+}
+
+std::vector<PositionType> position_types(bool (*keep)(const PositionTraits&)) {
+  std::vector<PositionType> out;
+  for (const auto& row : position_registry())
+    if (keep(row)) out.push_back(row.type);
+  return out;
+}
+
+std::string position_names(const std::vector<PositionType>& types) {
+  std::string out;
+  for (size_t i = 0; i < types.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == types.size() ? " and " : ", ") + std::string(position_traits(types[i]).name);
+  return out;
+}
+
+}  // namespace ropelab
