@@ -14,7 +14,6 @@
 #include "../test_util.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/decode/search.h"
-#include "ropelab/experiment/results.h"
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/run.h"
@@ -381,21 +380,4 @@ TEST_F(Training, NonFiniteLossSkipsTheUpdate) {
   EXPECT_TRUE(torch::equal(model->embedding->weight, poisoned));  // no step taken
   for (const auto& p : model->parameters())
     EXPECT_TRUE(!p.grad().defined() || p.grad().abs().sum().item<double>() == 0);
-}
-
-// The ablation table's train_s is the last elapsed_s, which a resumed run continues from
-// its checkpoint (ResumeContinuesBitForBit checks that it never goes back).
-TEST_F(Training, AblationTrainingTimeIsTheLastElapsed) {
-  write("metrics.jsonl",
-        "{\"event\":\"train\",\"step\":100,\"elapsed_s\":40}\n"
-        "{\"event\":\"valid\",\"step\":100,\"loss\":2.5,\"ppl\":12.0}\n"
-        "{\"event\":\"train\",\"step\":200,\"elapsed_s\":90}\n"
-        "{\"event\":\"train\",\"step\":300,\"elapsed_s\":120}\n"  // resumed at step 200
-        "{\"event\":\"valid\",\"step\":300,\"loss\":2.0,\"ppl\":7.5}\n");
-  write("eval.test.json", "{\"bleu\":12.5,\"chrf\":30.0,\"perplexity\":20.0}\n");
-  const auto r = read_run_result(dir_.string(), Config(), {});
-  EXPECT_DOUBLE_EQ(r.metrics.at("train_s"), 120.0);
-  EXPECT_DOUBLE_EQ(r.metrics.at("valid_ppl"), 7.5);
-  EXPECT_DOUBLE_EQ(r.metrics.at("test_bleu"), 12.5);
-  EXPECT_EQ(r.curve.size(), 2u);
 }
