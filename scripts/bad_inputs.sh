@@ -2,7 +2,7 @@
 # Feeds ropelab one bad input at a time (configs, data, run files, flags, signals) and
 # prints a Markdown table: the input, the exit status, how many lines went to stderr and
 # the first of them (or the log line that reports what was skipped). The tests in
-# tests/apps/cli_test.cpp and tests/data/text_test.cpp assert these behaviours; this
+# tests/apps/cli_*_test.cpp and tests/data/text_test.cpp assert these behaviours; this
 # script shows them all in one place.
 #   bash scripts/bad_inputs.sh [BUILD_DIR]
 set -uo pipefail

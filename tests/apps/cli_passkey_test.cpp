@@ -1,0 +1,43 @@
+// ropelab passkey: documents and evaluation.
+#include "cli_util.h"
+
+using namespace ropelab::cli_test;
+
+// passkey make writes the same documents for the same seed; passkey eval scores a language
+// model at each (length, depth) into a table and a heat map.
+TEST(Cli, PasskeyDocumentsAndEvaluation) {
+  const auto root = fresh_dir("passkey");
+  auto a = run("passkey make --count 4 --length 120 --min-length 100 --seed 3");
+  const auto b = run("passkey make --count 4 --length 120 --min-length 100 --seed 3");
+  ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_EQ(a.output, b.output);
+  EXPECT_EQ(std::count(a.output.begin(), a.output.end(), '\n'), 4);
+  EXPECT_NE(a.output, run("passkey make --count 4 --length 120 --min-length 100 --seed 4").output);
+  const auto prompts = run("passkey make --count 2 --length 100 --prompts");
+  EXPECT_EQ(std::count(prompts.output.begin(), prompts.output.end(), '\t'), 2) << prompts.output;
+  auto r = run("passkey make --length 50");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("--length 50 is below the"), std::string::npos) << r.output;
+
+  const auto train = write_temp((root / "train.txt").string(), a.output);
+  const auto lm = (root / "lm").string();
+  r = run("train " + std::string(ROPELAB_SOURCE_DIR) +
+          "/experiments/demo_tiny.yaml --set task=lm --set data.format=text --set tokenizer.type=byte"
+          " --set data.context=32 --set data.train=" +
+          train + " --set data.valid= --set data.test=" + train +
+          " --set train.steps=2 --set model.d_model=16 --set model.heads=2 --set model.d_ff=16"
+          " --set model.decoder_layers=1 --set model.position.type=rotary --threads 1 -o " +
+          lm);
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run("passkey eval --run " + lm + " --checkpoint last --lengths 100,140 --depths 0,1 --documents 2 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("   140   1.00  "), std::string::npos) << r.output;
+  const auto table = read_text(lm + "/passkey.csv");
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 5) << table;  // header + 2 lengths x 2 depths
+  EXPECT_EQ(table.rfind("length,depth,documents,correct,accuracy,error\n100,0,2,", 0), 0u) << table;
+  EXPECT_TRUE(std::filesystem::exists(lm + "/passkey.svg"));
+  r = run("passkey eval --run " + lm + " --checkpoint last --lengths 60 --threads 1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find("--lengths: 60 is below the"), std::string::npos) << r.output;
+  std::filesystem::remove_all(root);
+}
