@@ -1,6 +1,5 @@
 // ropelab passkey make | eval: passkey-retrieval documents and a language model's accuracy
 // on them (Mohtashami and Jaggi 2023).
-#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -82,7 +81,7 @@ void add_passkey(CLI::App& cli) {
                                  " characters of the key sentence and the question");
     const auto cells = evaluate_passkey(*run.task, *run.model, *run.tokenizer, e->grid, device);
     // a precision other than fp32 writes beside the fp32 results (passkey.bf16.csv, ...)
-    const auto stem = (std::filesystem::path(e->run_dir) / ("passkey" + e->precision_suffix())).string();
+    const auto stem = RunPaths(e->run_dir).passkey_stem(e->precision_suffix());
     std::string command = "ropelab passkey eval --run " + e->run_dir;
     for (const auto& arg : passkey_eval_args(e->grid)) command += " " + arg;
     command += (e->precision == Precision::fp32 ? "" : " --precision " + to_string(e->precision));

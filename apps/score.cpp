@@ -99,8 +99,7 @@ void add_average(CLI::App& cli) {
                                std::to_string(all.size()) + " numbered checkpoints exist (train.keep_checkpoints)");
     std::vector<std::string> chosen(all.end() - a->last, all.end());
     const auto run = open_run_untrained(a->run_dir);
-    const auto output =
-        a->output.empty() ? a->run_dir + "/checkpoint_avg" + std::to_string(a->last) + ".pt" : a->output;
+    const auto output = a->output.empty() ? paths.averaged(a->last) : a->output;
     average_checkpoints(chosen, run.model->module(), output);
     std::cout << "averaged";
     for (const auto& c : chosen) std::cout << ' ' << c;

@@ -19,6 +19,16 @@ RunPaths::RunPaths(std::string d)
       data((fs::path(dir) / "data").string()),
       trained((fs::path(dir) / "trained").string()) {}
 
+std::string RunPaths::averaged(int64_t count) const {
+  return (fs::path(dir) / ("checkpoint_avg" + std::to_string(count) + ".pt")).string();
+}
+
+std::string RunPaths::loss_plot() const { return (fs::path(dir) / "loss.svg").string(); }
+
+std::string RunPaths::passkey_stem(const std::string& precision_suffix) const {
+  return (fs::path(dir) / ("passkey" + precision_suffix)).string();
+}
+
 bool run_started_with(const std::string& dir, const Config& config) {
   try {
     auto saved = load_config({{RunPaths(dir).config}, {}});

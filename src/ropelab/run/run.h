@@ -5,6 +5,9 @@
 ///   RUN/checkpoint_last.pt, RUN/checkpoint_best.pt, RUN/checkpoint_STEP.pt (the newest few)
 ///   RUN/metrics.jsonl           one JSON object per log or validation event (run/metrics_log.h)
 ///   RUN/data/                   the training split's token store
+///   RUN/loss.svg                the loss curves; RUN/trained: training reached its end
+///   RUN/checkpoint_avgN.pt      ropelab average's output
+///   RUN/passkey.{csv,json,svg}  passkey retrieval; RUN/eval.*, RUN/hyp.*: run/eval_files.h
 
 #include <memory>
 #include <string>
@@ -33,6 +36,13 @@ struct RunPaths {
   std::vector<std::string> numbered_checkpoints() const;
   /// Copies the last checkpoint to checkpoint_STEP.pt and keeps only the newest `keep`.
   void keep_numbered(int64_t step, int64_t keep) const;
+  /// RUN/checkpoint_avgN.pt: the average of the newest N numbered checkpoints (ropelab average).
+  std::string averaged(int64_t count) const;
+  /// RUN/loss.svg: the training and validation loss curves.
+  std::string loss_plot() const;
+  /// RUN/passkey<precision>: the stem of passkey retrieval's .csv, .json and .svg;
+  /// `precision_suffix` is "" for fp32, else ".bf16" or ".fp16" (beside the fp32 files).
+  std::string passkey_stem(const std::string& precision_suffix) const;
 };
 
 /// Whether the run in `dir` was started from `config`: its config.yaml is `config` but for
