@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "ropelab/report/run_plots.h"
 #include "ropelab/run/eval_files.h"
 #include "run_args.h"
 
@@ -38,19 +39,21 @@ void add_eval(CLI::App& cli) {
     if ((a->context > 0 || a->stride > 0 || a->per_position) && !run.task->takes_eval_context())
       throw std::runtime_error("--context, --stride and --per-position measure language models; " + a->run_dir +
                                " is a " + run.task->model_noun());
-    EvalProtocol protocol;
-    protocol.context = a->context;
-    protocol.stride = a->stride;
-    protocol.per_position = a->per_position;
+    const EvalProtocol protocol{a->context, a->stride, a->per_position};
     const auto report = run.task->evaluate(*run.model, *run.tokenizer, name, path,
                                            a->search.request(run.config.decode, false), protocol, device);
-    EvalFileOptions files{a->split, a->checkpoint, to_string(a->precision), a->overrides,
-                          "ropelab eval --run " + a->run_dir + " --split " + a->split +
-                              (a->context > 0 ? " --context " + std::to_string(a->context) : "") +
-                              (a->stride > 0 ? " --stride " + std::to_string(a->stride) : "") + " --per-position"};
+    const EvalFileOptions files{a->split, a->checkpoint, to_string(a->precision), a->overrides};
     std::string wrote;
-    for (const auto& file : write_eval_files(a->run_dir, report, files)) wrote += (wrote.empty() ? "" : " and ") + file;
-    std::cout << report.summary << "\nwrote " << wrote << std::endl;
+    for (const auto& file : write_eval_files(a->run_dir, report, files)) wrote += file + " and ";
+    if (!report.position_loss.empty()) {
+      const auto svg = eval_positions_plot(a->run_dir, report, files);
+      write_position_loss_plot(svg, a->run_dir, report,
+                               "ropelab eval --run " + a->run_dir + " --split " + a->split +
+                                   (a->context > 0 ? " --context " + std::to_string(a->context) : "") +
+                                   (a->stride > 0 ? " --stride " + std::to_string(a->stride) : "") + " --per-position");
+      wrote += svg + " and ";
+    }
+    std::cout << report.summary << "\nwrote " << wrote.substr(0, wrote.size() - 5) << std::endl;
     for (const auto& w : report.warnings) std::cerr << "ropelab eval: warning: " << w << std::endl;
   });
 }

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "ropelab/eval/passkey_eval.h"
+#include "ropelab/report/run_plots.h"
 #include "ropelab/util/random.h"
 #include "run_args.h"
 
@@ -80,12 +81,13 @@ void add_passkey(CLI::App& cli) {
                                  std::to_string(passkey_minimum_length(e->grid.digits)) +
                                  " characters of the key sentence and the question");
     const auto cells = evaluate_passkey(*run.task, *run.model, *run.tokenizer, e->grid, device);
-    // a precision other than fp32 writes beside the fp32 results (passkey.bf16.csv, ...)
-    const auto stem = RunPaths(e->run_dir).passkey_stem(e->precision_suffix());
+    const auto files = RunPaths(e->run_dir).passkey(e->precision_suffix());  // beside fp32's, in bf16
     std::string command = "ropelab passkey eval --run " + e->run_dir;
     for (const auto& arg : passkey_eval_args(e->grid)) command += " " + arg;
     command += (e->precision == Precision::fp32 ? "" : " --precision " + to_string(e->precision));
-    write_passkey_results(stem, cells, e->grid, e->run_dir + ": passkey accuracy", command);
+    write_passkey_table(files.csv, cells);
+    write_passkey_summary(files.json, cells);
+    write_passkey_heat_map(files.svg, cells, e->grid, e->run_dir + ": passkey accuracy", command);
     std::cout << "length  depth  accuracy\n";
     for (const auto& c : cells) {
       std::printf("%6ld  %5.2f  ", static_cast<long>(c.length), c.depth);
@@ -94,7 +96,7 @@ void add_passkey(CLI::App& cli) {
       else
         std::printf("n/a: %s\n", c.error.c_str());
     }
-    std::cout << "wrote " << stem << ".csv, " << stem << ".json and " << stem << ".svg" << std::endl;
+    std::cout << "wrote " << files.csv << ", " << files.json << " and " << files.svg << std::endl;
   });
 }
 

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "ropelab/config/config.h"
+#include "ropelab/report/run_plots.h"
 #include "ropelab/run/run.h"
 #include "ropelab/train/launcher.h"
 #include "ropelab/train/trainer.h"
@@ -66,7 +67,8 @@ void add_train(CLI::App& cli) {
       std::cout << dump_config(load());
       return;
     }
-    run_train_command({a->run_dir, command_line(), a->resume, a->overwrite, a->nproc}, load);
+    if (run_train_command({a->run_dir, command_line(), a->resume, a->overwrite, a->nproc}, load))
+      write_run_loss_curve(a->run_dir);  // by the one process that owns the directory
   });
 }
 

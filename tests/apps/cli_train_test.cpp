@@ -22,7 +22,8 @@ TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
   const std::string text = read_text(run_dir + ".log");
   EXPECT_NE(text.find("stopping on SIGTERM after step"), std::string::npos) << text;
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoint_last.pt"));
-  EXPECT_FALSE(std::filesystem::exists(run_dir + "/trained"));  // stopped, not finished
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/trained"));   // stopped, not finished
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/loss.svg"));  // drawn once training reaches its end
   auto r = run("translate --run " + run_dir + " --checkpoint last --input " + data);
   EXPECT_EQ(r.code, 0) << r.output;
   std::filesystem::remove_all(root);
@@ -113,6 +114,7 @@ TEST(Cli, TwoWorkersTrainLikeOneProcessOnTheCombinedBatches) {
     SCOPED_TRACE(dir);
     EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoint_last.pt"));
     EXPECT_TRUE(std::filesystem::exists(dir + "/metrics.jsonl"));
+    EXPECT_NE(read_text(dir + "/loss.svg").find("loss (label-smoothed cross-entropy"), std::string::npos) << dir;
     EXPECT_LT(max_parameter_difference(single, dir), 1e-5);
   }
   // the group resumes from rank 0's checkpoint

@@ -5,8 +5,6 @@
 #include <cmath>
 #include <limits>
 
-#include "ropelab/report/plot.h"
-
 namespace ropelab {
 
 std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& model, const Tokenizer& tokenizer,
@@ -45,32 +43,6 @@ std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& mod
       cells.push_back(cell);
     }
   return cells;
-}
-
-void write_passkey_results(const std::string& stem, const std::vector<PasskeyCell>& cells, const PasskeyGrid& grid,
-                           const std::string& title, const std::string& caption) {
-  write_passkey_table(stem + ".csv", cells);
-  write_passkey_summary(stem + ".json", cells);
-  std::vector<std::string> columns, rows;
-  for (auto l : grid.lengths) columns.push_back(std::to_string(l));
-  std::vector<std::vector<double>> values(
-      grid.depths.size(), std::vector<double>(grid.lengths.size(), std::numeric_limits<double>::quiet_NaN()));
-  for (size_t d = 0; d < grid.depths.size(); ++d) {
-    char label[32];
-    std::snprintf(label, sizeof label, "%g%%", 100 * grid.depths[d]);
-    rows.push_back(label);
-  }
-  for (size_t l = 0; l < grid.lengths.size(); ++l)
-    for (size_t d = 0; d < grid.depths.size(); ++d) {
-      const auto& c = cells.at(l * grid.depths.size() + d);
-      if (c.error.empty()) values[d][l] = c.accuracy();
-    }
-  HeatMapOptions plot;
-  plot.title = title;
-  plot.x_label = "document length (characters)";
-  plot.y_label = "depth of the key";
-  plot.caption = caption;
-  write_heat_map(stem + ".svg", columns, rows, values, plot);
 }
 
 }  // namespace ropelab

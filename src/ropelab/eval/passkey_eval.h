@@ -15,9 +15,4 @@ namespace ropelab {
 std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& model, const Tokenizer& tokenizer,
                                           const PasskeyGrid& grid, const torch::Device& device);
 
-/// RUN-style outputs at `stem`: the table (passkey.csv), the accuracy per length
-/// (passkey.json, write_passkey_summary) and the heat map (passkey.svg).
-void write_passkey_results(const std::string& stem, const std::vector<PasskeyCell>& cells, const PasskeyGrid& grid,
-                           const std::string& title, const std::string& caption);
-
 }  // namespace ropelab

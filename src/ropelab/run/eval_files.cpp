@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "ropelab/eval/paired_items.h"
-#include "ropelab/report/plot.h"
 
 namespace ropelab {
 
@@ -15,30 +14,19 @@ std::string precision_suffix(const EvalFileOptions& options) {
   return options.precision == "fp32" ? "" : "." + options.precision;
 }
 
-/// RUN/eval.<tag>.positions.csv (position, mean loss, tokens) and its plot.
-void write_positions(const std::string& stem, const std::string& run_dir, const EvalReport& report,
-                     const EvalFileOptions& options) {
-  std::vector<std::vector<double>> rows;
-  Series curve;
-  curve.name = run_dir;
-  for (size_t j = 0; j < report.position_loss.size(); ++j) {
-    rows.push_back({static_cast<double>(j), report.position_loss[j], report.position_tokens[j]});
-    if (report.position_tokens[j] > 0)
-      curve.x.push_back(static_cast<double>(j)), curve.y.push_back(report.position_loss[j]);
-  }
-  write_item_table(stem + ".csv", {"position", "mean_loss", "tokens"}, rows);
-  PlotOptions plot;
-  plot.title = run_dir + ": loss by position (" + report.file_tag + ")";
-  plot.x_label = "position in the window";
-  plot.y_label = "mean loss (nats per token)";
-  plot.caption = options.command;
-  write_line_plot(stem + ".svg", {curve}, plot);
+/// RUN/eval.<tag>.positions: the stem of the table and its plot.
+std::string positions_stem(const std::string& run_dir, const EvalReport& report, const EvalFileOptions& options) {
+  return (std::filesystem::path(run_dir) / ("eval." + eval_file_tag(report, options) + ".positions")).string();
 }
 
 }  // namespace
 
 std::string eval_file_tag(const EvalReport& report, const EvalFileOptions& options) {
   return report.file_tag + evaluation_tag(options.overrides) + precision_suffix(options);
+}
+
+std::string eval_positions_plot(const std::string& run_dir, const EvalReport& report, const EvalFileOptions& options) {
+  return positions_stem(run_dir, report, options) + ".svg";
 }
 
 std::vector<std::string> write_eval_files(const std::string& run_dir, const EvalReport& report,
@@ -58,10 +46,13 @@ std::vector<std::string> write_eval_files(const std::string& run_dir, const Eval
     write_item_table(path, report.item_columns, report.items);
     wrote.push_back(path);
   }
-  if (!report.position_loss.empty()) {
-    const auto stem = (dir / ("eval." + tag + ".positions")).string();
-    write_positions(stem, run_dir, report, options);
-    wrote.push_back(stem + ".csv and .svg");
+  if (!report.position_loss.empty()) {  // position, mean loss, tokens
+    const auto path = positions_stem(run_dir, report, options) + ".csv";
+    std::vector<std::vector<double>> rows;
+    for (size_t j = 0; j < report.position_loss.size(); ++j)
+      rows.push_back({static_cast<double>(j), report.position_loss[j], report.position_tokens[j]});
+    write_item_table(path, {"position", "mean_loss", "tokens"}, rows);
+    wrote.push_back(path);
   }
   nlohmann::ordered_json json = {
       {"split", options.split}, {"checkpoint", options.checkpoint}, {"precision", options.precision}};

@@ -4,6 +4,7 @@
 ///   RUN/eval.<tag>.json                       the report's fields, after split, checkpoint, precision
 ///   RUN/eval.<tag>.items.tsv                  per-item statistics for paired tests between runs
 ///   RUN/eval.<tag>.positions.csv and .svg     a language model's mean loss by position
+///                                             (the plot drawn by report/run_plots.h)
 /// where <tag> is the report's file tag, then the --set overrides (evaluation_tag), then the
 /// precision when it is not fp32: reports of another precision or config sit beside the
 /// plain ones, never over them.
@@ -21,14 +22,16 @@ struct EvalFileOptions {
   std::string checkpoint;              // best | last | a file
   std::string precision = "fp32";      // fp32 | bf16 | fp16
   std::vector<std::string> overrides;  // --set KEY=VALUE, in order
-  std::string command;                 // the command line, for the plot's caption
 };
 
 /// The <tag> of the files: the report's file tag, the overrides' tag, the precision.
 std::string eval_file_tag(const EvalReport& report, const EvalFileOptions& options);
 
-/// Writes `report`'s files into `run_dir`; returns their paths in the order written, the JSON
-/// report last (a positions table and its plot count as one stem, "<stem>.csv and .svg").
+/// RUN/eval.<tag>.positions.svg: where the loss by position is drawn.
+std::string eval_positions_plot(const std::string& run_dir, const EvalReport& report, const EvalFileOptions& options);
+
+/// Writes `report`'s files but the plot into `run_dir`; returns their paths in the order
+/// written, the JSON report last.
 std::vector<std::string> write_eval_files(const std::string& run_dir, const EvalReport& report,
                                           const EvalFileOptions& options);
 

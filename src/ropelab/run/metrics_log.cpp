@@ -4,8 +4,6 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "ropelab/report/plot.h"
-
 namespace ropelab {
 
 MetricsLog::MetricsLog(const std::string& path) : out_(path, std::ios::app) {
@@ -46,21 +44,6 @@ std::vector<MetricsEvent> read_metrics(const std::string& path) {
     events.push_back(std::move(e));
   }
   return events;
-}
-
-void write_loss_curve(const std::string& metrics_jsonl, const std::string& svg_path) {
-  Series train{"train loss", {}, {}, {}}, valid{"valid loss", {}, {}, {}};
-  for (const auto& e : read_metrics(metrics_jsonl)) {
-    Series* s = e.event == "train" ? &train : e.event == "valid" ? &valid : nullptr;
-    if (!s) continue;
-    s->x.push_back(static_cast<double>(e.step));
-    s->y.push_back(e.get("loss"));
-  }
-  PlotOptions options;
-  options.title = "loss (label-smoothed cross-entropy per target token)";
-  options.x_label = "step";
-  options.y_label = "loss";
-  write_line_plot(svg_path, {train, valid}, options);
 }
 
 }  // namespace ropelab

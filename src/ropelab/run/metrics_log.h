@@ -1,6 +1,6 @@
 #pragma once
 /// RUN/metrics.jsonl: one JSON object per line and event ("train", "valid"), appended
-/// as training goes, read back by the loss plot (write_loss_curve) and `ropelab ablate`.
+/// as training goes, read back by the loss plot (report/run_plots.h) and `ropelab ablate`.
 
 #include <fstream>
 #include <initializer_list>
@@ -32,9 +32,5 @@ struct MetricsEvent {
 
 /// The events of a metrics file, in order; throws naming the file and line on a broken line.
 std::vector<MetricsEvent> read_metrics(const std::string& path);
-
-/// Reads RUN/metrics.jsonl and plots training and validation loss against the step
-/// (report/plot.h).
-void write_loss_curve(const std::string& metrics_jsonl, const std::string& svg_path);
 
 }  // namespace ropelab

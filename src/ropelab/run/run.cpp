@@ -25,8 +25,9 @@ std::string RunPaths::averaged(int64_t count) const {
 
 std::string RunPaths::loss_plot() const { return (fs::path(dir) / "loss.svg").string(); }
 
-std::string RunPaths::passkey_stem(const std::string& precision_suffix) const {
-  return (fs::path(dir) / ("passkey" + precision_suffix)).string();
+RunPaths::PasskeyFiles RunPaths::passkey(const std::string& precision_suffix) const {
+  const auto stem = (fs::path(dir) / ("passkey" + precision_suffix)).string();
+  return {stem + ".csv", stem + ".json", stem + ".svg"};
 }
 
 bool run_started_with(const std::string& dir, const Config& config) {

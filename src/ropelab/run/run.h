@@ -40,9 +40,13 @@ struct RunPaths {
   std::string averaged(int64_t count) const;
   /// RUN/loss.svg: the training and validation loss curves.
   std::string loss_plot() const;
-  /// RUN/passkey<precision>: the stem of passkey retrieval's .csv, .json and .svg;
-  /// `precision_suffix` is "" for fp32, else ".bf16" or ".fp16" (beside the fp32 files).
-  std::string passkey_stem(const std::string& precision_suffix) const;
+  /// Passkey retrieval's files: RUN/passkey<precision>.csv (every cell), .json (accuracy
+  /// per length) and .svg (the heat map); `precision_suffix` is "" for fp32, else ".bf16"
+  /// or ".fp16" (beside the fp32 files).
+  struct PasskeyFiles {
+    std::string csv, json, svg;
+  };
+  PasskeyFiles passkey(const std::string& precision_suffix) const;
 };
 
 /// Whether the run in `dir` was started from `config`: its config.yaml is `config` but for

@@ -40,7 +40,7 @@ volatile std::sig_atomic_t g_forward_signal = 0;
 extern "C" void on_launcher_signal(int signal) { g_forward_signal = signal; }
 }  // namespace
 
-void run_train_command(const TrainInvocation& in, const std::function<Config()>& load) {
+bool run_train_command(const TrainInvocation& in, const std::function<Config()>& load) {
   const bool launcher = in.nproc > 1 && !std::getenv("RANK");
   const char* inherited = std::getenv(kRunLockFdVariable);
   const char* rank = std::getenv("RANK");
@@ -84,9 +84,10 @@ void run_train_command(const TrainInvocation& in, const std::function<Config()>&
       throw std::runtime_error("train --nproc " + std::to_string(in.nproc) + ": a worker exited with status " +
                                std::to_string(code));
     }
-    return;
+    return true;
   }
   train(config ? *config : load(), in.run_dir, plan.resume);
+  return !inherited && (!rank || std::atoi(rank) == 0);
 }
 
 int launch_workers(const std::vector<std::string>& argv, int64_t nproc,

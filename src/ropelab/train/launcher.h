@@ -24,8 +24,10 @@ struct TrainInvocation {
 /// trains here or launches `nproc` workers that share the lock and are told whether to
 /// resume. `load` gives the effective config (with --resume, the run's own). A worker of
 /// another launcher (RANK set) leaves the directory to rank 0, which then never continues
-/// a run by itself: its workers could not learn that it did.
-void run_train_command(const TrainInvocation& invocation, const std::function<Config()>& load);
+/// a run by itself: its workers could not learn that it did. Returns whether this process
+/// owns the directory's files (the single process, the launcher, rank 0 of another
+/// launcher), so that one process alone writes what follows the training.
+bool run_train_command(const TrainInvocation& invocation, const std::function<Config()>& load);
 
 /// Runs `argv` (argv[0] a path) as N workers with the torchrun variables set (RANK,
 /// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free

@@ -410,7 +410,6 @@ void Trainer::run() {
   if (t_.valid_every() == 0 || progress_.step % t_.valid_every() != 0) validate();
   if (!writer_) return;
   checkpoint();
-  write_loss_curve(paths_.metrics, paths_.loss_plot());
   write_file_atomically(paths_.trained, "step " + std::to_string(progress_.step) + "\n", "completion marker");
   std::cout << "done: step " << progress_.step << " in " << format_duration(now_seconds() - progress_log.started())
             << ", run " << paths_.dir << std::endl;
