@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/train/options.h"
+#include "ropelab/config/train_options.h"
 
 namespace ropelab::apps {
 

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "ropelab/eval/protocols.h"
 #include "ropelab/report/run_plots.h"
 #include "ropelab/run/eval_files.h"
 #include "run_args.h"
@@ -36,12 +37,9 @@ void add_eval(CLI::App& cli) {
     if (a->split == "valid") path = run.config.data.valid();
     if (path.empty()) throw std::runtime_error(a->run_dir + "/config.yaml: data." + a->split + " is not set");
     const auto name = std::filesystem::path(a->split).filename().string();
-    if ((a->context > 0 || a->stride > 0 || a->per_position) && !run.task->takes_eval_context())
-      throw std::runtime_error("--context, --stride and --per-position measure language models; " + a->run_dir +
-                               " is a " + run.task->model_noun());
-    const EvalProtocol protocol{a->context, a->stride, a->per_position};
-    const auto report = run.task->evaluate(*run.model, *run.tokenizer, name, path,
-                                           a->search.request(run.config.decode, false), protocol, device);
+    const auto protocol = eval_protocol(*run.task, {a->context, a->stride, a->per_position}, a->run_dir);
+    const auto report = evaluate(*run.task, *run.model, *run.tokenizer, name, path,
+                                 a->search.request(run.config.decode, false), protocol, device);
     const EvalFileOptions files{a->split, a->checkpoint, to_string(a->precision), a->overrides};
     std::string wrote;
     for (const auto& file : write_eval_files(a->run_dir, report, files)) wrote += file + " and ";

@@ -5,6 +5,7 @@
 
 #include "ropelab/eval/passkey_eval.h"
 #include "ropelab/report/run_plots.h"
+#include "ropelab/task/task_registry.h"
 #include "ropelab/util/random.h"
 #include "run_args.h"
 
@@ -72,7 +73,7 @@ void add_passkey(CLI::App& cli) {
   eval->callback([e] {
     torch::Device device(torch::kCPU);
     auto run = e->open(&device);
-    if (!run.task->takes_eval_context())
+    if (!task_traits(run.config.task).offers(ProtocolKind::passkey))
       throw std::runtime_error("passkey retrieval tests language models; " + e->run_dir + " is a " +
                                run.task->model_noun());
     for (auto l : e->grid.lengths)

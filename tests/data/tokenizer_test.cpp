@@ -20,8 +20,8 @@ TEST_F(Tokenizers, WordTokenizerSplitsPunctuationAndRoundTrips) {
   EXPECT_EQ(tok->decode(tok->encode("¿Dónde está la estación?")), "¿Dónde está la estación?");
   EXPECT_EQ(tok->decode(tok->encode("Hola, amigo.")), "Hola, amigo.");
   EXPECT_EQ(tok->encode("desconocido")[0], kUnkId);
-  tok->save(dir_.string());
-  auto loaded = load_tokenizer(TokenizerOptions().type(TokenizerType::word), dir_.string());
+  tok->save((dir_ / "words.txt").string());
+  auto loaded = load_tokenizer(TokenizerOptions().type(TokenizerType::word), (dir_ / "words.txt").string());
   EXPECT_EQ(loaded->encode("Hola, amigo."), tok->encode("Hola, amigo."));
 }
 
@@ -30,16 +30,20 @@ TEST_F(Tokenizers, SentencePieceTrainsEncodesAndDecodes) {
   for (int i = 0; i < 300; ++i)
     texts.push_back("the quick brown fox " + std::to_string(i) + " jumps over el perro marrón número " +
                     std::to_string(i * 7));
-  auto tok =
-      train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(100), texts, dir_.string());
+  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(100), texts,
+                             (dir_ / "pieces.model").string());
   EXPECT_LE(tok->vocab_size(), 100);
+  // the model where it was asked for, its piece list beside it, no intermediate file left
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "pieces.model"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "pieces.vocab"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "pieces_input.txt"));
   auto ids = tok->encode("the brown perro jumps 42");
   for (auto id : ids) EXPECT_GT(id, kEosId);  // specials never come out of encode
   EXPECT_EQ(tok->decode(ids), "the brown perro jumps 42");
-  auto loaded = load_tokenizer(TokenizerOptions(), dir_.string());
+  auto loaded = load_tokenizer(TokenizerOptions(), (dir_ / "pieces.model").string());
   EXPECT_EQ(loaded->encode("el perro marrón"), tok->encode("el perro marrón"));
-  auto message = error_of([&] { load_tokenizer(TokenizerOptions(), (dir_ / "nowhere").string()); });
-  EXPECT_EQ(message, (dir_ / "nowhere" / "spm.model").string() + ": missing SentencePiece model");
+  auto message = error_of([&] { load_tokenizer(TokenizerOptions(), (dir_ / "nowhere.model").string()); });
+  EXPECT_EQ(message, (dir_ / "nowhere.model").string() + ": missing SentencePiece model");
 }
 
 // Language-model corpora keep a document per line (a whole speech, ~50 kB): SentencePiece
@@ -49,8 +53,8 @@ TEST_F(Tokenizers, SentencePieceTrainsOnDocumentsLongerThanItsSentenceLimit) {
   for (int i = 0; i < 3000; ++i)
     documents[static_cast<size_t>(i % 3)] += "the union is strong number " + std::to_string(i % 97) + " ";
   ASSERT_GT(documents[0].size(), 20000u);
-  auto tok =
-      train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(120), documents, dir_.string());
+  auto tok = train_tokenizer(TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(120), documents,
+                             (dir_ / "spm.model").string());
   EXPECT_GT(tok->vocab_size(), 20);
   const auto ids = tok->encode(documents[1]);
   EXPECT_LT(ids.size(), documents[1].size() / 3);                                // whole words became pieces
@@ -70,7 +74,7 @@ TEST_F(Tokenizers, IncrementalDetokenizerStreamsTheWholeDecode) {
   for (auto type : {TokenizerType::word, TokenizerType::sentencepiece, TokenizerType::byte}) {
     auto dir = dir_ / std::to_string(static_cast<int>(type));
     std::filesystem::create_directories(dir);
-    auto tok = train_tokenizer(TokenizerOptions().type(type).vocab_size(100), texts, dir.string());
+    auto tok = train_tokenizer(TokenizerOptions().type(type).vocab_size(100), texts, (dir / "tokenizer").string());
     const auto ids = tok->encode(text);
     ASSERT_GT(ids.size(), 40u);
     for (size_t prompt : {size_t{0}, size_t{3}}) {

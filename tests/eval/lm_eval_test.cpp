@@ -5,6 +5,7 @@
 #include "../test_util.h"
 #include "ropelab/config/config.h"
 #include "ropelab/eval/loss.h"
+#include "ropelab/eval/protocols.h"
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/task/language_model_task.h"
 
@@ -55,11 +56,8 @@ TEST_F(LmEval, SlidingWindowPerplexityEqualsADirectPerTokenComputation) {
   ASSERT_EQ(stream.size(), 61u);  // three lines of 22, 26 and 10 bytes, each with its EOS
   for (const int64_t stride : {8, 5, 3, 1}) {
     SCOPED_TRACE("stride " + std::to_string(stride));
-    EvalProtocol protocol;
-    protocol.context = 8;
-    protocol.stride = stride;
-    protocol.per_position = true;
-    const auto report = task.evaluate(*model, *tokenizer, "test", text, DecodeRequest{}, protocol, torch::kCPU);
+    const EvalProtocol protocol = WindowPerplexity{8, stride, true};
+    const auto report = evaluate(task, *model, *tokenizer, "test", text, DecodeRequest{}, protocol, torch::kCPU);
     EXPECT_EQ(report.fields.at("tokens").get<int64_t>(), 60);  // every token after the first, once
     EXPECT_EQ(report.fields.at("stride").get<int64_t>(), stride);
     const double expected = std::exp(direct_nll(*model, stream, 8, static_cast<size_t>(stride)) / 60.0);
@@ -81,10 +79,8 @@ TEST_F(LmEval, SlidingWindowPerplexityEqualsADirectPerTokenComputation) {
     for (const auto& row : report.items) item_nll += row[0];
     EXPECT_NEAR(item_nll, nll, 1e-9 * nll);
   }
-  EvalProtocol bad;
-  bad.context = 4;
-  bad.stride = 5;
-  EXPECT_EQ(error_of([&] { task.evaluate(*model, *tokenizer, "test", text, DecodeRequest{}, bad, torch::kCPU); }),
+  const EvalProtocol bad = WindowPerplexity{4, 5, false};
+  EXPECT_EQ(error_of([&] { evaluate(task, *model, *tokenizer, "test", text, DecodeRequest{}, bad, torch::kCPU); }),
             "--stride 5 is longer than the context 4: windows would skip tokens");
 }
 

@@ -25,7 +25,7 @@ class FakeDisk : public RunsOnDisk {
  public:
   std::set<std::string> done;
   std::map<std::string, Config> started;
-  std::set<std::pair<std::string, std::string>> evaluated;  // (dir, report file)
+  std::set<std::pair<std::string, std::string>> evaluated;  // (dir, report tag)
 
   std::vector<std::string> finished_runs() const override { return {done.begin(), done.end()}; }
   bool finished(const std::string& dir) const override { return done.count(dir) > 0; }
@@ -34,7 +34,7 @@ class FakeDisk : public RunsOnDisk {
     return it != started.end() && dump_config(it->second) == dump_config(config);
   }
   bool has_evaluation(const std::string& dir, const AblationEval& eval) const override {
-    return evaluated.count({dir, eval.file}) > 0;
+    return evaluated.count({dir, eval.tag}) > 0;
   }
 };
 
@@ -100,11 +100,11 @@ TEST_F(Plan, AFinishedRunRunsOnlyTheEvaluationsItLacks) {
   const auto dir = plan(1, 2).dir;
   disk_.started[dir] = config_of(1, 2);
   disk_.done.insert(dir);
-  disk_.evaluated.insert({dir, "eval.test.ctx16.json"});
+  disk_.evaluated.insert({dir, "test.ctx16"});
   auto job = plan(1, 2);
   EXPECT_FALSE(job.trains);
   EXPECT_EQ(job.steps, Steps{kEval8});
-  disk_.evaluated.insert({dir, "eval.test.ctx8.json"});
+  disk_.evaluated.insert({dir, "test.ctx8"});
   EXPECT_TRUE(plan(1, 2).steps.empty());  // nothing left
 }
 
@@ -112,8 +112,8 @@ TEST_F(Plan, AChangedConfigTrainsAnewAndMovesTheOldRunAside) {
   const auto dir = plan(1, 2).dir;
   disk_.started[dir] = config_of(0, 2);  // the directory holds a run of another config
   disk_.done.insert(dir);
-  disk_.evaluated.insert({dir, "eval.test.ctx8.json"});
-  disk_.evaluated.insert({dir, "eval.test.ctx16.json"});
+  disk_.evaluated.insert({dir, "test.ctx8"});
+  disk_.evaluated.insert({dir, "test.ctx16"});
   const auto job = plan(1, 2);
   EXPECT_EQ(job.dir, dir);
   ASSERT_EQ(job.steps.size(), 3u);
@@ -124,7 +124,7 @@ TEST_F(Plan, AnIdenticalFinishedRunIsReusedFromAnotherDirectory) {
   const std::string other = "OUT/runs/from_another_experiment.seed2";
   disk_.started[other] = config_of(1, 2);
   disk_.done.insert(other);
-  disk_.evaluated.insert({other, "eval.test.ctx8.json"});
+  disk_.evaluated.insert({other, "test.ctx8"});
   const auto job = plan(1, 2);
   EXPECT_EQ(job.dir, other);
   EXPECT_EQ(job.log, other + ".log");

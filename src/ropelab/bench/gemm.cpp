@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "ropelab/task/task_registry.h"
+
 namespace ropelab {
 
 namespace {
@@ -38,8 +40,8 @@ std::vector<GemmShape> training_gemms(const Config& config, int64_t vocab, int64
                                 to_string(m.attention().type()));
   const int64_t d = m.d_model(), ff = m.d_ff(), h = m.heads(), dh = d / h, rows = sentences * length;
   GemmCounter c;
-  const bool translation = config.task == TaskType::translation;
-  const int64_t enc = translation ? m.encoder_layers() : 0, dec = m.decoder_layers();
+  const bool encoder_decoder = task_traits(config.task).encoder_decoder;
+  const int64_t enc = encoder_decoder ? m.encoder_layers() : 0, dec = m.decoder_layers();
   if (enc > 0) {
     c.linear("encoder self q,k,v", rows, d, 3 * d, enc);
     c.attention("encoder self", sentences * h, length, length, dh, enc);
@@ -50,7 +52,7 @@ std::vector<GemmShape> training_gemms(const Config& config, int64_t vocab, int64
   c.linear("decoder self q,k,v", rows, d, 3 * d, dec);
   c.attention("decoder self", sentences * h, length, length, dh, dec);
   c.linear("decoder self out", rows, d, d, dec);
-  if (translation) {
+  if (encoder_decoder) {
     c.linear("decoder cross q", rows, d, d, dec);
     c.linear("decoder cross k,v", rows, d, 2 * d, dec);
     c.attention("decoder cross", sentences * h, length, length, dh, dec);

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "ropelab/config/train_options.h"
 #include "ropelab/data/options.h"
 #include "ropelab/decode/options.h"
 #include "ropelab/model/transformer.h"
-#include "ropelab/train/options.h"
 
 namespace ropelab {
 

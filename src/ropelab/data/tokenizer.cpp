@@ -91,10 +91,10 @@ class WordTokenizer : public Tokenizer {
 
   int64_t vocab_size() const override { return static_cast<int64_t>(words_.size()); }
 
-  void save(const std::string& dir) const override {
+  void save(const std::string& path) const override {
     std::string text;
     for (const auto& w : words_) text += w + '\n';
-    write_file_atomically((fs::path(dir) / "vocab.txt").string(), text, "vocabulary");
+    write_file_atomically(path, text, "vocabulary");
   }
 
  private:
@@ -206,8 +206,8 @@ class SentencePieceTokenizer : public Tokenizer {
 
   int64_t vocab_size() const override { return shim().vocab_size(processor_); }
 
-  void save(const std::string& dir) const override {
-    const auto target = fs::path(dir) / "spm.model";
+  void save(const std::string& path) const override {
+    const fs::path target(path);
     if (fs::path(path_) != target) fs::copy_file(path_, target, fs::copy_options::overwrite_existing);
   }
 
@@ -233,11 +233,13 @@ void write_training_lines(std::ostream& out, const std::string& text, size_t max
 }
 
 std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, const TextSource& texts,
-                                               const std::string& work_dir) {
+                                               const std::string& model_path) {
+  const fs::path target(model_path), work_dir = target.parent_path().empty() ? "." : target.parent_path();
+  const auto stem = target.stem().string();
   fs::create_directories(work_dir);
   // Every file under a temporary name until it is complete: a run killed here leaves no
-  // spm_input.txt or spm.model that a reader could take for a finished one.
-  const auto input = (fs::path(work_dir) / "spm_input.txt").string();
+  // input text (STEM_input.txt) or model that a reader could take for a finished one.
+  const auto input = (work_dir / (stem + "_input.txt")).string();
   {
     std::ofstream out(input + ".tmp");
     texts([&](const std::string& t) { write_training_lines(out, t); });
@@ -245,7 +247,7 @@ std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, 
     if (!out) throw std::runtime_error(input + ".tmp: cannot write SentencePiece training text");
   }
   fs::rename(input + ".tmp", input);
-  const auto prefix = (fs::path(work_dir) / "spm.tmp").string();
+  const auto prefix = (work_dir / (stem + ".tmp")).string();
   const std::string args = "--input=" + input + " --model_prefix=" + prefix +
                            " --vocab_size=" + std::to_string(options.vocab_size()) +
                            " --model_type=unigram --character_coverage=1.0 --pad_id=0 --unk_id=1 --bos_id=2"
@@ -255,9 +257,9 @@ std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, 
   const int failed = shim().train(args.c_str(), error, sizeof error);
   fs::remove(input);
   if (failed) throw std::runtime_error("SentencePiece training failed: " + std::string(error));
-  const auto model = (fs::path(work_dir) / "spm.model").string();
+  const auto model = target.string();
   std::error_code no_vocab;  // the piece list beside the model, for people; not needed to load it
-  fs::rename(prefix + ".vocab", (fs::path(work_dir) / "spm.vocab").string(), no_vocab);
+  fs::rename(prefix + ".vocab", (work_dir / (stem + ".vocab")).string(), no_vocab);
   fs::rename(prefix + ".model", model);
   return std::make_unique<SentencePieceTokenizer>(model);
 }
@@ -325,32 +327,31 @@ std::vector<std::string> split_words(const std::string& text) {
 }
 
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& texts,
-                                           const std::string& work_dir) {
+                                           const std::string& model_path) {
   return train_tokenizer(
       options,
       [&](const std::function<void(const std::string&)>& emit) {
         for (const auto& t : texts) emit(t);
       },
-      work_dir);
+      model_path);
 }
 
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const TextSource& texts,
-                                           const std::string& work_dir) {
+                                           const std::string& model_path) {
   switch (options.type()) {
     case TokenizerType::word:
       return train_words(options, texts);
     case TokenizerType::sentencepiece:
-      return train_sentencepiece(options, texts, work_dir);
+      return train_sentencepiece(options, texts, model_path);
     case TokenizerType::byte:
       return std::make_unique<ByteTokenizer>();
   }
   throw std::logic_error("unhandled TokenizerType");
 }
 
-std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options, const std::string& dir) {
+std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options, const std::string& path) {
   switch (options.type()) {
     case TokenizerType::word: {
-      const auto path = (fs::path(dir) / "vocab.txt").string();
       std::ifstream in(path);
       if (!in) throw std::runtime_error(path + ": missing word vocabulary");
       std::vector<std::string> words;
@@ -360,7 +361,6 @@ std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options, const
       return std::make_unique<WordTokenizer>(std::move(words));
     }
     case TokenizerType::sentencepiece: {
-      const auto path = (fs::path(dir) / "spm.model").string();
       if (!fs::exists(path)) throw std::runtime_error(path + ": missing SentencePiece model");
       return std::make_unique<SentencePieceTokenizer>(path);
     }

@@ -25,8 +25,9 @@ class Tokenizer {
   /// Ids -> detokenized text; special ids are dropped.
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
   virtual int64_t vocab_size() const = 0;
-  /// Writes the tokenizer into `dir` (file name fixed per type).
-  virtual void save(const std::string& dir) const = 0;
+  /// Writes the tokenizer's file at `path` (the byte tokenizer has none and writes nothing;
+  /// run/ names the file, RunPaths::tokenizer).
+  virtual void save(const std::string& path) const = 0;
 };
 
 /// Text of a token stream as it grows, piece by piece (`ropelab generate`'s output): each
@@ -50,13 +51,15 @@ class IncrementalDetokenizer {
 using TextSource = std::function<void(const std::function<void(const std::string&)>&)>;
 
 /// Trains a tokenizer of the configured type on `texts` (both languages: a joint vocabulary),
-/// streaming them once. `work_dir` receives intermediate and model files.
+/// streaming them once. A SentencePiece model is written at `model_path`, its
+/// intermediate files and piece list (.vocab) beside it; other types write nothing.
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const TextSource& texts,
-                                           const std::string& work_dir);
+                                           const std::string& model_path);
 std::unique_ptr<Tokenizer> train_tokenizer(const TokenizerOptions& options, const std::vector<std::string>& texts,
-                                           const std::string& work_dir);
-/// Loads the tokenizer saved in `dir`; throws std::runtime_error naming the file.
-std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options, const std::string& dir);
+                                           const std::string& model_path);
+/// Loads the tokenizer saved at `path` (ignored for the byte tokenizer); throws
+/// std::runtime_error naming the file.
+std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options, const std::string& path);
 
 /// The word tokenizer's pre-tokenization: whitespace split with punctuation split off.
 std::vector<std::string> split_words(const std::string& text);

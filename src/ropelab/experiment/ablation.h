@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "ropelab/config/experiment.h"
+#include "ropelab/experiment/spec.h"
 
 namespace ropelab {
 

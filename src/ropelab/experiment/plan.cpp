@@ -29,10 +29,10 @@ bool AblationDirectory::started_with(const std::string& dir, const Config& confi
 }
 
 bool AblationDirectory::has_evaluation(const std::string& dir, const AblationEval& eval) const {
-  if (!eval.items_file.empty() && !fs::exists(AblationLayout::in_run(dir, eval.items_file))) return false;
-  if (!eval.positions_file.empty() && !fs::exists(AblationLayout::in_run(dir, eval.positions_file))) return false;
+  for (const auto& file : {eval.items_file(dir), eval.positions_file(dir)})
+    if (!file.empty() && !fs::exists(file)) return false;
   for (const auto& [key, column] : eval.columns)
-    if (std::isnan(read_report_number(AblationLayout::in_run(dir, eval.file), key))) return false;
+    if (std::isnan(read_report_number(eval.report(dir), key))) return false;
   return true;
 }
 
@@ -73,7 +73,7 @@ Job plan_job(const ExperimentSpec& spec, const Variant& variant, int64_t seed, c
     job.steps.push_back(std::move(train));
     job.trains = true;
   }
-  for (const auto& eval : make_task(job.config)->ablation_evals(spec.evaluations)) {
+  for (const auto& eval : ablation_evals(job.config, spec.evaluations)) {
     if (finished && disk.has_evaluation(job.dir, eval)) continue;
     auto step = eval.args;
     step.insert(step.end(), {"--run", job.dir});

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/config/experiment.h"
-#include "ropelab/task/task.h"
+#include "ropelab/experiment/evaluations.h"
+#include "ropelab/experiment/spec.h"
 
 namespace ropelab {
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "ropelab/experiment/columns.h"
 #include "ropelab/experiment/seed_stats.h"
 #include "ropelab/report/plot.h"
 
@@ -22,15 +23,12 @@ using seed_stats::finite_values;
 void write_extrapolation_plots(const std::vector<std::string>& order, const std::vector<RunResult>& results,
                                const std::vector<std::string>& metrics, const AblationLayout& layout,
                                const std::string& experiment, const std::string& command) {
-  // column "test_ppl@C", "test_ppl@C/S" or "test_ppl@C+SCALING" -> (stride or 0, scaling) -> (context, column)
+  // window perplexity columns (test_ppl@C[/S][+SCALING]) -> (stride or 0, scaling) -> (context, column)
   std::map<std::pair<int64_t, std::string>, std::vector<std::pair<int64_t, std::string>>> groups;
-  const std::string prefix = "test_ppl@";
   for (const auto& m : metrics) {
-    if (m.rfind(prefix, 0) != 0) continue;
-    const auto slash = m.find('/'), plus = m.find('+');
-    const int64_t context = std::atol(m.c_str() + prefix.size());
-    const int64_t stride = slash == std::string::npos ? 0 : std::atol(m.c_str() + slash + 1);
-    groups[{stride, plus == std::string::npos ? "none" : m.substr(plus + 1)}].emplace_back(context, m);
+    const auto key = parse_column(m);
+    if (!key || key->measure != ColumnKey::Measure::test_ppl || key->length == 0) continue;
+    groups[{key->stride, key->scaling.empty() ? "none" : key->scaling}].emplace_back(key->length, m);
   }
   size_t contexts = 0;
   for (const auto& [group, columns] : groups) contexts = std::max(contexts, columns.size());
@@ -57,7 +55,7 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
         bool own = group.second == "none";  // a scaled line needs a scaled value of its own
         for (const auto& [context, column] : columns) {
           const auto values = finite_values(results, variant, column);
-          if (!values.empty()) own = own || column.find('+') != std::string::npos;
+          if (!values.empty()) own = own || !parse_column(column)->scaling.empty();
           add_point(line, static_cast<double>(context), values);
         }
         if (own && !line.x.empty()) lines.push_back(std::move(line));
@@ -80,14 +78,14 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
 void write_passkey_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
                         const std::vector<std::string>& metrics, const std::string& path, const std::string& experiment,
                         const std::string& command) {
-  const std::string prefix = "passkey@";
   std::vector<Series> lines;
   for (const auto& variant : order) {
     Series line;
     line.name = variant;
     for (const auto& m : metrics) {
-      if (m.rfind(prefix, 0) != 0) continue;
-      add_point(line, static_cast<double>(std::atol(m.c_str() + prefix.size())), finite_values(results, variant, m));
+      const auto key = parse_column(m);
+      if (!key || key->measure != ColumnKey::Measure::passkey) continue;
+      add_point(line, static_cast<double>(key->length), finite_values(results, variant, m));
     }
     if (!line.x.empty()) lines.push_back(std::move(line));
   }

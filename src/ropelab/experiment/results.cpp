@@ -11,6 +11,8 @@
 #include <set>
 
 #include "ropelab/eval/significance.h"
+#include "ropelab/experiment/columns.h"
+#include "ropelab/experiment/evaluations.h"
 #include "ropelab/experiment/plots.h"
 #include "ropelab/experiment/seed_stats.h"
 #include "ropelab/report/plot.h"
@@ -121,18 +123,18 @@ RunResult read_run_result(const std::string& run_dir, const Config& config, cons
     }
   }
   r.metrics["valid_ppl"] = best_ppl;
-  for (const auto& eval : make_task(config)->ablation_evals(asked)) {
+  for (const auto& eval : ablation_evals(config, asked)) {
     for (const auto& [key, column] : eval.columns)
-      r.metrics[column] = read_report_number(AblationLayout::in_run(run_dir, eval.file), key);
-    const auto positions = AblationLayout::in_run(run_dir, eval.positions_file);
-    if (eval.positions_file.empty() || !fs::exists(positions)) continue;
+      r.metrics[format_column(column)] = read_report_number(eval.report(run_dir), key);
+    const auto positions = eval.positions_file(run_dir);
+    if (positions.empty() || !fs::exists(positions)) continue;
     const auto table = read_item_table(positions, {"position", "mean_loss", "tokens"});
     auto& losses = r.position_loss[eval.context];
     for (size_t i = 1; i < table.size(); i += 3) losses.push_back(table[i]);
   }
   r.metrics["train_s"] = elapsed;
   try {
-    r.items = make_task(config)->ablation_items(run_dir, asked);
+    r.items = ablation_items(run_dir, config, asked);
   } catch (const std::exception& e) {
     r.items_error = e.what();
   }
@@ -151,11 +153,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
       for (const auto& [name, value] : r.metrics) names.insert(name);
     metrics.assign(names.begin(), names.end());
   }
-  std::stable_sort(metrics.begin(), metrics.end(), [](const std::string& a, const std::string& b) {
-    const auto pa = a.find('@'), pb = b.find('@');
-    if (pa == std::string::npos || pb == std::string::npos || a.compare(0, pa, b, 0, pb) != 0) return a < b;
-    return std::atol(a.c_str() + pa + 1) < std::atol(b.c_str() + pb + 1);
-  });
+  std::stable_sort(metrics.begin(), metrics.end(), column_before);
   {
     std::ofstream csv(layout.results_csv());
     csv << "variant,seed";

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/config/experiment.h"
 #include "ropelab/eval/paired_items.h"
+#include "ropelab/experiment/spec.h"
 
 namespace ropelab {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ropelab/eval/passkey.h"
-#include "ropelab/task/task.h"
+#include "ropelab/eval/protocols.h"
 
 namespace ropelab {
 

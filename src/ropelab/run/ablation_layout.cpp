@@ -24,8 +24,6 @@ std::string AblationLayout::run(const std::string& variant, int64_t seed) const 
 
 std::string AblationLayout::log(const std::string& run_dir) { return run_dir + ".log"; }
 std::string AblationLayout::done(const std::string& run_dir) { return join(run_dir, "ablation.done"); }
-std::string AblationLayout::in_run(const std::string& run_dir, const std::string& name) { return run_dir + "/" + name; }
-
 std::string AblationLayout::results_csv() const { return join(out, "results.csv"); }
 std::string AblationLayout::results_md() const { return join(out, "results.md"); }
 std::string AblationLayout::significance_csv() const { return join(out, "significance.csv"); }

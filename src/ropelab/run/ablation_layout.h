@@ -22,8 +22,6 @@ struct AblationLayout {
   static std::string log(const std::string& run_dir);
   /// The marker of a run that trained to its end and holds every evaluation asked of it.
   static std::string done(const std::string& run_dir);
-  /// A file of the run (an evaluation's report or items) by its name in the run directory.
-  static std::string in_run(const std::string& run_dir, const std::string& name);
 
   std::string results_csv() const;
   std::string results_md() const;

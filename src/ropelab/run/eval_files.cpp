@@ -1,5 +1,6 @@
 #include "ropelab/run/eval_files.h"
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -14,40 +15,54 @@ std::string precision_suffix(const EvalFileOptions& options) {
   return options.precision == "fp32" ? "" : "." + options.precision;
 }
 
-/// RUN/eval.<tag>.positions: the stem of the table and its plot.
-std::string positions_stem(const std::string& run_dir, const EvalReport& report, const EvalFileOptions& options) {
-  return (std::filesystem::path(run_dir) / ("eval." + eval_file_tag(report, options) + ".positions")).string();
+}  // namespace
+
+std::string evaluation_tag(const std::vector<std::string>& overrides) {
+  if (overrides.empty()) return "";
+  std::string tag = ".set";
+  for (const auto& o : overrides) {
+    tag += '_';
+    for (char c : o.substr(o.find('=') + 1))
+      tag += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ? c : '-';
+  }
+  return tag;
 }
 
-}  // namespace
+EvalFilePaths eval_file_paths(const std::string& run_dir, const std::string& tag) {
+  const auto stem = (std::filesystem::path(run_dir) / ("eval." + tag)).string();
+  return {stem + ".json", stem + ".items.tsv", stem + ".positions.csv", stem + ".positions.svg"};
+}
+
+std::string hypotheses_path(const std::string& run_dir, const std::string& split, const std::string& precision_suffix) {
+  const auto name = std::filesystem::path(split).filename().string();
+  return (std::filesystem::path(run_dir) / ("hyp." + name + precision_suffix + ".txt")).string();
+}
 
 std::string eval_file_tag(const EvalReport& report, const EvalFileOptions& options) {
   return report.file_tag + evaluation_tag(options.overrides) + precision_suffix(options);
 }
 
 std::string eval_positions_plot(const std::string& run_dir, const EvalReport& report, const EvalFileOptions& options) {
-  return positions_stem(run_dir, report, options) + ".svg";
+  return eval_file_paths(run_dir, eval_file_tag(report, options)).positions_svg;
 }
 
 std::vector<std::string> write_eval_files(const std::string& run_dir, const EvalReport& report,
                                           const EvalFileOptions& options) {
-  const std::filesystem::path dir(run_dir);
-  const std::string tag = eval_file_tag(report, options);
+  const auto files = eval_file_paths(run_dir, eval_file_tag(report, options));
   std::vector<std::string> wrote;
   if (!report.hypotheses.empty()) {
-    const auto name = std::filesystem::path(options.split).filename().string();
-    const auto path = (dir / ("hyp." + name + precision_suffix(options) + ".txt")).string();
+    const auto path = hypotheses_path(run_dir, options.split, precision_suffix(options));
     std::ofstream hyp(path);
     for (const auto& h : report.hypotheses) hyp << h << '\n';
     wrote.push_back(path);
   }
   if (!report.items.empty()) {
-    const auto path = (dir / ("eval." + tag + ".items.tsv")).string();
+    const auto& path = files.items;
     write_item_table(path, report.item_columns, report.items);
     wrote.push_back(path);
   }
   if (!report.position_loss.empty()) {  // position, mean loss, tokens
-    const auto path = positions_stem(run_dir, report, options) + ".csv";
+    const auto& path = files.positions_csv;
     std::vector<std::vector<double>> rows;
     for (size_t j = 0; j < report.position_loss.size(); ++j)
       rows.push_back({static_cast<double>(j), report.position_loss[j], report.position_tokens[j]});
@@ -58,9 +73,8 @@ std::vector<std::string> write_eval_files(const std::string& run_dir, const Eval
       {"split", options.split}, {"checkpoint", options.checkpoint}, {"precision", options.precision}};
   if (!options.overrides.empty()) json["set"] = options.overrides;
   json.update(report.fields);
-  const auto path = (dir / ("eval." + tag + ".json")).string();
-  std::ofstream(path) << json.dump() << '\n';
-  wrote.push_back(path);
+  std::ofstream(files.json) << json.dump() << '\n';
+  wrote.push_back(files.json);
   return wrote;
 }
 

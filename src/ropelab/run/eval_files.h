@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/task/task.h"
+#include "ropelab/eval/protocols.h"
 
 namespace ropelab {
 
@@ -23,6 +23,24 @@ struct EvalFileOptions {
   std::string precision = "fp32";      // fp32 | bf16 | fp16
   std::vector<std::string> overrides;  // --set KEY=VALUE, in order
 };
+
+/// What `ropelab eval --set K=V ...` adds to its report's name, so that evaluations of one
+/// run under other settings keep their own: ".set_yarn_8" for --set ...type=yarn --set
+/// ...factor=8; "" without overrides.
+std::string evaluation_tag(const std::vector<std::string>& overrides);
+
+/// The files of the evaluation whose <tag> is `tag`, in `run_dir`.
+struct EvalFilePaths {
+  std::string json;           // RUN/eval.<tag>.json
+  std::string items;          // RUN/eval.<tag>.items.tsv
+  std::string positions_csv;  // RUN/eval.<tag>.positions.csv
+  std::string positions_svg;  // RUN/eval.<tag>.positions.svg
+};
+EvalFilePaths eval_file_paths(const std::string& run_dir, const std::string& tag);
+
+/// RUN/hyp.<split's file name><precision suffix>.txt: the hypotheses of a translation task.
+std::string hypotheses_path(const std::string& run_dir, const std::string& split,
+                            const std::string& precision_suffix = "");
 
 /// The <tag> of the files: the report's file tag, the overrides' tag, the precision.
 std::string eval_file_tag(const EvalReport& report, const EvalFileOptions& options);

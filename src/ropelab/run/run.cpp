@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/util/files.h"
@@ -21,6 +22,18 @@ RunPaths::RunPaths(std::string d)
 
 std::string RunPaths::averaged(int64_t count) const {
   return (fs::path(dir) / ("checkpoint_avg" + std::to_string(count) + ".pt")).string();
+}
+
+std::string RunPaths::tokenizer(TokenizerType type) const {
+  switch (type) {
+    case TokenizerType::word:
+      return (fs::path(dir) / "vocab.txt").string();
+    case TokenizerType::sentencepiece:
+      return (fs::path(dir) / "spm.model").string();
+    case TokenizerType::byte:
+      return "";
+  }
+  throw std::logic_error("unhandled TokenizerType");
 }
 
 std::string RunPaths::loss_plot() const { return (fs::path(dir) / "loss.svg").string(); }
@@ -104,7 +117,7 @@ LoadedRun open_run_untrained(const std::string& dir, const std::vector<std::stri
     if (auto error = run_override_error(o); !error.empty()) throw std::runtime_error(error);
   LoadedRun run;
   run.config = load_config({{paths.config}, overrides});
-  run.tokenizer = load_tokenizer(run.config.tokenizer, dir);
+  run.tokenizer = load_tokenizer(run.config.tokenizer, paths.tokenizer(run.config.tokenizer.type()));
   run.task = make_task(run.config);
   run.model = run.task->build_model(run.tokenizer->vocab_size());
   return run;

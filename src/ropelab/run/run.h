@@ -15,7 +15,7 @@
 
 #include "ropelab/config/config.h"
 #include "ropelab/data/tokenizer.h"
-#include "ropelab/task/task.h"
+#include "ropelab/task/task_registry.h"
 
 namespace ropelab {
 
@@ -38,6 +38,9 @@ struct RunPaths {
   void keep_numbered(int64_t step, int64_t keep) const;
   /// RUN/checkpoint_avgN.pt: the average of the newest N numbered checkpoints (ropelab average).
   std::string averaged(int64_t count) const;
+  /// The tokenizer's file: RUN/vocab.txt (word), RUN/spm.model (sentencepiece, its
+  /// piece list beside it as spm.vocab); "" for the byte tokenizer, which has none.
+  std::string tokenizer(TokenizerType type) const;
   /// RUN/loss.svg: the training and validation loss curves.
   std::string loss_plot() const;
   /// Passkey retrieval's files: RUN/passkey<precision>.csv (every cell), .json (accuracy

@@ -1,6 +1,6 @@
 #pragma once
 /// Language modelling: a decoder-only Transformer on plain text in chunks of
-/// data.context tokens, continuing prompts with any search, evaluated by perplexity.
+/// data.context tokens, continuing prompts with any search (evaluated by eval/window_perplexity.h).
 
 #include "ropelab/task/task.h"
 
@@ -47,14 +47,6 @@ class LanguageModelTask : public Task {
   bool stream_line(const TaskModel& model, const Tokenizer& tokenizer, const std::string& line,
                    const DecodeRequest& request, const torch::Device& device,
                    const std::function<bool(const std::string&)>& emit) const override;
-  /// Perplexity in windows of protocol.context (or data.context) tokens: consecutive, or
-  /// sliding by protocol.stride; each window's NLL is kept for paired tests.
-  EvalReport evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
-                      const std::string& path, const DecodeRequest& request, const EvalProtocol& protocol,
-                      const torch::Device& device) const override;
-  bool takes_eval_context() const override { return true; }
-  std::vector<AblationEval> ablation_evals(const TestEvaluations& asked) const override;
-  std::vector<PairedItems> ablation_items(const std::string& run_dir, const TestEvaluations& asked) const override;
 };
 
 }  // namespace ropelab

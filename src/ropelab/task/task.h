@@ -2,25 +2,24 @@
 /// The task seam: everything that differs between what ropelab trains (translation,
 /// language modelling, and tasks to come) sits behind two interfaces.
 ///   Task        data (tokenizer texts, token store, examples, batches), the model it
-///               builds, decoding lines, evaluation of a split and its report
+///               builds, decoding lines
 ///   TaskModel   the built model as training (teacher-forced logits), decoding (a
 ///               DecoderState for the searches) and checkpoints (the module) see it
 /// The trainer, evaluator, searches and apps call these and never ask which task runs.
+/// Each task has a row in the task registry (task/task_registry.h): its traits and the
+/// evaluation protocols it offers, which eval/ runs.
 
 #include <torch/torch.h>
 
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "ropelab/config/config.h"
-#include "ropelab/config/experiment.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/decode/search.h"
-#include "ropelab/eval/paired_items.h"
 
 namespace ropelab {
 
@@ -52,46 +51,6 @@ struct DecodeRequest {
   bool use_cache = true;
 };
 
-/// What `ropelab eval` reports for one split.
-struct EvalReport {
-  /// Written to RUN/eval.<file_tag>.json, in this order, after split and checkpoint.
-  nlohmann::ordered_json fields;
-  std::string file_tag;                 // the split's name plus what sets the protocol (".ctx128")
-  std::vector<std::string> hypotheses;  // written to RUN/hyp.<split>.txt when not empty
-  /// Per evaluated item (a language model's windows), statistics for paired tests between
-  /// runs, written to RUN/eval.<file_tag>.items.tsv under the header `item_columns`.
-  std::vector<std::string> item_columns;
-  std::vector<std::vector<double>> items;
-  /// The mean loss per position of the window (EvalProtocol::per_position): written to
-  /// RUN/eval.<file_tag>.positions.csv and drawn in .positions.svg.
-  std::vector<double> position_loss, position_tokens;
-  std::string summary;                // printed to stdout
-  std::vector<std::string> warnings;  // printed to stderr
-};
-
-/// How a language model's perplexity is measured (`ropelab eval --context --stride
-/// --per-position`); a translation task ignores it.
-struct EvalProtocol {
-  int64_t context = 0;        // window length; 0: data.context
-  int64_t stride = 0;         // sliding windows scoring their last `stride` tokens; 0: = context
-  bool per_position = false;  // also the mean loss at each position of the window
-};
-
-/// One evaluation `ropelab ablate` runs on the test split and the table columns it reads.
-struct AblationEval {
-  std::string file;               // RUN/eval.test....json, RUN/passkey.json
-  std::vector<std::string> args;  // `ropelab ARGS --run RUN`: {"eval", "--split", "test", ...}
-  std::vector<std::pair<std::string, std::string>> columns;  // {json key, column name}
-  std::string items_file;      // what ablation_items reads (RUN/hyp.test.txt, RUN/eval....items.tsv); "": none
-  std::string positions_file;  // language models' plain evaluations: per-position losses (--per-position)
-  int64_t context = 0;         // language models: the evaluation context
-};
-
-/// What `ropelab eval --set K=V ...` adds to its report's name, so that evaluations of one
-/// run under other settings keep their own: ".set_yarn_8" for --set ...type=yarn --set
-/// ...factor=8; "" without overrides.
-std::string evaluation_tag(const std::vector<std::string>& overrides);
-
 class Task {
  public:
   explicit Task(Config config) : config_(std::move(config)) {}
@@ -121,7 +80,7 @@ class Task {
   // --- model ---
   virtual std::shared_ptr<TaskModel> build_model(int64_t vocab_size) const = 0;
 
-  // --- decoding and evaluation ---
+  // --- decoding ---
   /// What the model is called in messages ("translator", "language model").
   virtual std::string model_noun() const = 0;
   /// The name users give decoding for this task ("translate", "generate").
@@ -140,18 +99,6 @@ class Task {
   virtual bool stream_line(const TaskModel& model, const Tokenizer& tokenizer, const std::string& line,
                            const DecodeRequest& request, const torch::Device& device,
                            const std::function<bool(const std::string&)>& emit) const;
-  /// Evaluates the split at `path` (`name` as the user gave it), measured as `protocol`
-  /// says where the task takes one (takes_eval_context).
-  virtual EvalReport evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
-                              const std::string& path, const DecodeRequest& request, const EvalProtocol& protocol,
-                              const torch::Device& device) const = 0;
-  /// Whether evaluation takes a context length (`ropelab eval --context`).
-  virtual bool takes_eval_context() const = 0;
-  /// The test evaluations of an ablation run, as the experiment file asks.
-  virtual std::vector<AblationEval> ablation_evals(const TestEvaluations& asked) const = 0;
-  /// A finished ablation run's test outputs as items for paired tests between runs, per
-  /// column (from the files ablation_evals names as items_file).
-  virtual std::vector<PairedItems> ablation_items(const std::string& run_dir, const TestEvaluations& asked) const = 0;
 
  protected:
   /// config.model with the vocabulary's size and padding id.
@@ -161,7 +108,7 @@ class Task {
   Config config_;
 };
 
-/// The task `config.task` names (a plain switch; see task.cpp).
+/// The task `config.task` names, made by its row of the task registry.
 std::unique_ptr<Task> make_task(const Config& config);
 
 }  // namespace ropelab

@@ -1,12 +1,6 @@
 #include "ropelab/task/translation_task.h"
 
-#include <iomanip>
 #include <numeric>
-#include <sstream>
-
-#include "ropelab/eval/loss.h"
-#include "ropelab/eval/metrics.h"
-#include "ropelab/util/clock.h"
 
 namespace ropelab {
 
@@ -137,93 +131,6 @@ std::vector<std::string> TranslationTask::decode_lines(const TaskModel& model, c
 
 std::vector<std::string> TranslationTask::decode_inputs(const std::string& path) const {
   return read_parallel(config_.data, path).source;
-}
-
-EvalReport TranslationTask::evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
-                                     const std::string& path, const DecodeRequest& request,
-                                     const EvalProtocol& protocol, const torch::Device& device) const {
-  (void)protocol;
-  const auto text = read_parallel(config_.data, path);
-  int64_t truncated = 0;
-  const double start = now_seconds();
-  auto hypotheses = decode_lines(model, tokenizer, text.source, request, device, &truncated);
-  const double seconds = now_seconds() - start;
-  const auto bleu = corpus_bleu(hypotheses, {text.target});
-  const auto chrfs = corpus_chrf(hypotheses, {text.target}, {ChrfOptions{}, chrf_plus_plus()});
-  const auto &chrf = chrfs[0], &chrfpp = chrfs[1];
-  const auto ter = corpus_ter(hypotheses, {text.target});
-  int64_t exact = 0;
-  for (size_t i = 0; i < text.target.size(); ++i) exact += hypotheses[i] == text.target[i];
-  const double exact_match =
-      text.target.empty() ? 0.0 : static_cast<double>(exact) / static_cast<double>(text.target.size());
-  auto examples =
-      tokenize_pairs(text, tokenizer, config_.data.max_len(), true, nullptr, row_separator_id(config_.data, tokenizer));
-  const double perplexity =
-      evaluate_loss(*this, model, ExampleView(examples), config_.train.max_tokens(), 0.0, device).perplexity();
-
-  EvalReport report;
-  report.file_tag = name;
-  const auto sentences = static_cast<int64_t>(text.source.size());
-  report.fields = {{"sentences", sentences},
-                   {"bleu", bleu.score},
-                   {"bleu_signature", bleu.signature},
-                   {"bleu_line", bleu.format()},
-                   {"chrf", chrf.score},
-                   {"chrf_signature", chrf.signature},
-                   {"chrfpp", chrfpp.score},
-                   {"chrfpp_signature", chrfpp.signature},
-                   {"ter", ter.score},
-                   {"ter_signature", ter.signature},
-                   {"perplexity", perplexity},
-                   {"exact_match", exact_match},
-                   {"truncated", truncated},
-                   {"skipped_empty", text.skipped_empty},
-                   {"decode_seconds", seconds}};
-  std::ostringstream s;
-  s << bleu.format() << "\n  " << bleu.signature << '\n'
-    << chrf.format() << "\n  " << chrf.signature << '\n'
-    << chrfpp.format() << "\n  " << chrfpp.signature << '\n'
-    << ter.format() << "\n  " << ter.signature << '\n'
-    << "perplexity = " << perplexity << " (teacher-forced, " << sentences << " sentences)\n"
-    << "exact match = " << std::fixed << std::setprecision(1) << 100.0 * exact_match << std::defaultfloat
-    << std::setprecision(6) << "%\n"
-    << "decoding: " << (request.search.sample ? "sampling" : "beam " + std::to_string(request.search.decode.beam()))
-    << ", " << seconds << " s" << (request.use_cache ? "" : " (no cache)");
-  report.summary = s.str();
-  report.hypotheses = std::move(hypotheses);
-  if (truncated > 0)
-    report.warnings.push_back(std::to_string(truncated) + " source lines longer than data.max_len=" +
-                              std::to_string(config_.data.max_len()) + " tokens were truncated");
-  if (text.skipped_empty > 0)
-    report.warnings.push_back(std::to_string(text.skipped_empty) + " pairs with an empty side were skipped");
-  return report;
-}
-
-std::vector<AblationEval> TranslationTask::ablation_evals(const TestEvaluations& asked) const {
-  (void)asked;
-  return {{"eval.test.json",
-           {"eval", "--split", "test"},
-           {{"bleu", "test_bleu"}, {"chrf", "test_chrf"}, {"ter", "test_ter"}, {"perplexity", "test_ppl"}},
-           "hyp.test.txt",
-           "",
-           0}};
-}
-
-std::vector<PairedItems> TranslationTask::ablation_items(const std::string& run_dir,
-                                                         const TestEvaluations& asked) const {
-  (void)asked;
-  const auto hyps = read_text_lines(run_dir + "/hyp.test.txt");
-  const auto refs = read_parallel(config_.data, config_.data.test()).target;
-  if (hyps.size() != refs.size())
-    throw std::runtime_error(run_dir + "/hyp.test.txt has " + std::to_string(hyps.size()) + " lines but " +
-                             config_.data.test() + " has " + std::to_string(refs.size()) + " test pairs");
-  std::vector<PairedItems> out;
-  for (const auto& [name, column] : std::vector<std::pair<std::string, std::string>>{
-           {"bleu", "test_bleu"}, {"chrf", "test_chrf"}, {"ter", "test_ter"}}) {
-    std::shared_ptr<const TextMetric> metric = make_text_metric(name);
-    out.push_back({column, metric, metric->sentence_stats(hyps, {refs})});
-  }
-  return out;
 }
 
 }  // namespace ropelab

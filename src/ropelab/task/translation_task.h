@@ -1,6 +1,6 @@
 #pragma once
 /// Translation (Vaswani et al. 2017): an encoder-decoder Seq2Seq model on parallel text,
-/// decoded by any search, evaluated with BLEU, chrF, perplexity and exact match.
+/// decoded by any search (evaluated by eval/translation_quality.h).
 
 #include "ropelab/task/task.h"
 
@@ -41,12 +41,6 @@ class TranslationTask : public Task {
   std::vector<std::string> decode_lines(const TaskModel& model, const Tokenizer& tokenizer,
                                         const std::vector<std::string>& lines, const DecodeRequest& request,
                                         const torch::Device& device, int64_t* truncated = nullptr) const override;
-  EvalReport evaluate(const TaskModel& model, const Tokenizer& tokenizer, const std::string& name,
-                      const std::string& path, const DecodeRequest& request, const EvalProtocol& protocol,
-                      const torch::Device& device) const override;
-  bool takes_eval_context() const override { return false; }
-  std::vector<AblationEval> ablation_evals(const TestEvaluations& asked) const override;
-  std::vector<PairedItems> ablation_items(const std::string& run_dir, const TestEvaluations& asked) const override;
 };
 
 /// Source coordinates for `model`'s encoder: the data's N-d positions when its position

@@ -171,17 +171,19 @@ TrainingData load_training_data(const Task& task, const RunPaths& paths, bool re
   // Data-parallel: rank 0 builds the tokenizer and the token store; the others wait for
   // it, then load the tokenizer and map the same store.
   const bool builder = !group || group->is_main();
+  const auto type = task.config().tokenizer.type();
+  const auto tokenizer_file = paths.tokenizer(type);
   if (!builder) group->barrier();
   if (resume || !builder) {
-    data.tokenizer = load_tokenizer(task.config().tokenizer, paths.dir);
+    data.tokenizer = load_tokenizer(task.config().tokenizer, tokenizer_file);
   } else if (init) {  // the vocabulary the initial parameters were trained with
-    data.tokenizer = load_tokenizer(task.config().tokenizer, init->tokenizer_dir);
-    data.tokenizer->save(paths.dir);
+    data.tokenizer = load_tokenizer(task.config().tokenizer, RunPaths(init->tokenizer_dir).tokenizer(type));
+    data.tokenizer->save(tokenizer_file);
   } else {
     data.tokenizer = train_tokenizer(
         task.config().tokenizer,
-        [&](const std::function<void(const std::string&)>& emit) { task.tokenizer_texts(emit); }, paths.dir);
-    data.tokenizer->save(paths.dir);
+        [&](const std::function<void(const std::string&)>& emit) { task.tokenizer_texts(emit); }, tokenizer_file);
+    data.tokenizer->save(tokenizer_file);
   }
   fs::create_directories(paths.data);
   const auto store = (fs::path(paths.data) / "train").string();

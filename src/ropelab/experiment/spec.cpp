@@ -1,12 +1,13 @@
-#include "ropelab/config/experiment.h"
+#include "ropelab/experiment/spec.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
-#include "ropelab/task/task.h"
+#include "ropelab/task/task_registry.h"
 
 namespace ropelab {
 
@@ -164,14 +165,15 @@ ExperimentSpec load_experiment(const std::string& path) {
     try {
       const auto config = variant_config(spec, variant, spec.seeds.front());
       if (config.data.test().empty()) fail(path, "data.test is not set (every run is evaluated on the test split)");
-      const char* lm_only = !asked.contexts.empty()   ? "eval_contexts"
-                            : !asked.strides.empty()  ? "eval_strides"
-                            : !asked.scalings.empty() ? "eval_scaling"
-                            : asked.tokens > 0        ? "eval_tokens"
-                            : asked.passkey           ? "passkey"
-                                                      : nullptr;
-      if (lm_only && !make_task(config)->takes_eval_context())
-        fail(path, std::string(lm_only) + " applies to language models (task lm)");
+      // each key asks for a protocol the run's task must offer
+      const auto& task = task_traits(config.task);
+      for (const auto& [key, protocol, asked_for] : std::vector<std::tuple<const char*, ProtocolKind, bool>>{
+               {"eval_contexts", ProtocolKind::window_perplexity, !asked.contexts.empty()},
+               {"eval_strides", ProtocolKind::window_perplexity, !asked.strides.empty()},
+               {"eval_scaling", ProtocolKind::window_perplexity, !asked.scalings.empty()},
+               {"eval_tokens", ProtocolKind::window_perplexity, asked.tokens > 0},
+               {"passkey", ProtocolKind::passkey, asked.passkey.has_value()}})
+        if (asked_for && !task.offers(protocol)) fail(path, std::string(key) + " applies to language models (task lm)");
     } catch (const ConfigError& e) {
       if (std::string(e.what()).rfind(path + ":", 0) == 0) throw;
       fail(path, "variant " + (variant.name.empty() ? std::string("(base)") : variant.name) + ": " + e.what());

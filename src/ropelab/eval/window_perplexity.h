@@ -1,0 +1,17 @@
+#pragma once
+/// Window perplexity (ProtocolKind::window_perplexity): the split's text in windows of
+/// `context` tokens, consecutive or sliding by `stride`; each window's NLL is kept for
+/// paired tests between runs, and with per_position the mean loss at each position.
+
+#include "ropelab/eval/protocols.h"
+
+namespace ropelab {
+
+/// The report's file tag: "NAME.ctxC", then ".strideS" for windows sliding by S < C.
+std::string window_perplexity_tag(const std::string& name, int64_t context, int64_t stride);
+
+EvalReport window_perplexity(const Task& task, const TaskModel& model, const Tokenizer& tokenizer,
+                             const std::string& name, const std::string& path, const WindowPerplexity& window,
+                             const torch::Device& device);
+
+}  // namespace ropelab

@@ -1,0 +1,41 @@
+#pragma once
+/// The columns of an ablation's tables as typed keys: what is measured, at which length,
+/// stride and RoPE scaling. One formatter gives a column's name in results.csv/md and
+/// significance.csv; one parser reads it back (the plots group columns by their keys).
+///   valid_ppl, train_s                  best validation perplexity, training seconds
+///   test_bleu, test_chrf, test_ter      translation quality of the test split
+///   test_ppl                            teacher-forced test perplexity (translation)
+///   test_ppl@C, test_ppl@C/S            window perplexity at context C (sliding by S)
+///   test_ppl@C+SCALING                  ... with RoPE scaling SCALING applied at evaluation
+///   passkey@L                           passkey accuracy over depths at prompt length L
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace ropelab {
+
+struct ColumnKey {
+  enum class Measure { valid_ppl, train_s, test_bleu, test_chrf, test_ter, test_ppl, passkey };
+  Measure measure = Measure::valid_ppl;
+  int64_t length = 0;   // test_ppl: the evaluation context (0: none, translation); passkey: the prompt length
+  int64_t stride = 0;   // test_ppl: windows sliding by it; 0: non-overlapping
+  std::string scaling;  // test_ppl: the RoPE scaling applied at evaluation; "": none
+
+  ColumnKey() = default;
+  ColumnKey(Measure measure, int64_t length = 0, int64_t stride = 0, std::string scaling = "")
+      : measure(measure), length(length), stride(stride), scaling(std::move(scaling)) {}
+  bool operator==(const ColumnKey& other) const {
+    return measure == other.measure && length == other.length && stride == other.stride && scaling == other.scaling;
+  }
+};
+
+std::string format_column(const ColumnKey& key);
+/// The key of a column's name; nullopt for a name format_column never gives.
+std::optional<ColumnKey> parse_column(const std::string& name);
+/// The tables' order of columns: by name, the lengths of one measure by value
+/// (test_ppl@256 before test_ppl@1024). A strict weak order for std::stable_sort.
+bool column_before(const std::string& a, const std::string& b);
+
+}  // namespace ropelab

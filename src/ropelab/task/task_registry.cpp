@@ -1,0 +1,51 @@
+#include "ropelab/task/task_registry.h"
+
+#include <algorithm>
+
+#include "ropelab/task/language_model_task.h"
+#include "ropelab/task/translation_task.h"
+
+namespace ropelab {
+
+namespace {
+
+template <class T>
+std::unique_ptr<Task> make(const Config& config) {
+  return std::make_unique<T>(config);
+}
+
+}  // namespace
+
+const char* protocol_name(ProtocolKind kind) {
+  switch (kind) {
+    case ProtocolKind::translation_quality:
+      return "translation quality";
+    case ProtocolKind::window_perplexity:
+      return "window perplexity";
+    case ProtocolKind::passkey:
+      return "passkey retrieval";
+  }
+  TORCH_INTERNAL_ASSERT(false, "unhandled ProtocolKind");
+}
+
+bool TaskTraits::offers(ProtocolKind kind) const {
+  return std::find(protocols.begin(), protocols.end(), kind) != protocols.end();
+}
+
+const std::vector<TaskTraits>& task_registry() {
+  static const std::vector<TaskTraits> rows{
+      {TaskType::translation, "translation", true, {ProtocolKind::translation_quality}, &make<TranslationTask>},
+      {TaskType::lm, "lm", false, {ProtocolKind::window_perplexity, ProtocolKind::passkey}, &make<LanguageModelTask>},
+  };
+  return rows;
+}
+
+const TaskTraits& task_traits(TaskType type) {
+  for (const auto& row : task_registry())
+    if (row.type == type) return row;
+  TORCH_INTERNAL_ASSERT(false, "TaskType ", static_cast<int>(type), " has no row in the task registry");
+}
+
+std::unique_ptr<Task> make_task(const Config& config) { return task_traits(config.task).make(config); }
+
+}  // namespace ropelab

@@ -1,0 +1,50 @@
+// Ablation columns as typed keys: every name the tables use parses to its key and formats
+// back to itself; names no key gives are refused; the tables' order sorts lengths by value.
+#include "ropelab/experiment/columns.h"
+
+#include <algorithm>
+
+#include "../test_util.h"
+
+using namespace ropelab;
+using Measure = ColumnKey::Measure;
+
+TEST(Columns, EveryTableNameRoundTripsThroughItsKey) {
+  const std::vector<std::pair<std::string, ColumnKey>> cases{
+      {"valid_ppl", {Measure::valid_ppl}},
+      {"train_s", {Measure::train_s}},
+      {"test_bleu", {Measure::test_bleu}},
+      {"test_chrf", {Measure::test_chrf}},
+      {"test_ter", {Measure::test_ter}},
+      {"test_ppl", {Measure::test_ppl}},
+      {"test_ppl@128", {Measure::test_ppl, 128}},
+      {"test_ppl@2048/512", {Measure::test_ppl, 2048, 512}},
+      {"test_ppl@1024+yarn", {Measure::test_ppl, 1024, 0, "yarn"}},
+      {"test_ppl@1024+dynamic_ntk", {Measure::test_ppl, 1024, 0, "dynamic_ntk"}},
+      {"passkey@248", {Measure::passkey, 248}},
+  };
+  for (const auto& [name, key] : cases) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(format_column(key), name);
+    const auto parsed = parse_column(name);
+    ASSERT_TRUE(parsed.has_value());
+    EXPECT_TRUE(*parsed == key);
+  }
+}
+
+TEST(Columns, NamesNoKeyGivesAreRefused) {
+  for (const std::string name :
+       {"", "bleu", "test_ppl@", "test_ppl@0", "test_ppl@012", "test_ppl@12x", "test_ppl@12/", "test_ppl@12/0",
+        "test_ppl@12+", "passkey", "passkey@5/2", "passkey@5+yarn", "test_bleu@5", "valid_ppl@128", "test_ppl_x"}) {
+    SCOPED_TRACE(name);
+    EXPECT_FALSE(parse_column(name).has_value());
+  }
+}
+
+TEST(Columns, TablesOrderNamesAndLengthsByValue) {
+  std::vector<std::string> names{"valid_ppl",   "test_ppl@1024", "passkey@504", "test_ppl@256", "train_s",
+                                 "passkey@120", "test_ppl@64",   "test_bleu",   "test_ppl"};
+  std::stable_sort(names.begin(), names.end(), column_before);
+  EXPECT_EQ(names, (std::vector<std::string>{"passkey@120", "passkey@504", "test_bleu", "test_ppl", "test_ppl@64",
+                                             "test_ppl@256", "test_ppl@1024", "train_s", "valid_ppl"}));
+}
