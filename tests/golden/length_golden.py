@@ -31,6 +31,12 @@ Papers:
               1 (r > beta), (r-alpha)/(beta-alpha) otherwise, alpha=1, beta=32;
               h_i = (1-gamma(r_i))*theta_i/s + gamma(r_i)*theta_i;
               attention factor sqrt(1/t) = 0.1*ln(s) + 1 applied to q and k each.
+              YaRN as the authors' reference code computes it (ramp "reference"):
+              the pair index turning n times over original_max,
+              d(n) = r*ln(original_max/(2*pi*n)) / (2*ln(base)); low = max(floor(d(32)), 0),
+              high = min(ceil(d(1)), r-1) (high += 0.001 when equal); the mask
+              m_i = 1 - clamp((i-low)/(high-low), 0, 1) keeps theta_i where 1 and
+              interpolates theta_i/s where 0; the attention factor is 1 for s <= 1.
 
 Run:  python3 tests/golden/length_golden.py
 It prints nothing and writes length_golden.json next to this script.
@@ -105,11 +111,25 @@ def yarn_inv_freq(rotary_dim, base, s, original_max, alpha=1.0, beta=32.0):
     return out
 
 
+def yarn_reference_inv_freq(rotary_dim, base, s, original_max, fast=32.0, slow=1.0):
+    def turning_pair(n):
+        return rotary_dim * math.log(original_max / (n * 2.0 * math.pi)) / (2.0 * math.log(base))
+    low = max(math.floor(turning_pair(fast)), 0)
+    high = min(math.ceil(turning_pair(slow)), rotary_dim - 1)
+    if low == high:
+        high += 0.001
+    out = []
+    for i, theta in enumerate(rope_inv_freq(rotary_dim, base)):
+        mask = 1.0 - min(max((i - low) / (high - low), 0.0), 1.0)
+        out.append(theta / s * (1.0 - mask) + theta * mask)
+    return out
+
+
 ROPE_POSITIONS = [0, 1, 5, 127, 128, 1000]
 
 
 def rope_case(name, kind, factor, length, rotary_dim=16, base=10000.0,
-              original_max=128):
+              original_max=128, ramp="reference"):
     divisor = 1.0
     attention = 1.0
     if kind == "none":
@@ -123,14 +143,17 @@ def rope_case(name, kind, factor, length, rotary_dim=16, base=10000.0,
         s = max(1.0, length / original_max)
         inv_freq = rope_inv_freq(rotary_dim, ntk_base(base, s, rotary_dim))
     elif kind == "yarn":
-        inv_freq = yarn_inv_freq(rotary_dim, base, factor, original_max)
-        attention = 0.1 * math.log(factor) + 1.0
+        if ramp == "continuous":
+            inv_freq = yarn_inv_freq(rotary_dim, base, factor, original_max)
+        else:
+            inv_freq = yarn_reference_inv_freq(rotary_dim, base, factor, original_max)
+        attention = 0.1 * math.log(factor) + 1.0 if factor > 1.0 else 1.0
     else:
         raise ValueError(kind)
     angles = [[(n / divisor) * f for f in inv_freq] for n in ROPE_POSITIONS]
     return {"name": name, "type": kind, "factor": factor,
             "rotary_dim": rotary_dim, "base": base,
-            "original_max": original_max, "length": length,
+            "original_max": original_max, "length": length, "ramp": ramp,
             "inv_freq": inv_freq, "position_divisor": divisor,
             "attention_factor": attention,
             "positions": list(ROPE_POSITIONS), "angles": angles}
@@ -147,6 +170,14 @@ def rope_cases():
     cases.append(rope_case("dynamic_ntk_len100", "dynamic_ntk", 4.0, 100))
     cases.append(rope_case("dynamic_ntk_len512", "dynamic_ntk", 4.0, 512))
     cases.append(rope_case("yarn_8_r64", "yarn", 8.0, om * 8, rotary_dim=64))
+    # the paper's continuous ramp, and the reference ramp at a 2048 training context,
+    # where the high-frequency pairs are kept whole
+    for f in (4.0, 8.0):
+        cases.append(rope_case("yarn_continuous_%d" % int(f), "yarn", f, int(om * f), ramp="continuous"))
+    cases.append(rope_case("yarn_continuous_8_r64", "yarn", 8.0, om * 8, rotary_dim=64, ramp="continuous"))
+    cases.append(rope_case("yarn_16_r128_L2048", "yarn", 16.0, 2048 * 16, rotary_dim=128, original_max=2048))
+    cases.append(rope_case("yarn_16_r128_L2048_continuous", "yarn", 16.0, 2048 * 16, rotary_dim=128,
+                           original_max=2048, ramp="continuous"))
     return cases
 
 

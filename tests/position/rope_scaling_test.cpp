@@ -1,6 +1,7 @@
 // RoPE scaling against tests/golden/length_golden.json, written from the papers' formulas
-// by tests/golden/length_golden.py (Chen et al. 2023; Peng et al. 2023), and through the
-// rotary encoder: angles, the YaRN temperature in the tables, dynamic NTK's length.
+// and YaRN's reference ramp by tests/golden/length_golden.py (Chen et al. 2023; Peng et al.
+// 2023), and through the rotary encoder: angles, the YaRN temperature in the tables, dynamic
+// NTK's length.
 #include "ropelab/position/rope_scaling.h"
 
 #include "../test_util.h"
@@ -18,7 +19,8 @@ RopeScalingOptions options_of(const nlohmann::json& c) {
   return RopeScalingOptions()
       .type(parse_rope_scaling_type(c.at("type").get<std::string>()))
       .factor(c.at("factor").get<double>())
-      .original_max(c.at("original_max").get<int64_t>());
+      .original_max(c.at("original_max").get<int64_t>())
+      .ramp(parse_yarn_ramp(c.at("ramp").get<std::string>()));
 }
 
 torch::Tensor tensor_of(const nlohmann::json& values) {

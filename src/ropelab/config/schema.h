@@ -32,6 +32,7 @@ void describe(V& v, PositionOptions& p) {
     v("original_max", s.original_max());
     v("beta_fast", s.beta_fast());
     v("beta_slow", s.beta_slow());
+    v.choice("ramp", s.ramp(), parse_yarn_ramp);
   });
 }
 

@@ -18,6 +18,27 @@ torch::Tensor ntk(const torch::Tensor& theta, double s) {
   return theta * torch::pow(s, -2.0 * i / (r - 2.0));
 }
 
+/// YaRN's g_i (1: the frequency is kept, 0: interpolated) for the ladder `theta` (r/2)
+/// over the training context `L`.
+torch::Tensor yarn_ramp(const torch::Tensor& theta, const RopeScalingOptions& o) {
+  const double L = static_cast<double>(o.original_max());
+  if (o.ramp() == YarnRamp::continuous) {
+    const auto rotations = theta * (L / (2.0 * M_PI));
+    return ((rotations - o.beta_slow()) / (o.beta_fast() - o.beta_slow())).clamp(0.0, 1.0);
+  }
+  // The ladder theta_i = theta_0 * q^i: the (fractional) pair index that turns n times over L.
+  const auto half = theta.size(0);
+  TORCH_CHECK(half >= 2, "RoPE scaling: yarn needs at least 4 rotated dimensions, got ", 2 * half);
+  const double theta0 = theta[0].item<double>(), step = std::log(theta0 / theta[1].item<double>());
+  auto pair_turning = [&](double n) { return std::log(L * theta0 / (2.0 * M_PI * n)) / step; };
+  const double dims = 2.0 * static_cast<double>(half);
+  const double low = std::max(std::floor(pair_turning(o.beta_fast())), 0.0);
+  double high = std::min(std::ceil(pair_turning(o.beta_slow())), dims - 1.0);
+  if (high == low) high += 0.001;  // a ramp of one pair
+  const auto i = torch::arange(half, theta.options());
+  return 1.0 - ((i - low) / (high - low)).clamp(0.0, 1.0);
+}
+
 }  // namespace
 
 ScaledFrequencies scale_frequencies(const torch::Tensor& inv_freq, const RopeScalingOptions& o, int64_t length) {
@@ -47,12 +68,10 @@ ScaledFrequencies scale_frequencies(const torch::Tensor& inv_freq, const RopeSca
     }
     case RopeScalingType::yarn: {
       TORCH_CHECK(o.original_max() > 0, "RoPE scaling: yarn needs original_max, got ", o.original_max());
-      // rotations of pair i over the training context, and the ramp from interpolating
-      // (g = 0, few rotations: long wavelengths) to keeping the frequency (g = 1)
-      auto rotations = theta * (static_cast<double>(o.original_max()) / (2.0 * M_PI));
-      auto g = ((rotations - o.beta_slow()) / (o.beta_fast() - o.beta_slow())).clamp(0.0, 1.0);
+      // from interpolating (g = 0: few rotations, long wavelengths) to keeping (g = 1)
+      const auto g = yarn_ramp(theta, o);
       scaled = (1.0 - g) * theta / s + g * theta;
-      out.attention_factor = 0.1 * std::log(s) + 1.0;
+      out.attention_factor = s <= 1.0 ? 1.0 : 0.1 * std::log(s) + 1.0;
       break;
     }
   }
@@ -66,9 +85,13 @@ const EnumNames<RopeScalingType, 5> kScalingNames{{{RopeScalingType::none, "none
                                                    {RopeScalingType::ntk, "ntk"},
                                                    {RopeScalingType::dynamic_ntk, "dynamic_ntk"},
                                                    {RopeScalingType::yarn, "yarn"}}};
+
+const EnumNames<YarnRamp, 2> kRampNames{{{YarnRamp::reference, "reference"}, {YarnRamp::continuous, "continuous"}}};
 }  // namespace
 
 std::string to_string(RopeScalingType type) { return enum_name(type, kScalingNames); }
+std::string to_string(YarnRamp ramp) { return enum_name(ramp, kRampNames); }
+YarnRamp parse_yarn_ramp(const std::string& name) { return parse_enum(name, kRampNames, "YaRN ramp"); }
 RopeScalingType parse_rope_scaling_type(const std::string& name) {
   return parse_enum(name, kScalingNames, "RoPE scaling type");
 }

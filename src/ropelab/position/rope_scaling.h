@@ -10,11 +10,17 @@
 ///   ntk          base' = base * s^(r / (r - 2))           ("NTK-aware" scaling)
 ///   dynamic_ntk  ntk with s = max(1, length / L), length = the largest position + 1 of the
 ///                call, so it grows as a sequence is decoded
-///   yarn         theta_i' = (1 - g_i) theta_i / s + g_i theta_i, with r_i = L theta_i / (2 pi)
-///                rotations over the training context and g_i = clamp((r_i - beta_slow) /
-///                (beta_fast - beta_slow), 0, 1); attention temperature sqrt(1/t) = 0.1 ln s + 1
-///                multiplies q and k (Peng et al. 2023, "YaRN", 3.2-3.4, the paper's continuous
-///                ramp; its reference code rounds the ramp's ends to whole dimensions)
+///   yarn         theta_i' = (1 - g_i) theta_i / s + g_i theta_i, interpolating the pairs that
+///                turn few times over the training context and keeping those that turn often;
+///                attention temperature sqrt(1/t) = 0.1 ln s + 1 multiplies q and k (Peng et
+///                al. 2023, "YaRN", 3.2-3.4). The ramp g_i (ramp):
+///                  reference   as the authors' code: d(n) = the pair index that turns n times
+///                              over L, low = max(floor(d(beta_fast)), 0), high = min(ceil(
+///                              d(beta_slow)), r - 1), g_i = 1 - clamp((i - low) / (high - low),
+///                              0, 1): linear in the pair index between whole pairs
+///                  continuous  the paper's text: with r_i = L theta_i / (2 pi) rotations over
+///                              the training context, g_i = clamp((r_i - beta_slow) /
+///                              (beta_fast - beta_slow), 0, 1)
 
 #include <torch/torch.h>
 
@@ -23,6 +29,8 @@
 namespace ropelab {
 
 enum class RopeScalingType { none, linear, ntk, dynamic_ntk, yarn };
+/// YaRN's ramp between interpolated and kept frequencies (see above).
+enum class YarnRamp { reference, continuous };
 
 struct RopeScalingOptions {
   TORCH_ARG(RopeScalingType, type) = RopeScalingType::none;
@@ -33,6 +41,8 @@ struct RopeScalingOptions {
   /// yarn: the ramp runs from beta_slow to beta_fast rotations over the training context.
   TORCH_ARG(double, beta_fast) = 32.0;
   TORCH_ARG(double, beta_slow) = 1.0;
+  /// yarn: the authors' code's ramp over whole pairs, or the paper's continuous one.
+  TORCH_ARG(YarnRamp, ramp) = YarnRamp::reference;
 };
 
 /// The scaled rotary frequencies of one call.
@@ -48,5 +58,7 @@ ScaledFrequencies scale_frequencies(const torch::Tensor& inv_freq, const RopeSca
 
 std::string to_string(RopeScalingType type);
 RopeScalingType parse_rope_scaling_type(const std::string& name);
+std::string to_string(YarnRamp ramp);
+YarnRamp parse_yarn_ramp(const std::string& name);
 
 }  // namespace ropelab
