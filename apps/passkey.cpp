@@ -89,14 +89,7 @@ void add_passkey(CLI::App& cli) {
     write_passkey_table(files.csv, cells);
     write_passkey_summary(files.json, cells);
     write_passkey_heat_map(files.svg, cells, e->grid, e->run_dir + ": passkey accuracy", command);
-    std::cout << "length  depth  accuracy\n";
-    for (const auto& c : cells) {
-      std::printf("%6ld  %5.2f  ", static_cast<long>(c.length), c.depth);
-      if (c.error.empty())
-        std::printf("%.2f (%ld/%ld)\n", c.accuracy(), static_cast<long>(c.correct), static_cast<long>(c.documents));
-      else
-        std::printf("n/a: %s\n", c.error.c_str());
-    }
+    std::cout << format_passkey_cells(cells);
     std::cout << "wrote " << files.csv << ", " << files.json << " and " << files.svg << std::endl;
   });
 }

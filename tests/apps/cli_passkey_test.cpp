@@ -34,7 +34,27 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   EXPECT_NE(r.output.find("   140   1.00  "), std::string::npos) << r.output;
   const auto table = read_text(lm + "/passkey.csv");
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 5) << table;  // header + 2 lengths x 2 depths
-  EXPECT_EQ(table.rfind("length,depth,documents,correct,accuracy,error\n100,0,2,", 0), 0u) << table;
+  EXPECT_EQ(table.rfind("length,depth,documents,correct,accuracy,ci95_low,ci95_high,error\n100,0,2,", 0), 0u) << table;
+  {  // each cell's Wilson interval (tests/eval/passkey_test.cpp) brackets its accuracy
+    std::istringstream rows(table.substr(table.find('\n') + 1));
+    for (std::string row; std::getline(rows, row);) {
+      double length, depth, documents, correct, accuracy, low, high;
+      ASSERT_EQ(std::sscanf(row.c_str(), "%lf,%lf,%lf,%lf,%lf,%lf,%lf,", &length, &depth, &documents, &correct,
+                            &accuracy, &low, &high),
+                7)
+          << row;
+      EXPECT_LE(low, accuracy) << row;
+      EXPECT_GE(high, accuracy) << row;
+      EXPECT_LT(low, high) << row;
+    }
+  }
+  // stdout gives each cell's count and interval: of 2 documents, 0, 1 or 2 found
+  const auto printed = [&](const char* cell) { return r.output.find(cell) != std::string::npos; };
+  EXPECT_TRUE(printed("(0/2; 95% CI 0.00-0.66)") || printed("(1/2; 95% CI 0.09-0.91)") ||
+              printed("(2/2; 95% CI 0.34-1.00)"))
+      << r.output;
+  const auto summary = nlohmann::json::parse(read_text(lm + "/passkey.json"));
+  EXPECT_EQ(summary.at("ci95@140").size(), 2u) << summary;
   EXPECT_TRUE(std::filesystem::exists(lm + "/passkey.svg"));
   r = run("passkey eval --run " + lm + " --checkpoint last --lengths 60 --threads 1");
   EXPECT_EQ(r.code, 1);

@@ -1,5 +1,5 @@
 // Passkey documents: deterministic by seed, exactly as long as asked, the key where asked,
-// and answers read back from continuations.
+// answers read back from continuations, and the Wilson intervals of the accuracy.
 #include "ropelab/eval/passkey.h"
 
 #include <regex>
@@ -66,4 +66,20 @@ TEST(Passkey, AnswersAreTheLeadingDigits) {
   EXPECT_EQ(passkey_answer("  9"), "9");
   EXPECT_EQ(passkey_answer(" the key"), "");
   EXPECT_EQ(passkey_answer(""), "");
+}
+
+// Wilson's interval against tests/golden/wilson_golden.json, where the score test is
+// inverted by bisection (not the closed form used here).
+TEST(Passkey, WilsonIntervalsMatchTheInvertedScoreTest) {
+  const auto& golden = ropelab::testing::golden("wilson_golden.json").at("intervals");
+  ASSERT_GE(golden.size(), 25u);
+  for (const auto& c : golden) {
+    const auto k = c.at("successes").get<int64_t>(), n = c.at("trials").get<int64_t>();
+    SCOPED_TRACE(std::to_string(k) + " of " + std::to_string(n));
+    const auto ci = wilson_interval(k, n);
+    EXPECT_NEAR(ci.low, c.at("low").get<double>(), 1e-12);
+    EXPECT_NEAR(ci.high, c.at("high").get<double>(), 1e-12);
+  }
+  EXPECT_NE(error_of([] { wilson_interval(3, 2); }).find("wilson_interval: 3 of 2"), std::string::npos);
+  EXPECT_NE(error_of([] { wilson_interval(0, 0); }).find("wilson_interval: 0 of 0"), std::string::npos);
 }

@@ -81,15 +81,51 @@ bool passkey_retrieved(const std::string& output, const std::string& key) {
   return at != std::string::npos && passkey_answer(output.substr(at + kAnswerFollows.size())) == key;
 }
 
+ProportionInterval wilson_interval(int64_t successes, int64_t trials) {
+  TORCH_CHECK(trials > 0 && successes >= 0 && successes <= trials, "wilson_interval: ", successes, " of ", trials);
+  const double z = 1.959963984540054;  // the standard normal's 97.5% quantile
+  const double n = static_cast<double>(trials), p = static_cast<double>(successes) / n, z2 = z * z;
+  const double centre = (p + z2 / (2 * n)) / (1 + z2 / n);
+  const double half = z / (1 + z2 / n) * std::sqrt(p * (1 - p) / n + z2 / (4 * n * n));
+  // exact at the ends: 0 successes give low 0, all give high 1
+  return {successes == 0 ? 0.0 : centre - half, successes == trials ? 1.0 : centre + half};
+}
+
 void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>& cells) {
-  std::string text = "length,depth,documents,correct,accuracy,error\n";
-  char row[128];
+  std::string text = "length,depth,documents,correct,accuracy,ci95_low,ci95_high,error\n";
+  char row[160];
   for (const auto& c : cells) {
     std::snprintf(row, sizeof row, "%ld,%.4g,%ld,%ld,%.4f,", static_cast<long>(c.length), c.depth,
                   static_cast<long>(c.documents), static_cast<long>(c.correct), c.accuracy());
-    text += row + (c.error.empty() ? std::string() : "\"" + c.error + "\"") + "\n";
+    text += row;
+    if (c.documents > 0) {
+      const auto ci = wilson_interval(c.correct, c.documents);
+      std::snprintf(row, sizeof row, "%.4f,%.4f,", ci.low, ci.high);
+      text += row;
+    } else {
+      text += ",,";
+    }
+    text += (c.error.empty() ? std::string() : "\"" + c.error + "\"") + "\n";
   }
   write_file_atomically(path, text, "passkey table");
+}
+
+std::string format_passkey_cells(const std::vector<PasskeyCell>& cells) {
+  std::string text = "length  depth  accuracy\n";
+  char row[160];
+  for (const auto& c : cells) {
+    std::snprintf(row, sizeof row, "%6ld  %5.2f  ", static_cast<long>(c.length), c.depth);
+    text += row;
+    if (!c.error.empty()) {
+      text += "n/a: " + c.error + "\n";
+      continue;
+    }
+    const auto ci = wilson_interval(c.correct, c.documents);
+    std::snprintf(row, sizeof row, "%.2f (%ld/%ld; 95%% CI %.2f-%.2f)\n", c.accuracy(), static_cast<long>(c.correct),
+                  static_cast<long>(c.documents), ci.low, ci.high);
+    text += row;
+  }
+  return text;
 }
 
 void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells) {
@@ -104,9 +140,17 @@ void write_passkey_summary(const std::string& path, const std::vector<PasskeyCel
   auto accuracy = [](int64_t right, int64_t of) {
     return of > 0 ? nlohmann::json(static_cast<double>(right) / static_cast<double>(of)) : nlohmann::json();
   };
+  auto interval = [](int64_t right, int64_t of) {
+    if (of == 0) return nlohmann::json();
+    const auto ci = wilson_interval(right, of);
+    return nlohmann::json::array({ci.low, ci.high});
+  };
   nlohmann::ordered_json json = {{"accuracy", accuracy(correct, documents)}};
   for (const auto& [length, counts] : by_length)
     json["accuracy@" + std::to_string(length)] = accuracy(counts.first, counts.second);
+  json["ci95"] = interval(correct, documents);
+  for (const auto& [length, counts] : by_length)
+    json["ci95@" + std::to_string(length)] = interval(counts.first, counts.second);
   write_file_atomically(path, json.dump() + "\n", "passkey summary");
 }
 

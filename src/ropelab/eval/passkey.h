@@ -59,6 +59,17 @@ std::vector<std::string> passkey_eval_args(const PasskeyGrid& grid);
 /// `length` characters, the start token and the answer (a space, the digits, a period).
 inline int64_t passkey_context(int64_t length, int64_t digits) { return length + digits + 3; }
 
+/// A 95% confidence interval of a proportion.
+struct ProportionInterval {
+  double low = 0, high = 0;
+};
+
+/// Wilson's score interval (Wilson 1927) for `successes` of `trials` at 95% (z = 1.96):
+/// the proportions p whose score test |successes / trials - p| <= z sqrt(p (1 - p) / trials)
+/// does not reject; unlike the normal approximation it stays inside [0, 1] and is not empty
+/// at 0 or `trials` successes. Needs trials > 0.
+ProportionInterval wilson_interval(int64_t successes, int64_t trials);
+
 struct PasskeyCell {
   int64_t length = 0;
   double depth = 0;
@@ -67,11 +78,17 @@ struct PasskeyCell {
   double accuracy() const { return documents > 0 ? static_cast<double>(correct) / static_cast<double>(documents) : 0; }
 };
 
-/// passkey.csv: length, depth, documents, correct, accuracy, error.
+/// passkey.csv: length, depth, documents, correct, accuracy, ci95_low, ci95_high (Wilson's
+/// interval of the accuracy; empty for a cell not evaluated), error.
 void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>& cells);
 
+/// The cells as a table for people: length, depth, accuracy (correct/documents; Wilson's 95%
+/// interval), or n/a and why.
+std::string format_passkey_cells(const std::vector<PasskeyCell>& cells);
+
 /// passkey.json: {"accuracy": over every evaluated cell, "accuracy@L": over length L's
-/// depths, ...}; null for a length none of whose cells could be evaluated.
+/// depths, ..., then "ci95": [low, high] and "ci95@L" the Wilson intervals of those};
+/// null for a length none of whose cells could be evaluated.
 void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells);
 
 }  // namespace ropelab
