@@ -110,6 +110,40 @@ TEST_F(Position, AxialRotaryLogitDependsOnlyOnPerAxisDifferences) {
   EXPECT_GT(std::abs(dot_after_rotation(rotary, q, k, at(3, 5), at(2, 1)).item<double>() - reference), 1e-6);
 }
 
+// p-RoPE (Barbero et al. 2025): with unrotated u, the slowest round(u x r/2) pairs keep
+// angle 0 at every position, so their dimensions pass through; the other pairs turn as in
+// plain rotary, and the logit still depends on the offset alone.
+TEST_F(Position, PRopeLeavesTheSlowestPairsUnrotated) {
+  RotaryEncoder plain(PositionOptions(), PositionGeometry{64, 4, false}, 1);
+  for (const double unrotated : {0.25, 0.5, 0.75}) {
+    SCOPED_TRACE(unrotated);
+    RotaryEncoder p_rope(PositionOptions().unrotated(unrotated), PositionGeometry{64, 4, false}, 1);
+    const auto positions = Positions(torch::arange(50));
+    const auto angles = p_rope.angles(positions), reference = plain.angles(positions);  // (50, 8)
+    const auto still = static_cast<int64_t>(std::llround(unrotated * 8));
+    EXPECT_EQ(angles.narrow(1, 8 - still, still).abs().max().item<double>(), 0.0);
+    EXPECT_LT(max_diff(angles.narrow(1, 0, 8 - still), reference.narrow(1, 0, 8 - still)), 1e-6);
+    // half layout: pair i is dimensions i and i + 8; the slowest pairs' dimensions pass through
+    auto x = torch::randn({1, 1, 50, 16});
+    const auto y = p_rope.rotate(x, positions);
+    EXPECT_LT(max_diff(y.narrow(-1, 8 - still, still), x.narrow(-1, 8 - still, still)), 1e-12);
+    EXPECT_LT(max_diff(y.narrow(-1, 16 - still, still), x.narrow(-1, 16 - still, still)), 1e-12);
+    p_rope.to(torch::kDouble);
+    auto q = torch::randn({1, 1, 1, 16}, torch::kDouble), k = torch::randn({1, 1, 1, 16}, torch::kDouble);
+    auto at = [](int64_t p) { return Positions(torch::tensor({p})); };
+    const auto ref = dot_after_rotation(p_rope, q, k, at(3), at(1)).item<double>();
+    EXPECT_NEAR(dot_after_rotation(p_rope, q, k, at(503), at(501)).item<double>(), ref, 1e-9);
+  }
+  EXPECT_NE(error_of([] {
+              RotaryEncoder(PositionOptions().unrotated(1.0), PositionGeometry{64, 4, false}, 1);
+            }).find("unrotated must be in [0, 1)"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              RotaryEncoder(PositionOptions().unrotated(0.3), PositionGeometry{64, 4, true}, 1, true);
+            }).find("unrotated applies to rotary, not xPos"),
+            std::string::npos);
+}
+
 TEST_F(Position, RotaryRejectsDimensionsThatDoNotSplit) {
   // Dh = 16, fraction 0.25 -> 4 rotated dims: fine for 1 or 2 axes, not 3
   EXPECT_EQ(error_of([] { RotaryEncoder(PositionOptions().fraction(0.25), PositionGeometry{32, 2, false}, 2); }), "");

@@ -282,6 +282,7 @@ void validate(const Config& c, const Reader& r) {
             "applies to " + position_names(position_types([](const PositionTraits& t) { return t.scalable; })) +
                 " only, not " + key + ".type=" + traits.name);
     require(s.factor() >= 1, key + ".scaling.factor", s.factor(), "must be >= 1 (the extension ratio)");
+    require(p.t5_init_std() >= 0, key + ".t5_init_std", p.t5_init_std(), "must be >= 0 (0 = d_model^-0.5)");
     require(s.beta_fast() > s.beta_slow(), key + ".scaling.beta_fast", s.beta_fast(),
             "must exceed scaling.beta_slow=" + show(s.beta_slow()));
     require(s.original_max() > 0 || (s.type() != RopeScalingType::yarn && s.type() != RopeScalingType::dynamic_ntk),

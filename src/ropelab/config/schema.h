@@ -17,11 +17,13 @@ void describe(V& v, PositionOptions& p) {
   v("base", p.base());
   v.choice("layout", p.layout(), parse_rotary_layout);
   v("fraction", p.fraction());
+  v("unrotated", p.unrotated());
   v.choice("rotary_impl", p.rotary_impl(), parse_rotary_impl);
   v("rotate_cross_attention", p.rotate_cross_attention());
   v("axes", p.axes());
   v("num_buckets", p.num_buckets());
   v("max_distance", p.max_distance());
+  v("t5_init_std", p.t5_init_std());
   v("scale_base", p.scale_base());
   v("fire_hidden", p.fire_hidden());
   v("fire_threshold", p.fire_threshold());

@@ -44,6 +44,10 @@ T5BiasEncoder::T5BiasEncoder(const PositionOptions& options, const PositionGeome
   TORCH_CHECK(max_distance_ > exact, "T5BiasEncoder: max_distance (", max_distance_,
               ") must exceed the exact-bucket range (", exact, ")");
   table_ = register_module("table", torch::nn::Embedding(num_buckets_, geometry.heads));
+  const double std =
+      options.t5_init_std() > 0 ? options.t5_init_std() : 1.0 / std::sqrt(static_cast<double>(geometry.d_model));
+  torch::NoGradGuard no_grad;
+  table_->weight.normal_(0.0, std);
 }
 
 torch::Tensor t5_relative_bucket(const torch::Tensor& relative, bool bidirectional, int64_t num_buckets,

@@ -80,6 +80,17 @@ RotaryEncoder::RotaryEncoder(const PositionOptions& options, const PositionGeome
               ") must be a positive multiple of 2 x axes = ", 2 * axes_);
   TORCH_CHECK(scaling_.factor() >= 1.0, "RotaryEncoder: scaling.factor must be >= 1, got ", scaling_.factor());
   inv_freq_ = register_buffer("inv_freq", inverse_frequencies(rotary_dim_ / axes_, options.base()));
+  TORCH_CHECK(options.unrotated() >= 0.0 && options.unrotated() < 1.0,
+              "RotaryEncoder: unrotated must be in [0, 1), got ", options.unrotated());
+  if (options.unrotated() > 0) {  // p-RoPE: the slowest pairs of each axis' ladder keep angle 0
+    TORCH_CHECK(!xpos_, "RotaryEncoder: unrotated applies to rotary, not xPos");
+    const auto pairs = inv_freq_.size(0);
+    const auto still = static_cast<int64_t>(std::llround(options.unrotated() * static_cast<double>(pairs)));
+    TORCH_CHECK(still < pairs, "RotaryEncoder: unrotated ", options.unrotated(), " leaves none of the ", pairs,
+                " pairs rotating");
+    torch::NoGradGuard no_grad;
+    inv_freq_.narrow(0, pairs - still, still).zero_();
+  }
   attention_factor_ = scale_frequencies(inv_freq_, scaling_, 1).attention_factor;
   if (xpos_) {
     TORCH_CHECK(axes_ == 1, "RotaryEncoder: xPos is 1-D, got ", axes_, " axes");

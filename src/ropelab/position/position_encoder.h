@@ -59,6 +59,9 @@ struct PositionOptions {
   TORCH_ARG(RotaryLayout, layout) = RotaryLayout::half;
   /// rotary, rotary_nd: fraction of the head dimension rotated (GPT-NeoX rotary_pct).
   TORCH_ARG(double, fraction) = 1.0;
+  /// rotary, rotary_nd: the fraction of the rotated pairs, the lowest frequencies, left
+  /// unrotated (their frequency is 0): p-RoPE with p = 1 - unrotated (Barbero et al. 2025).
+  TORCH_ARG(double, unrotated) = 0.0;
   /// rotary, rotary_nd: implementation (eager | script | fused); all give the same values.
   TORCH_ARG(RotaryImpl, rotary_impl) = RotaryImpl::fused;
   /// rotary: also rotate queries and keys in cross-attention. Off by default: source
@@ -69,6 +72,9 @@ struct PositionOptions {
   /// t5_bias: bucket count and the distance beyond which buckets saturate.
   TORCH_ARG(int64_t, num_buckets) = 32;
   TORCH_ARG(int64_t, max_distance) = 128;
+  /// t5_bias: the standard deviation of the table's normal initialisation; 0: d_model^-0.5,
+  /// as T5's reference implementations initialise it (Raffel et al. 2020).
+  TORCH_ARG(double, t5_init_std) = 0.0;
   /// xpos: positions over which the per-dimension decay zeta_i acts (zeta_i^(n/scale_base)).
   TORCH_ARG(double, scale_base) = 512.0;
   /// fire: hidden width of the MLP f_theta, and the initial threshold L of the

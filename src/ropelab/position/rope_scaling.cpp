@@ -29,7 +29,9 @@ torch::Tensor yarn_ramp(const torch::Tensor& theta, const RopeScalingOptions& o)
   // The ladder theta_i = theta_0 * q^i: the (fractional) pair index that turns n times over L.
   const auto half = theta.size(0);
   TORCH_CHECK(half >= 2, "RoPE scaling: yarn needs at least 4 rotated dimensions, got ", 2 * half);
-  const double theta0 = theta[0].item<double>(), step = std::log(theta0 / theta[1].item<double>());
+  const double theta0 = theta[0].item<double>(), theta1 = theta[1].item<double>();
+  TORCH_CHECK(theta1 > 0, "RoPE scaling: yarn needs at least 2 rotating pairs (model.position.unrotated)");
+  const double step = std::log(theta0 / theta1);
   auto pair_turning = [&](double n) { return std::log(L * theta0 / (2.0 * M_PI * n)) / step; };
   const double dims = 2.0 * static_cast<double>(half);
   const double low = std::max(std::floor(pair_turning(o.beta_fast())), 0.0);
