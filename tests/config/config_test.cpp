@@ -83,6 +83,66 @@ TEST_F(ConfigTest, ValidationFollowsThePositionRegistry) {
   }
 }
 
+// The settings measured in tokens follow a language model's training context unless given
+// (position/context_defaults.h: learned C, T5 max(C / 4, buckets), xPos C / 2, FIRE C); a
+// translator keeps the absolute values; --dump-config shows the values in force.
+TEST_F(ConfigTest, LengthSettingsFollowTheTrainingContext) {
+  struct Case {
+    std::vector<std::string> set;
+    int64_t max_len, max_distance;
+    double scale_base, fire_threshold;
+  };
+  const std::vector<Case> cases = {
+      {{"task=lm", "data.format=text", "data.context=512"}, 512, 128, 256, 512},
+      {{"task=lm", "data.format=text", "data.context=128"}, 128, 32, 64, 128},
+      {{"task=lm", "data.format=text", "data.context=64"}, 64, 32, 32, 64},  // T5: no fewer than the buckets
+      {{"task=lm", "data.format=text", "data.context=64", "model.position.num_buckets=8"}, 64, 16, 32, 64},
+      {{}, 1024, 128, 512, 512},  // translation
+      {{"task=lm", "data.format=text", "data.context=512", "model.position.max_len=2048",
+        "model.position.max_distance=100", "model.position.scale_base=300", "model.position.fire_threshold=77"},
+       2048,
+       100,
+       300,
+       77},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.set));
+    const auto config = load_config({{}, c.set});
+    for (const auto* p : {&config.model.encoder_position(), &config.model.decoder_position()}) {
+      EXPECT_EQ(p->max_len(), c.max_len);
+      EXPECT_EQ(p->max_distance(), c.max_distance);
+      EXPECT_DOUBLE_EQ(p->scale_base(), c.scale_base);
+      EXPECT_DOUBLE_EQ(p->fire_threshold(), c.fire_threshold);
+    }
+    const auto dumped = dump_config(config);
+    EXPECT_NE(dumped.find("max_distance: " + std::to_string(c.max_distance)), std::string::npos) << dumped;
+    // The dump holds the values, not the rule: it loads to the same config at any context.
+    auto file = write("dumped.yaml", dumped);
+    const auto reloaded = load_config({{file}, {"data.context=32"}});
+    EXPECT_EQ(reloaded.model.decoder_position().max_len(), c.max_len);
+    EXPECT_EQ(reloaded.model.decoder_position().max_distance(), c.max_distance);
+  }
+  EXPECT_EQ(load_error({}, {"model.position.max_distance=-3"}),
+            "--set: model.encoder_position.max_distance=-3 must be positive (unset: from the training context)");
+}
+
+// RoPE/NoPE interleaving is an option of rotating encoders only.
+TEST_F(ConfigTest, NopeEveryAppliesToRotations) {
+  const std::vector<std::string> lm = {"task=lm", "data.format=text", "model.position.nope_every=4"};
+  auto with = [&](const std::string& type) {
+    auto all = lm;
+    all.push_back("model.position.type=" + type);
+    return all;
+  };
+  EXPECT_EQ(load_config({{}, with("rotary")}).model.decoder_position().nope_every(), 4);
+  EXPECT_EQ(load_error({}, with("xpos")), "");
+  EXPECT_EQ(load_error({}, with("alibi")),
+            "--set: model.decoder_position.nope_every=4 applies to rotary, rotary_nd and xpos only, not "
+            "model.decoder_position.type=alibi");
+  EXPECT_EQ(load_error({}, {"model.position.nope_every=-1"}),
+            "--set: model.encoder_position.nope_every=-1 must be >= 0 (0 = every layer rotates)");
+}
+
 // Length-generalisation encoders and RoPE scaling: every combination that cannot work is
 // one line naming the key and why.
 TEST_F(ConfigTest, IncompatiblePositionChoicesNameTheKeyAndTheReason) {

@@ -79,30 +79,43 @@ TEST_F(BiasEncoders, KerpleIsTheLogarithmicKernel) {
       }
 }
 
-// Kerple (power): -r1 |i - j|^r2, r1 clamped to >= 0.01 and r2 to [0.01, 2] where used, as
-// in the authors' code; the gradient at distance 0 is finite (d^r2 log d is taken as 0 there).
+// Kerple (power): -r1 |i - j|^r2 with r1 >= 0.01 and r2 in [0.01, 2]; the gradient at
+// distance 0 is finite (d^r2 log d is taken as 0 there). kerple_bound `reset` (default)
+// writes values past a bound back to it, as the authors' code, and keeps their gradient;
+// `clamp` leaves the values and has no gradient past a bound.
 TEST_F(BiasEncoders, KerplePowerIsThePowerKernel) {
-  for (bool causal : {true, false}) {
-    auto encoder = make(PositionType::kerple_power, causal);
-    auto& kerple = dynamic_cast<KerpleEncoder&>(*encoder);
-    ASSERT_EQ(kerple.form(), KerpleEncoder::Form::power);
-    {
-      torch::NoGradGuard no_grad;
-      kerple.r1.copy_(torch::tensor({0.7, 0.001, 1.3, 0.2}));
-      kerple.r2.copy_(torch::tensor({1.5, 0.8, 2.6, 0.0}));
+  for (const auto bound : {KerpleBound::reset, KerpleBound::clamp})
+    for (bool causal : {true, false}) {
+      SCOPED_TRACE(to_string(bound));
+      auto encoder = make_position_encoder(PositionOptions().type(PositionType::kerple_power).kerple_bound(bound),
+                                           PositionGeometry{32, 4, causal});
+      auto& kerple = dynamic_cast<KerpleEncoder&>(*encoder);
+      ASSERT_EQ(kerple.form(), KerpleEncoder::Form::power);
+      {
+        torch::NoGradGuard no_grad;
+        kerple.r1.copy_(torch::tensor({0.7, 0.001, 1.3, 0.2}));
+        kerple.r2.copy_(torch::tensor({1.5, 0.8, 2.6, 0.0}));
+      }
+      const double r1[] = {0.7, 0.01, 1.3, 0.2}, r2[] = {1.5, 0.8, 2.0, 0.01};
+      auto bias = kerple.logit_bias(torch::arange(6), torch::arange(6));  // (1, 4, 6, 6)
+      for (int64_t h = 0; h < 4; ++h)
+        for (int64_t i = 0; i < 6; ++i)
+          for (int64_t j = 0; j < 6; ++j)
+            EXPECT_NEAR(bias[0][h][i][j].item<double>(), -r1[h] * std::pow(std::abs(i - j), r2[h]), 1e-5)
+                << h << " " << i << " " << j;
+      bias.sum().backward();
+      EXPECT_TRUE(torch::isfinite(kerple.r1.grad()).all().item<bool>());
+      EXPECT_TRUE(torch::isfinite(kerple.r2.grad()).all().item<bool>());
+      const bool reset = bound == KerpleBound::reset;
+      // The stored values: reset inside the bounds, or left where they were.
+      EXPECT_NEAR(kerple.r1[1].item<double>(), reset ? 0.01 : 0.001, 1e-7);
+      EXPECT_NEAR(kerple.r2[2].item<double>(), reset ? 2.0 : 2.6, 1e-6);
+      // The gradient of the parameters past a bound: the kernel's own, or none.
+      EXPECT_EQ(kerple.r1.grad()[1].item<double>() != 0.0, reset);
+      EXPECT_EQ(kerple.r2.grad()[2].item<double>() != 0.0, reset);
+      EXPECT_EQ(kerple.r2.grad()[3].item<double>() != 0.0, reset);
+      EXPECT_NE(kerple.r2.grad()[0].item<double>(), 0.0);  // inside the bounds: always
     }
-    const double r1[] = {0.7, 0.01, 1.3, 0.2}, r2[] = {1.5, 0.8, 2.0, 0.01};
-    auto bias = kerple.logit_bias(torch::arange(6), torch::arange(6));  // (1, 4, 6, 6)
-    for (int64_t h = 0; h < 4; ++h)
-      for (int64_t i = 0; i < 6; ++i)
-        for (int64_t j = 0; j < 6; ++j)
-          EXPECT_NEAR(bias[0][h][i][j].item<double>(), -r1[h] * std::pow(std::abs(i - j), r2[h]), 1e-5)
-              << h << " " << i << " " << j;
-    bias.sum().backward();
-    EXPECT_TRUE(torch::isfinite(kerple.r1.grad()).all().item<bool>());
-    EXPECT_TRUE(torch::isfinite(kerple.r2.grad()).all().item<bool>());
-    EXPECT_EQ(kerple.r2.grad()[2].item<double>(), 0.0);  // clamped at 2: no gradient
-  }
 }
 
 // FIRE: f(psi(i - j) / psi(max(L, i))) with psi(x) = log(c x + 1), written out by hand

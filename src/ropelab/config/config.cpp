@@ -10,6 +10,7 @@
 
 #include "ropelab/config/schema.h"
 #include "ropelab/config/yaml_merge.h"
+#include "ropelab/position/context_defaults.h"
 #include "ropelab/position/position_traits.h"
 #include "ropelab/util/enum_names.h"
 
@@ -283,6 +284,16 @@ void validate(const Config& c, const Reader& r) {
                 " only, not " + key + ".type=" + traits.name);
     require(s.factor() >= 1, key + ".scaling.factor", s.factor(), "must be >= 1 (the extension ratio)");
     require(p.t5_init_std() >= 0, key + ".t5_init_std", p.t5_init_std(), "must be >= 0 (0 = d_model^-0.5)");
+    for (const auto& [name, value] : {std::pair<const char*, double>{"max_len", p.max_len()},
+                                      {"max_distance", p.max_distance()},
+                                      {"scale_base", p.scale_base()},
+                                      {"fire_threshold", p.fire_threshold()}})
+      require(value > 0, key + "." + name, value, "must be positive (unset: from the training context)");
+    require(p.nope_every() >= 0, key + ".nope_every", p.nope_every(), "must be >= 0 (0 = every layer rotates)");
+    require(p.nope_every() == 0 || traits.kind == PositionKind::rotary, key + ".nope_every", p.nope_every(),
+            "applies to " +
+                position_names(position_types([](const PositionTraits& t) { return t.kind == PositionKind::rotary; })) +
+                " only, not " + key + ".type=" + traits.name);
     require(s.beta_fast() > s.beta_slow(), key + ".scaling.beta_fast", s.beta_fast(),
             "must exceed scaling.beta_slow=" + show(s.beta_slow()));
     require(s.original_max() > 0 || (s.type() != RopeScalingType::yarn && s.type() != RopeScalingType::dynamic_ntk),
@@ -385,13 +396,18 @@ Config load_config(const ConfigSources& sources) {
   }
 
   Config config;
+  const auto stacks = {&config.model.encoder_position(), &config.model.decoder_position()};
+  for (auto* p : stacks) unset_length_settings(*p);
   Reader reader(root, origins);
   describe(reader, config);
   reader.reject_unknown();
-  // Scaling that needs the training context takes a language model's data.context.
-  for (auto* p : {&config.model.encoder_position(), &config.model.decoder_position()})
-    if (p->scaling().original_max() == 0 && config.task == TaskType::lm)
-      p->scaling().original_max(config.data.context());
+  // Settings measured in tokens follow a language model's training context, data.context
+  // (position/context_defaults.h); scaling that needs the training context takes it too.
+  const int64_t context = config.task == TaskType::lm ? config.data.context() : 0;
+  for (auto* p : stacks) {
+    resolve_length_settings(*p, context);
+    if (p->scaling().original_max() == 0) p->scaling().original_max(context);
+  }
   validate(config, reader);
   return config;
 }

@@ -18,6 +18,7 @@ void describe(V& v, PositionOptions& p) {
   v.choice("layout", p.layout(), parse_rotary_layout);
   v("fraction", p.fraction());
   v("unrotated", p.unrotated());
+  v("nope_every", p.nope_every());
   v.choice("rotary_impl", p.rotary_impl(), parse_rotary_impl);
   v("rotate_cross_attention", p.rotate_cross_attention());
   v("axes", p.axes());
@@ -27,6 +28,7 @@ void describe(V& v, PositionOptions& p) {
   v("scale_base", p.scale_base());
   v("fire_hidden", p.fire_hidden());
   v("fire_threshold", p.fire_threshold());
+  v.choice("kerple_bound", p.kerple_bound(), parse_kerple_bound);
   v.section("scaling", [&] {
     auto& s = p.scaling();
     v.choice("type", s.type(), parse_rope_scaling_type);

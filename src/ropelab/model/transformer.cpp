@@ -85,9 +85,13 @@ StackImpl::StackImpl(const StackOptions& options) : options_(options) {
   PositionGeometry geometry{layer.d_model(), layer.heads(), options.causal()};
   position_ = register_module("position", make_position_encoder(options.position(), geometry));
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < options.layers(); ++i)
-    layers->push_back(TransformerLayer(layer, options.causal(), options.cross_attention(), position_,
+  const int64_t nope_every = options.position().nope_every();
+  for (int64_t i = 0; i < options.layers(); ++i) {
+    // RoPE/NoPE interleaving: layers nope_every, 2 nope_every, ... rotate nothing.
+    const bool nope = nope_every > 0 && (i + 1) % nope_every == 0;
+    layers->push_back(TransformerLayer(layer, options.causal(), options.cross_attention(), nope ? nullptr : position_,
                                        options.position().rotate_cross_attention()));
+  }
   if (layer.norm() == NormPosition::pre)
     final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({layer.d_model()})));
   dropout_ = register_module("dropout", Dropout(layer.dropout()));

@@ -1,6 +1,7 @@
 // Position encoders that act through an additive attention-logit bias: T5, ALiBi,
 // Kerple and FIRE (declared in position/encoders.h).
 #include <cmath>
+#include <limits>
 
 #include "ropelab/position/encoders.h"
 
@@ -112,8 +113,7 @@ constexpr double kKerpleMin = 1e-2;  // the authors' clamp keeping r1, r2 > 0
 }
 
 KerpleEncoder::KerpleEncoder(const PositionOptions& options, const PositionGeometry& geometry, Form form)
-    : form_(form) {
-  (void)options;
+    : form_(form), bound_(options.kerple_bound()) {
   const bool log = form == Form::log;
   r1 = register_parameter("r1", torch::rand({geometry.heads}) * (log ? 2.0 : 1.0));
   r2 = register_parameter("r2", torch::rand({geometry.heads}) * (log ? 1.0 : 2.0));
@@ -122,9 +122,21 @@ KerpleEncoder::KerpleEncoder(const PositionOptions& options, const PositionGeome
 torch::Tensor KerpleEncoder::relative_bias(const torch::Tensor& relative) {
   const auto dims = relative.dim();
   auto distance = relative.abs().to(r1.scalar_type()).unsqueeze(0);
-  const auto scale = per_head(r1.clamp_min(kKerpleMin), dims);
-  if (form_ == Form::power) return -scale * distance.pow(per_head(r2.clamp(kKerpleMin, 2.0), dims));
-  return -scale * torch::log1p(per_head(r2.clamp_min(kKerpleMin), dims) * distance);
+  const double r2_max = form_ == Form::power ? 2.0 : std::numeric_limits<double>::infinity();
+  torch::Tensor a = r1, b = r2;
+  if (bound_ == KerpleBound::reset) {
+    // The authors' reset: the stored values move back inside the bounds. Through
+    // variable_data() the write leaves autograd's version counter alone, so a graph of an
+    // earlier call stays valid, and the kernel below is differentiated at the reset values.
+    r1.variable_data().clamp_min_(kKerpleMin);
+    r2.variable_data().clamp_(kKerpleMin, r2_max);
+  } else {
+    a = r1.clamp_min(kKerpleMin);
+    b = r2.clamp(kKerpleMin, r2_max);
+  }
+  const auto scale = per_head(a, dims);
+  if (form_ == Form::power) return -scale * distance.pow(per_head(b, dims));
+  return -scale * torch::log1p(per_head(b, dims) * distance);
 }
 
 // --- FIRE ------------------------------------------------------------------------------

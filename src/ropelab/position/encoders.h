@@ -130,8 +130,10 @@ std::vector<double> alibi_slopes(int64_t heads);
 ///                              initialised r1 ~ U(0, 2), r2 ~ U(0, 1)
 ///   power (`kerple_power`)     -r1_h |i - j|^r2_h,  r1 > 0, 0 < r2 <= 2;
 ///                              initialised r1 ~ U(0, 1), r2 ~ U(0, 2)
-/// as in the authors' code: the bounds are kept by clamping where used (r1, r2 >= 1e-2,
-/// the power's r2 <= 2; no gradient beyond them), the draws from the model's seed.
+/// the draws from the model's seed. The bounds r1, r2 >= 1e-2 (the power's r2 <= 2) are
+/// kept as `kerple_bound` says: `reset` (default) writes a value past a bound back to it
+/// before use, as the authors' code does, so the gradient keeps flowing; `clamp` uses the
+/// clamped value, with no gradient past the bound.
 class KerpleEncoder : public RelativeBiasEncoder {
  public:
   enum class Form { log, power };
@@ -142,6 +144,7 @@ class KerpleEncoder : public RelativeBiasEncoder {
 
  private:
   Form form_;
+  KerpleBound bound_;
 };
 
 /// FIRE (Li et al. 2024, "Functional Interpolation for Relative Positions Improves Long

@@ -211,11 +211,13 @@ const EnumNames<SinusoidLayout, 2> kSinusoidNames{
     {{SinusoidLayout::interleaved, "interleaved"}, {SinusoidLayout::concat, "concat"}}};
 const EnumNames<RotaryLayout, 2> kRotaryNames{
     {{RotaryLayout::half, "half"}, {RotaryLayout::interleaved, "interleaved"}}};
+const EnumNames<KerpleBound, 2> kKerpleBoundNames{{{KerpleBound::reset, "reset"}, {KerpleBound::clamp, "clamp"}}};
 }  // namespace
 
 std::string to_string(PositionType type) { return position_traits(type).name; }
 std::string to_string(SinusoidLayout layout) { return enum_name(layout, kSinusoidNames); }
 std::string to_string(RotaryLayout layout) { return enum_name(layout, kRotaryNames); }
+std::string to_string(KerpleBound bound) { return enum_name(bound, kKerpleBoundNames); }
 PositionType parse_position_type(const std::string& name) {
   std::string valid;
   for (const auto& row : position_registry()) {
@@ -228,5 +230,6 @@ SinusoidLayout parse_sinusoid_layout(const std::string& name) {
   return parse_enum(name, kSinusoidNames, "sinusoid layout");
 }
 RotaryLayout parse_rotary_layout(const std::string& name) { return parse_enum(name, kRotaryNames, "rotary layout"); }
+KerpleBound parse_kerple_bound(const std::string& name) { return parse_enum(name, kKerpleBoundNames, "Kerple bound"); }
 
 }  // namespace ropelab

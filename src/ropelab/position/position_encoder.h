@@ -45,11 +45,18 @@ enum class SinusoidLayout { interleaved, concat };
 /// Rotary pairing: `half` pairs (i, i + r/2) as GPT-NeoX; `interleaved` pairs
 /// (2i, 2i + 1) as GPT-J, Mesh-TF-JAX and roformer.
 enum class RotaryLayout { half, interleaved };
+/// Kerple's positivity bounds (r1, r2 >= 0.01; the power's r2 <= 2): `reset` sets a value
+/// past a bound back to it before use, as the authors' code does, and the gradient is the
+/// kernel's own, so a parameter at a bound can move back; `clamp` uses the clamped value,
+/// whose gradient is 0 past the bound (a parameter there stays frozen).
+enum class KerpleBound { reset, clamp };
 
 struct PositionOptions {
   /// Which encoder.
   TORCH_ARG(PositionType, type) = PositionType::sinusoidal;
-  /// learned: table size; other absolute encoders accept any position.
+  /// learned: table size; other absolute encoders accept any position. This and the
+  /// other length-dependent settings (max_distance, scale_base, fire_threshold) are set
+  /// relative to the training context in a Config (position/context_defaults.h).
   TORCH_ARG(int64_t, max_len) = 1024;
   /// sinusoidal: dimension layout.
   TORCH_ARG(SinusoidLayout, sinusoid_layout) = SinusoidLayout::interleaved;
@@ -62,6 +69,9 @@ struct PositionOptions {
   /// rotary, rotary_nd: the fraction of the rotated pairs, the lowest frequencies, left
   /// unrotated (their frequency is 0): p-RoPE with p = 1 - unrotated (Barbero et al. 2025).
   TORCH_ARG(double, unrotated) = 0.0;
+  /// rotary, rotary_nd, xpos: every `nope_every`-th layer (layers N, 2N, ...) rotates
+  /// nothing: RoPE interleaved with NoPE layers (Yang et al. 2025); 0: every layer rotates.
+  TORCH_ARG(int64_t, nope_every) = 0;
   /// rotary, rotary_nd: implementation (eager | script | fused); all give the same values.
   TORCH_ARG(RotaryImpl, rotary_impl) = RotaryImpl::fused;
   /// rotary: also rotate queries and keys in cross-attention. Off by default: source
@@ -81,6 +91,8 @@ struct PositionOptions {
   /// normaliser psi(max(L, i)) (learned from there).
   TORCH_ARG(int64_t, fire_hidden) = 32;
   TORCH_ARG(double, fire_threshold) = 512.0;
+  /// kerple, kerple_power: how the parameters keep their bounds.
+  TORCH_ARG(KerpleBound, kerple_bound) = KerpleBound::reset;
   /// rotary, rotary_nd: RoPE scaling for contexts past the training context.
   TORCH_ARG(RopeScalingOptions, scaling);
 };
@@ -148,8 +160,10 @@ torch::Tensor relative_bias_table(PositionEncoderImpl& encoder, int64_t tq, int6
 std::string to_string(PositionType type);
 std::string to_string(SinusoidLayout layout);
 std::string to_string(RotaryLayout layout);
+std::string to_string(KerpleBound bound);
 PositionType parse_position_type(const std::string& name);
 SinusoidLayout parse_sinusoid_layout(const std::string& name);
 RotaryLayout parse_rotary_layout(const std::string& name);
+KerpleBound parse_kerple_bound(const std::string& name);
 
 }  // namespace ropelab

@@ -1,0 +1,41 @@
+// The experiment files in experiments/: each loads, and every variant's config validates;
+// the recorded 128-context studies keep the position settings they were measured with.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../test_util.h"
+#include "ropelab/experiment/spec.h"
+
+using namespace ropelab;
+
+TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings) {
+  // Paths in experiment files are from the repository root.
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(ROPELAB_SOURCE_DIR);
+  int experiments = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("experiments")) {
+    const auto name = entry.path().stem().string();
+    if (entry.path().extension() != ".yaml" || name.rfind("ablate_", 0) != 0) continue;
+    SCOPED_TRACE(name);
+    ++experiments;
+    const auto spec = load_experiment(entry.path().string());
+    const bool recorded = name != "ablate_translator_positions";  // the language-model studies at context 128
+    for (const auto& variant : expand_grid(spec)) {
+      SCOPED_TRACE(variant.name);
+      const auto config = variant_config(spec, variant, spec.seeds.front());
+      if (!recorded) continue;
+      const auto& p = config.model.decoder_position();
+      EXPECT_EQ(config.data.context(), 128);
+      EXPECT_EQ(p.max_len(), 1024);
+      EXPECT_EQ(p.max_distance(), 128);
+      EXPECT_DOUBLE_EQ(p.scale_base(), 512);
+      EXPECT_DOUBLE_EQ(p.fire_threshold(), 512);
+      EXPECT_DOUBLE_EQ(p.t5_init_std(), 1);
+      EXPECT_EQ(p.kerple_bound(), KerpleBound::clamp);
+      EXPECT_EQ(p.scaling().ramp(), YarnRamp::continuous);
+    }
+  }
+  std::filesystem::current_path(cwd);
+  EXPECT_GE(experiments, 6);
+}
