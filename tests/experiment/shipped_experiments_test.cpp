@@ -34,6 +34,7 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
       EXPECT_DOUBLE_EQ(p.t5_init_std(), 1);
       EXPECT_EQ(p.kerple_bound(), KerpleBound::clamp);
       EXPECT_EQ(p.scaling().ramp(), YarnRamp::continuous);
+      EXPECT_EQ(p.scaling().dynamic(), DynamicLength::call);
     }
   }
   std::filesystem::current_path(cwd);

@@ -26,6 +26,8 @@ Papers:
               Large Language Models", arXiv:2309.00071:
               NTK-aware base' = base * s**(r/(r-2));
               Dynamic NTK uses s = max(1, length/original_max) (configured factor unused);
+              per token, the length is the one seen at the token: its position + 1,
+              so the token at n is rotated with the base of s(n) = max(1, (n+1)/L);
               YaRN (paper's continuous form): lambda_i = 2*pi/theta_i,
               r_i = original_max/lambda_i, ramp gamma(r) = 0 (r < alpha),
               1 (r > beta), (r-alpha)/(beta-alpha) otherwise, alpha=1, beta=32;
@@ -181,12 +183,27 @@ def rope_cases():
     return cases
 
 
+def dynamic_ntk_token_case(rotary_dim, original_max, base=10000.0):
+    """Each position n rotated with the NTK base at the length seen, n + 1."""
+    positions = [0, 1, 5, original_max - 2, original_max - 1, original_max,
+                 2 * original_max - 1, 1000, 4095]
+    angles = []
+    for n in positions:
+        s = max(1.0, (n + 1.0) / original_max)
+        freqs = rope_inv_freq(rotary_dim, ntk_base(base, s, rotary_dim))
+        angles.append([n * f for f in freqs])
+    return {"rotary_dim": rotary_dim, "original_max": original_max, "base": base,
+            "positions": positions, "angles": angles}
+
+
 def build():
     return {
         "generator": GENERATOR,
         "alibi_slopes": {str(n): alibi_slopes(n) for n in (4, 8, 12, 16)},
         "xpos": xpos_block(),
         "rope_scaling": rope_cases(),
+        "dynamic_ntk_per_token": [dynamic_ntk_token_case(16, 128), dynamic_ntk_token_case(64, 128),
+                                  dynamic_ntk_token_case(32, 512, base=500000.0)],
     }
 
 

@@ -34,6 +34,11 @@ std::vector<PositionOptions> causal_position_types() {
     out.push_back(PositionOptions()
                       .type(PositionType::rotary)
                       .scaling(RopeScalingOptions().type(scaling).factor(2).original_max(4)));
+  out.push_back(
+      PositionOptions()
+          .type(PositionType::rotary)
+          .scaling(
+              RopeScalingOptions().type(RopeScalingType::dynamic_ntk).original_max(4).dynamic(DynamicLength::call)));
   return out;
 }
 
@@ -92,9 +97,11 @@ TEST_F(Transformer, DecoderIsCausalForEveryPositionEncoder) {
     changed.narrow(1, 5, 3).random_(1, 23);
     EXPECT_LT(max_diff(lm(tgt).narrow(1, 0, 5), lm(changed).narrow(1, 0, 5)), 1e-5);
     EXPECT_LT(max_diff(model(src, tgt).narrow(1, 0, 5), model(src, changed).narrow(1, 0, 5)), 1e-5);
-    // Dynamic NTK's angles follow the whole sequence's length (Peng et al. 2023), so only
-    // sequences of one length compare; for the others a missing future changes nothing too.
-    if (position.scaling().type() != RopeScalingType::dynamic_ntk) {
+    // Dynamic NTK per call follows the whole sequence's length, so only sequences of one
+    // length compare; for the others (per token included) a missing future changes nothing.
+    const bool per_call = position.scaling().type() == RopeScalingType::dynamic_ntk &&
+                          position.scaling().dynamic() == DynamicLength::call;
+    if (!per_call) {
       EXPECT_LT(max_diff(lm(tgt).narrow(1, 0, 5), lm(tgt.narrow(1, 0, 5))), 1e-5);
     }
     EXPECT_GT(max_diff(lm(tgt).narrow(1, 5, 3), lm(changed).narrow(1, 5, 3)), 1e-3);
@@ -296,21 +303,25 @@ TEST_F(Transformer, CachedDecodingEqualsFullRecomputation) {
     ropelab::testing::expect_cached_decoding_matches_full(
         tiny_options().encoder_position(position).decoder_position(position), 1e-5);
   }
-  // xPos and every RoPE scaling but dynamic NTK in the decoders
+  // xPos and every RoPE scaling but dynamic NTK per call in the decoders
   for (const auto& position : causal_position_types()) {
     SCOPED_TRACE(to_string(position.type()) + "/" + to_string(position.scaling().type()));
-    if (position.scaling().type() == RopeScalingType::dynamic_ntk) continue;  // below
+    if (position.scaling().type() == RopeScalingType::dynamic_ntk &&
+        position.scaling().dynamic() == DynamicLength::call)
+      continue;  // below
     ropelab::testing::expect_cached_decoding_matches_full(tiny_options().decoder_position(position), 1e-5);
   }
 }
 
-// Dynamic NTK's angles follow the whole sequence's length: with two layers, a cache would
+// Dynamic NTK per call follows the whole sequence's length: with two layers, a cache would
 // keep the first layer's outputs of earlier tokens from a shorter sequence, which no
-// re-rotation of keys repairs, so its stacks refuse a cache and decoding recomputes.
+// re-rotation of keys repairs, so its stacks refuse a cache and decoding recomputes. Per
+// token (the default) a token's rotation never changes, and its stacks decode with a cache.
 TEST_F(Transformer, DynamicNtkDecodesByRecomputingThePrefix) {
-  auto dynamic = PositionOptions()
-                     .type(PositionType::rotary)
-                     .scaling(RopeScalingOptions().type(RopeScalingType::dynamic_ntk).original_max(4));
+  auto scaling = RopeScalingOptions().type(RopeScalingType::dynamic_ntk).original_max(4);
+  auto per_token = PositionOptions().type(PositionType::rotary).scaling(scaling);
+  EXPECT_TRUE(LanguageModel(tiny_options().decoder_position(per_token))->decoder->decodes_incrementally());
+  auto dynamic = PositionOptions().type(PositionType::rotary).scaling(scaling.dynamic(DynamicLength::call));
   LanguageModel lm(tiny_options().decoder_position(dynamic));
   LanguageModel plain(tiny_options().decoder_position(PositionOptions().type(PositionType::rotary)));
   EXPECT_FALSE(lm->decoder->decodes_incrementally());

@@ -79,15 +79,45 @@ TEST_F(RopeScaling, TheRotaryEncoderScalesItsAnglesNotItsBuffer) {
   }
 }
 
-// Dynamic NTK scales by the call's length (largest position + 1): below the training
-// context it is plain rotary, at 512 = 4 x 128 it is NTK with s = 4.
+// Dynamic NTK per token (the default): the token at n takes the NTK base of the length it
+// has seen, n + 1, against tests/golden/length_golden.py; the same positions give the same
+// angles in any call (a window's first tokens, the later steps of a decode), so the
+// encoder does not follow the call's length.
+TEST_F(RopeScaling, DynamicNtkPerTokenFollowsTheLengthSeenAtEachToken) {
+  const auto& cases = golden("length_golden.json").at("dynamic_ntk_per_token");
+  ASSERT_EQ(cases.size(), 3u);
+  for (const auto& c : cases) {
+    const auto r = c.at("rotary_dim").get<int64_t>();
+    SCOPED_TRACE(r);
+    auto scaling =
+        RopeScalingOptions().type(RopeScalingType::dynamic_ntk).original_max(c.at("original_max").get<int64_t>());
+    ASSERT_EQ(scaling.dynamic(), DynamicLength::token);
+    RotaryEncoder rotary(PositionOptions().base(c.at("base").get<double>()).scaling(scaling),
+                         PositionGeometry{r, 1, true}, 1);
+    EXPECT_FALSE(rotary.follows_length());
+    const auto positions = c.at("positions").get<std::vector<int64_t>>();
+    std::vector<torch::Tensor> rows;
+    for (const auto& row : c.at("angles")) rows.push_back(tensor_of(row));
+    const auto expected = torch::stack(rows, 0);
+    auto angles = rotary.angles(Positions(torch::tensor(positions))).to(torch::kDouble);
+    EXPECT_LT(max_diff(angles, expected), 2e-6 * std::max(1.0, expected.abs().max().item<double>()));
+    // a position's angles do not depend on the others in the call (batched rows alike)
+    auto alone = rotary.angles(Positions(torch::tensor({positions.back()}))).to(torch::kDouble);
+    EXPECT_TRUE(torch::equal(alone[0], angles[-1]));
+  }
+}
+
+// Dynamic NTK per call (scaling.dynamic: call) scales by the call's length (largest
+// position + 1): below the training context it is plain rotary, at 512 = 4 x 128 it is
+// NTK with s = 4.
 TEST_F(RopeScaling, DynamicNtkFollowsTheLengthOfTheCall) {
   const auto& cases = golden("length_golden.json").at("rope_scaling");
   for (const auto& c : cases) {
     if (c.at("type").get<std::string>() != "dynamic_ntk") continue;
     const auto length = c.at("length").get<int64_t>();
     SCOPED_TRACE(length);
-    RotaryEncoder rotary(PositionOptions().scaling(options_of(c)), PositionGeometry{16, 1, true}, 1);
+    RotaryEncoder rotary(PositionOptions().scaling(options_of(c).dynamic(DynamicLength::call)),
+                         PositionGeometry{16, 1, true}, 1);
     EXPECT_TRUE(rotary.follows_length());
     auto angles = rotary.angles(Positions(torch::arange(length))).to(torch::kDouble);  // (length, 8)
     auto expected = torch::arange(length, torch::kDouble).unsqueeze(1) * tensor_of(c.at("inv_freq"));

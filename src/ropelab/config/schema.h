@@ -37,6 +37,7 @@ void describe(V& v, PositionOptions& p) {
     v("beta_fast", s.beta_fast());
     v("beta_slow", s.beta_slow());
     v.choice("ramp", s.ramp(), parse_yarn_ramp);
+    v.choice("dynamic", s.dynamic(), parse_dynamic_length);
   });
 }
 

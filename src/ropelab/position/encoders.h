@@ -48,7 +48,9 @@ class RotaryEncoder : public PositionEncoderImpl {
  public:
   RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes, bool xpos = false);
   bool rotates() const override { return true; }
-  bool follows_length() const override { return scaling_.type() == RopeScalingType::dynamic_ntk; }
+  bool follows_length() const override {
+    return scaling_.type() == RopeScalingType::dynamic_ntk && scaling_.dynamic() == DynamicLength::call;
+  }
   torch::Tensor rotate(const torch::Tensor& x, const Positions& positions) override;
   std::pair<torch::Tensor, torch::Tensor> rotate_pair(const torch::Tensor& q, const torch::Tensor& k,
                                                       const Positions& positions) override;

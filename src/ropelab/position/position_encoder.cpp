@@ -79,6 +79,10 @@ RotaryEncoder::RotaryEncoder(const PositionOptions& options, const PositionGeome
               " = fraction ", options.fraction(), " x head_dim ", head_dim_,
               ") must be a positive multiple of 2 x axes = ", 2 * axes_);
   TORCH_CHECK(scaling_.factor() >= 1.0, "RotaryEncoder: scaling.factor must be >= 1, got ", scaling_.factor());
+  TORCH_CHECK(
+      scaling_.type() != RopeScalingType::dynamic_ntk || scaling_.dynamic() == DynamicLength::call || axes_ == 1,
+      "RotaryEncoder: dynamic_ntk per token needs 1-D positions (", axes_,
+      " axes have no one length seen); use scaling.dynamic: call");
   inv_freq_ = register_buffer("inv_freq", inverse_frequencies(rotary_dim_ / axes_, options.base()));
   TORCH_CHECK(options.unrotated() >= 0.0 && options.unrotated() < 1.0,
               "RotaryEncoder: unrotated must be in [0, 1), got ", options.unrotated());
@@ -108,7 +112,9 @@ torch::Tensor RotaryEncoder::angles(const Positions& positions) const {
   TORCH_CHECK(positions.axes() == axes_, "RotaryEncoder: expected positions with ", axes_,
               " coordinates per token, got ", positions.axes());
   const auto coords = positions.coordinates();  // (..., T, N)
-  // dynamic NTK follows the length of the call: its largest position + 1
+  if (scaling_.type() == RopeScalingType::dynamic_ntk && scaling_.dynamic() == DynamicLength::token)
+    return dynamic_ntk_token_angles(inv_freq_, coords.squeeze(-1), scaling_.original_max());
+  // dynamic NTK per call follows the length of the call: its largest position + 1
   const int64_t length = follows_length() ? coords.max().item<int64_t>() + 1 : 0;
   const auto f = scale_frequencies(inv_freq_, scaling_, length);
   auto c = coords.to(f.inv_freq.dtype());

@@ -10,13 +10,15 @@ namespace {
 
 /// base' = base * s^(r/(r-2)) as a change of the ladder base^(-2i/r): each frequency
 /// is multiplied by s^(-2i/(r-2)). `theta` is (r/2) double.
-torch::Tensor ntk(const torch::Tensor& theta, double s) {
+/// The exponents -2i/(r-2) of that change, for the ladder `theta` (r/2).
+torch::Tensor ntk_exponents(const torch::Tensor& theta) {
   const auto half = theta.size(0);
   TORCH_CHECK(half >= 2, "RoPE scaling: ntk needs at least 4 rotated dimensions, got ", 2 * half);
   const double r = 2.0 * static_cast<double>(half);
-  auto i = torch::arange(half, theta.options());
-  return theta * torch::pow(s, -2.0 * i / (r - 2.0));
+  return -2.0 * torch::arange(half, theta.options()) / (r - 2.0);
 }
+
+torch::Tensor ntk(const torch::Tensor& theta, double s) { return theta * torch::pow(s, ntk_exponents(theta)); }
 
 /// YaRN's g_i (1: the frequency is kept, 0: interpolated) for the ladder `theta` (r/2)
 /// over the training context `L`.
@@ -81,6 +83,15 @@ ScaledFrequencies scale_frequencies(const torch::Tensor& inv_freq, const RopeSca
   return out;
 }
 
+torch::Tensor dynamic_ntk_token_angles(const torch::Tensor& inv_freq, const torch::Tensor& positions,
+                                       int64_t original_max) {
+  TORCH_CHECK(original_max > 0, "RoPE scaling: dynamic_ntk needs original_max, got ", original_max);
+  const auto theta = inv_freq.to(torch::kDouble);
+  const auto n = positions.to(theta.options()).unsqueeze(-1);                     // (..., T, 1)
+  const auto s = ((n + 1.0) / static_cast<double>(original_max)).clamp_min(1.0);  // the length seen
+  return (n * theta * torch::pow(s, ntk_exponents(theta))).to(inv_freq.scalar_type());
+}
+
 namespace {
 const EnumNames<RopeScalingType, 5> kScalingNames{{{RopeScalingType::none, "none"},
                                                    {RopeScalingType::linear, "linear"},
@@ -89,11 +100,16 @@ const EnumNames<RopeScalingType, 5> kScalingNames{{{RopeScalingType::none, "none
                                                    {RopeScalingType::yarn, "yarn"}}};
 
 const EnumNames<YarnRamp, 2> kRampNames{{{YarnRamp::reference, "reference"}, {YarnRamp::continuous, "continuous"}}};
+const EnumNames<DynamicLength, 2> kDynamicNames{{{DynamicLength::token, "token"}, {DynamicLength::call, "call"}}};
 }  // namespace
 
 std::string to_string(RopeScalingType type) { return enum_name(type, kScalingNames); }
 std::string to_string(YarnRamp ramp) { return enum_name(ramp, kRampNames); }
 YarnRamp parse_yarn_ramp(const std::string& name) { return parse_enum(name, kRampNames, "YaRN ramp"); }
+std::string to_string(DynamicLength length) { return enum_name(length, kDynamicNames); }
+DynamicLength parse_dynamic_length(const std::string& name) {
+  return parse_enum(name, kDynamicNames, "dynamic NTK length");
+}
 RopeScalingType parse_rope_scaling_type(const std::string& name) {
   return parse_enum(name, kScalingNames, "RoPE scaling type");
 }

@@ -8,8 +8,14 @@
 /// L = original_max, the training context:
 ///   linear       positions / s                          (Chen et al. 2023, position interpolation)
 ///   ntk          base' = base * s^(r / (r - 2))           ("NTK-aware" scaling)
-///   dynamic_ntk  ntk with s = max(1, length / L), length = the largest position + 1 of the
-///                call, so it grows as a sequence is decoded
+///   dynamic_ntk  ntk with s = max(1, l / L) at the length l seen (Peng et al. 2023, 3.3;
+///                Hugging Face's form with factor 1: `factor` is unused). `dynamic`:
+///                  token  each token takes the length seen at it, its position + 1: in a
+///                         window the token at n is rotated with the base of the prefix it
+///                         ends, and a decoded token with the base of its step; a token's
+///                         rotation never changes, so a cache stays valid
+///                  call   every token takes the call's length (its largest position + 1):
+///                         one base per window, and decoding recomputes the prefix
 ///   yarn         theta_i' = (1 - g_i) theta_i / s + g_i theta_i, interpolating the pairs that
 ///                turn few times over the training context and keeping those that turn often;
 ///                attention temperature sqrt(1/t) = 0.1 ln s + 1 multiplies q and k (Peng et
@@ -31,6 +37,8 @@ namespace ropelab {
 enum class RopeScalingType { none, linear, ntk, dynamic_ntk, yarn };
 /// YaRN's ramp between interpolated and kept frequencies (see above).
 enum class YarnRamp { reference, continuous };
+/// Dynamic NTK: the length each token's scale follows (see above).
+enum class DynamicLength { token, call };
 
 struct RopeScalingOptions {
   TORCH_ARG(RopeScalingType, type) = RopeScalingType::none;
@@ -43,6 +51,8 @@ struct RopeScalingOptions {
   TORCH_ARG(double, beta_slow) = 1.0;
   /// yarn: the authors' code's ramp over whole pairs, or the paper's continuous one.
   TORCH_ARG(YarnRamp, ramp) = YarnRamp::reference;
+  /// dynamic_ntk: the length seen by each token, or the call's length for all.
+  TORCH_ARG(DynamicLength, dynamic) = DynamicLength::token;
 };
 
 /// The scaled rotary frequencies of one call.
@@ -56,9 +66,17 @@ struct ScaledFrequencies {
 /// matters for dynamic_ntk only.
 ScaledFrequencies scale_frequencies(const torch::Tensor& inv_freq, const RopeScalingOptions& options, int64_t length);
 
+/// Dynamic NTK per token: angle(n, i) = n * theta_i * s(n)^(-2i/(r-2)), the NTK ladder
+/// at s(n) = max(1, (n + 1) / original_max), for `positions` (..., T) -> (..., T, r/2) in
+/// inv_freq's type.
+torch::Tensor dynamic_ntk_token_angles(const torch::Tensor& inv_freq, const torch::Tensor& positions,
+                                       int64_t original_max);
+
 std::string to_string(RopeScalingType type);
 RopeScalingType parse_rope_scaling_type(const std::string& name);
 std::string to_string(YarnRamp ramp);
 YarnRamp parse_yarn_ramp(const std::string& name);
+std::string to_string(DynamicLength length);
+DynamicLength parse_dynamic_length(const std::string& name);
 
 }  // namespace ropelab
