@@ -68,7 +68,9 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
       {"eval_scaling: [yarm]\n", "eval_scaling: yarm is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)"},
       {"eval_context: [128]\n",
        "unknown key eval_context (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling, "
-       "eval_tokens, passkey, finetune)"},
+       "eval_window_sinks, eval_tokens, passkey, finetune)"},
+      {"eval_window_sinks: [4]\n", "eval_window_sinks applies to language models (task lm)"},
+      {"eval_window_sinks: [-1]\n", "eval_window_sinks: -1 must be >= 0 (attention sinks)"},
       {"grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: model.position.type=rotary\n  steps: "
        "3\n",
        "finetune: unknown key steps (expected from, set, grid)"},
@@ -99,7 +101,8 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   const auto exp = (root / "exp.yaml").string();
   auto write_experiment = [&](const std::string& steps, const std::string& contexts,
                               const std::string& grid = "  model.position.type: [rotary]\n",
-                              const std::string& strides = "", const std::string& scaling = "") {
+                              const std::string& strides = "", const std::string& scaling = "",
+                              const std::string& more = "") {
     std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\n"
                        << "set: [task=lm, data.format=text, tokenizer.type=byte, data.context=8, data.train=" << text
                        << ", data.valid=" << text << ", data.test=" << text << ", train.steps=" << steps
@@ -108,7 +111,7 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
                           "grid:\n"
                        << grid << "eval_contexts: [" << contexts << "]\n"
                        << (strides.empty() ? "" : "eval_strides: [" + strides + "]\n")
-                       << (scaling.empty() ? "" : "eval_scaling: [" + scaling + "]\n");
+                       << (scaling.empty() ? "" : "eval_scaling: [" + scaling + "]\n") << more;
   };
   const auto out = (root / "out").string(), run_dir = out + "/runs/model.position.type=rotary.seed1";
   write_experiment("3", "8");
@@ -173,6 +176,21 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_EQ(sliding.at("tokens"), nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.json")).at("tokens"));
   EXPECT_NE(read_text(out + "/extrapolation.stride4.svg").find("windows sliding by 4"), std::string::npos);
   EXPECT_EQ(read_text(out + "/extrapolation.svg").find("sliding"), std::string::npos);
+
+  // Windowed attention at evaluation past the training context: a window of the 8 trained
+  // keys, alone and with 2 sinks; evaluations only
+  write_experiment("3", "8, 16", "  model.position.type: [rotary]\n", "", "", "eval_window_sinks: [0, 2]\n");
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  EXPECT_NE(read_text(out + "/results.md").find("| test_ppl@16 | test_ppl@16#w8 | test_ppl@16#w8s2 |"),
+            std::string::npos)
+      << read_text(out + "/results.md");
+  for (const char* sinks : {"0", "2"}) {
+    const auto windowed = nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.set_8_" + sinks + ".json"));
+    EXPECT_EQ(windowed.at("tokens"), nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.json")).at("tokens"));
+  }
+  EXPECT_NE(read_text(out + "/extrapolation.svg").find(">w8s2<"), std::string::npos);
 
   // RoPE scaling at evaluation: the rotary run evaluated again (not retrained) past its
   // training context, at factor 16 / 8 = 2; an ALiBi variant has no such columns

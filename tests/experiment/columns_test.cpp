@@ -21,6 +21,9 @@ TEST(Columns, EveryTableNameRoundTripsThroughItsKey) {
       {"test_ppl@2048/512", {Measure::test_ppl, 2048, 512}},
       {"test_ppl@1024+yarn", {Measure::test_ppl, 1024, 0, "yarn"}},
       {"test_ppl@1024+dynamic_ntk", {Measure::test_ppl, 1024, 0, "dynamic_ntk"}},
+      {"test_ppl@1024#w128", {Measure::test_ppl, 1024, 0, "", 128}},
+      {"test_ppl@1024#w128s4", {Measure::test_ppl, 1024, 0, "", 128, 4}},
+      {"test_ppl@1024/64#w128s4+yarn", {Measure::test_ppl, 1024, 64, "yarn", 128, 4}},
       {"passkey@248", {Measure::passkey, 248}},
   };
   for (const auto& [name, key] : cases) {
@@ -33,9 +36,26 @@ TEST(Columns, EveryTableNameRoundTripsThroughItsKey) {
 }
 
 TEST(Columns, NamesNoKeyGivesAreRefused) {
-  for (const std::string name :
-       {"", "bleu", "test_ppl@", "test_ppl@0", "test_ppl@012", "test_ppl@12x", "test_ppl@12/", "test_ppl@12/0",
-        "test_ppl@12+", "passkey", "passkey@5/2", "passkey@5+yarn", "test_bleu@5", "valid_ppl@128", "test_ppl_x"}) {
+  for (const std::string name : {"",
+                                 "bleu",
+                                 "test_ppl@",
+                                 "test_ppl@0",
+                                 "test_ppl@012",
+                                 "test_ppl@12x",
+                                 "test_ppl@12/",
+                                 "test_ppl@12/0",
+                                 "test_ppl@12+",
+                                 "passkey",
+                                 "passkey@5/2",
+                                 "passkey@5+yarn",
+                                 "test_bleu@5",
+                                 "valid_ppl@128",
+                                 "test_ppl_x",
+                                 "test_ppl@12#w",
+                                 "test_ppl@12#w0",
+                                 "test_ppl@12#w8s",
+                                 "test_ppl@12#s4",
+                                 "passkey@5#w8"}) {
     SCOPED_TRACE(name);
     EXPECT_FALSE(parse_column(name).has_value());
   }
@@ -47,4 +67,12 @@ TEST(Columns, TablesOrderNamesAndLengthsByValue) {
   std::stable_sort(names.begin(), names.end(), column_before);
   EXPECT_EQ(names, (std::vector<std::string>{"passkey@120", "passkey@504", "test_bleu", "test_ppl", "test_ppl@64",
                                              "test_ppl@256", "test_ppl@1024", "train_s", "valid_ppl"}));
+}
+
+// How a column was evaluated, for the plots' legends.
+TEST(Columns, EvaluatedAsNamesScalingAndWindow) {
+  EXPECT_EQ(ColumnKey(Measure::test_ppl, 1024).evaluated_as(), "none");
+  EXPECT_EQ(ColumnKey(Measure::test_ppl, 1024, 0, "yarn").evaluated_as(), "yarn");
+  EXPECT_EQ(ColumnKey(Measure::test_ppl, 1024, 0, "", 128, 4).evaluated_as(), "w128s4");
+  EXPECT_EQ(ColumnKey(Measure::test_ppl, 1024, 0, "yarn", 128).evaluated_as(), "yarn,w128");
 }

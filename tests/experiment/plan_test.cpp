@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 
 #include "../test_util.h"
+#include "ropelab/experiment/columns.h"
+#include "ropelab/experiment/evaluations.h"
 #include "ropelab/experiment/runner.h"
 #include "ropelab/run/ablation_layout.h"
 #include "ropelab/run/run.h"
@@ -204,6 +207,28 @@ TEST_F(Runner, ATrainingThatStopsBeforeItsEndFailsTheJob) {
   ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(read(trained.log), "evaluation\n");
   EXPECT_TRUE(std::filesystem::exists(AblationLayout::done(trained.dir)));
+}
+
+// eval_window_sinks: past the training context each run is also evaluated with a sliding
+// window of the training context's keys and each number of sinks, one column each; not at
+// the training context itself, and not for attention that takes no window.
+TEST_F(Plan, WindowedEvaluationsFollowTheTrainingContext) {
+  auto asked = spec_.evaluations;
+  asked.window_sinks = {0, 4};
+  auto config = config_of(0, 1);
+  std::vector<std::string> columns;
+  for (const auto& eval : ablation_evals(config, asked)) {
+    columns.push_back(format_column(eval.columns.at(0).second));
+    if (eval.columns.at(0).second.window == 0) continue;
+    const auto args = eval.args;
+    const auto sinks = std::to_string(eval.columns.at(0).second.sinks);
+    EXPECT_NE(std::find(args.begin(), args.end(), "model.attention.window=8"), args.end());
+    EXPECT_NE(std::find(args.begin(), args.end(), "model.attention.sinks=" + sinks), args.end());
+    EXPECT_EQ(eval.tag, "test.ctx16.set_8_" + sinks);  // its own files
+  }
+  EXPECT_EQ(columns, (std::vector<std::string>{"test_ppl@8", "test_ppl@16", "test_ppl@16#w8", "test_ppl@16#w8s4"}));
+  config.model.attention().type(AttentionType::performer);
+  EXPECT_EQ(ablation_evals(config, asked).size(), 2u);
 }
 
 }  // namespace

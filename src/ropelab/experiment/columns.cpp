@@ -34,8 +34,18 @@ std::string format_column(const ColumnKey& key) {
     if (measure == key.measure) name = text;
   if (key.length > 0) name += "@" + std::to_string(key.length);
   if (key.stride > 0) name += "/" + std::to_string(key.stride);
+  if (key.window > 0)
+    name += "#w" + std::to_string(key.window) + (key.sinks > 0 ? "s" + std::to_string(key.sinks) : "");
   if (!key.scaling.empty()) name += "+" + key.scaling;
   return name;
+}
+
+std::string ColumnKey::evaluated_as() const {
+  std::string out = scaling;
+  if (window > 0)
+    out += (out.empty() ? "" : ",") + std::string("w") + std::to_string(window) +
+           (sinks > 0 ? "s" + std::to_string(sinks) : "");
+  return out.empty() ? "none" : out;
 }
 
 std::optional<ColumnKey> parse_column(const std::string& name) {
@@ -61,6 +71,18 @@ std::optional<ColumnKey> parse_column(const std::string& name) {
     if (!stride) return std::nullopt;
     key.stride = stride->first;
     rest = stride->second;
+  }
+  if (rest.rfind("#w", 0) == 0) {
+    auto window = leading_number(rest.substr(2));
+    if (!window) return std::nullopt;
+    key.window = window->first;
+    rest = window->second;
+    if (!rest.empty() && rest[0] == 's') {
+      auto sinks = leading_number(rest.substr(1));
+      if (!sinks) return std::nullopt;
+      key.sinks = sinks->first;
+      rest = sinks->second;
+    }
   }
   if (!rest.empty()) {
     if (rest[0] != '+' || rest.size() == 1) return std::nullopt;

@@ -7,6 +7,7 @@
 ///   test_ppl                            teacher-forced test perplexity (translation)
 ///   test_ppl@C, test_ppl@C/S            window perplexity at context C (sliding by S)
 ///   test_ppl@C+SCALING                  ... with RoPE scaling SCALING applied at evaluation
+///   test_ppl@C#wW, test_ppl@C#wWsS      ... with sliding-window attention over W keys (and S sinks)
 ///   passkey@L                           passkey accuracy over depths at prompt length L
 
 #include <cstdint>
@@ -22,13 +23,19 @@ struct ColumnKey {
   int64_t length = 0;   // test_ppl: the evaluation context (0: none, translation); passkey: the prompt length
   int64_t stride = 0;   // test_ppl: windows sliding by it; 0: non-overlapping
   std::string scaling;  // test_ppl: the RoPE scaling applied at evaluation; "": none
+  int64_t window = 0;   // test_ppl: sliding-window attention over this many keys at evaluation; 0: every key
+  int64_t sinks = 0;    // test_ppl: attention sinks kept with the window
 
   ColumnKey() = default;
-  ColumnKey(Measure measure, int64_t length = 0, int64_t stride = 0, std::string scaling = "")
-      : measure(measure), length(length), stride(stride), scaling(std::move(scaling)) {}
+  ColumnKey(Measure measure, int64_t length = 0, int64_t stride = 0, std::string scaling = "", int64_t window = 0,
+            int64_t sinks = 0)
+      : measure(measure), length(length), stride(stride), scaling(std::move(scaling)), window(window), sinks(sinks) {}
   bool operator==(const ColumnKey& other) const {
-    return measure == other.measure && length == other.length && stride == other.stride && scaling == other.scaling;
+    return measure == other.measure && length == other.length && stride == other.stride && scaling == other.scaling &&
+           window == other.window && sinks == other.sinks;
   }
+  /// How attention and RoPE ran at evaluation, for legends: "none", "yarn", "w128", "w128s4".
+  std::string evaluated_as() const;
 };
 
 std::string format_column(const ColumnKey& key);

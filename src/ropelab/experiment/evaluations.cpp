@@ -74,6 +74,15 @@ void window_perplexity_evals(const Config& config, const TestEvaluations& asked,
             c, 0, {"model.position.scaling.type=" + scaling, "model.position.scaling.factor=" + std::string(factor)},
             {}, {Measure::test_ppl, c, 0, scaling}));
       }
+    // Windowed attention past the training context: each query sees the `trained` keys
+    // before it, as in training, plus the sinks (a run trained with a window keeps its own).
+    if (c > trained && config.model.attention().type() == AttentionType::softmax &&
+        config.model.attention().window() == 0)
+      for (auto sinks : asked.window_sinks)
+        out.push_back(eval(
+            c, 0,
+            {"model.attention.window=" + std::to_string(trained), "model.attention.sinks=" + std::to_string(sinks)}, {},
+            {Measure::test_ppl, c, 0, "", trained, sinks}));
     for (auto s : asked.strides)  // sliding windows; a stride of the context or more is the above
       if (s < c) out.push_back(eval(c, s, {}, {}, {Measure::test_ppl, c, s}));
   }

@@ -28,7 +28,7 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
   for (const auto& m : metrics) {
     const auto key = parse_column(m);
     if (!key || key->measure != ColumnKey::Measure::test_ppl || key->length == 0) continue;
-    groups[{key->stride, key->scaling.empty() ? "none" : key->scaling}].emplace_back(key->length, m);
+    groups[{key->stride, key->evaluated_as()}].emplace_back(key->length, m);
   }
   size_t contexts = 0;
   for (const auto& [group, columns] : groups) contexts = std::max(contexts, columns.size());
@@ -51,11 +51,11 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
         if (group.first != stride) continue;
         std::sort(columns.begin(), columns.end());
         Series line;
-        line.name = variant + ",scaling=" + group.second;
+        line.name = variant + ",evaluated=" + group.second;
         bool own = group.second == "none";  // a scaled line needs a scaled value of its own
         for (const auto& [context, column] : columns) {
           const auto values = finite_values(results, variant, column);
-          if (!values.empty()) own = own || !parse_column(column)->scaling.empty();
+          if (!values.empty()) own = own || parse_column(column)->evaluated_as() != "none";
           add_point(line, static_cast<double>(context), values);
         }
         if (own && !line.x.empty()) lines.push_back(std::move(line));

@@ -13,7 +13,8 @@
 namespace ropelab {
 
 /// extrapolation.svg and extrapolation.strideS.svg, from the test_ppl@C, test_ppl@C/S and
-/// test_ppl@C+SCALING columns, when two or more contexts were evaluated.
+/// test_ppl@C+SCALING and test_ppl@C#wW[sS] columns, when two or more contexts were
+/// evaluated.
 void write_extrapolation_plots(const std::vector<std::string>& order, const std::vector<RunResult>& results,
                                const std::vector<std::string>& metrics, const AblationLayout& layout,
                                const std::string& experiment, const std::string& command);

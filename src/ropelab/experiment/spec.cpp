@@ -53,8 +53,8 @@ ExperimentSpec load_experiment(const std::string& path) {
   ExperimentSpec spec;
   spec.path = path;
   expect_keys(root, path, "",
-              {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides", "eval_scaling", "eval_tokens",
-               "passkey", "finetune"});
+              {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides", "eval_scaling", "eval_window_sinks",
+               "eval_tokens", "passkey", "finetune"});
   if (!root["base"]) fail(path, "base (the config file(s) every variant starts from) is required");
   spec.base = scalars(root["base"], path, "base");
   for (const auto& file : spec.base)
@@ -116,6 +116,11 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (root["eval_contexts"]) asked.contexts = positive_integers(root["eval_contexts"], "eval_contexts");
   if (root["eval_strides"]) asked.strides = positive_integers(root["eval_strides"], "eval_strides");
   if (root["eval_tokens"]) asked.tokens = positive_integer(root["eval_tokens"], "eval_tokens");
+  if (root["eval_window_sinks"]) {
+    asked.window_sinks = integers("eval_window_sinks");
+    for (auto v : asked.window_sinks)
+      if (v < 0) fail(path, "eval_window_sinks: " + std::to_string(v) + " must be >= 0 (attention sinks)");
+  }
   if (const auto node = root["passkey"]) {
     if (!node.IsMap()) fail(path, "passkey must map lengths, depths and documents");
     expect_keys(node, path, "passkey", {"lengths", "depths", "documents"});
@@ -171,6 +176,7 @@ ExperimentSpec load_experiment(const std::string& path) {
                {"eval_contexts", ProtocolKind::window_perplexity, !asked.contexts.empty()},
                {"eval_strides", ProtocolKind::window_perplexity, !asked.strides.empty()},
                {"eval_scaling", ProtocolKind::window_perplexity, !asked.scalings.empty()},
+               {"eval_window_sinks", ProtocolKind::window_perplexity, !asked.window_sinks.empty()},
                {"eval_tokens", ProtocolKind::window_perplexity, asked.tokens > 0},
                {"passkey", ProtocolKind::passkey, asked.passkey.has_value()}})
         if (asked_for && !task.offers(protocol)) fail(path, std::string(key) + " applies to language models (task lm)");

@@ -9,6 +9,8 @@
 ///   eval_contexts: [128, 256, 512, 1024]     # language models: test perplexity at each (optional)
 ///   eval_strides: [64]                       # and sliding windows with each stride (optional)
 ///   eval_scaling: [linear, ntk, dynamic_ntk, yarn]  # rotary runs again, scaled, past data.context (optional)
+///   eval_window_sinks: [0, 4]                # and past data.context with a sliding window of data.context
+///                                            #   keys and each number of sinks (optional)
 ///   eval_tokens: 16384                       # language models: test tokens of every evaluation (optional)
 ///   passkey:                                 # language models: passkey retrieval of every run (optional)
 ///     lengths: [120, 248, 504]               #   prompt characters
@@ -34,7 +36,7 @@
 namespace ropelab {
 
 /// The test evaluations an experiment asks of each run (`eval_contexts`, `eval_strides`,
-/// `eval_scaling`, `eval_tokens`, `passkey`).
+/// `eval_scaling`, `eval_window_sinks`, `eval_tokens`, `passkey`).
 struct TestEvaluations {
   std::vector<int64_t> contexts;  // language models: perplexity at each; empty: data.context
   std::vector<int64_t> strides;   // language models: also sliding windows with each stride below the context
@@ -42,6 +44,11 @@ struct TestEvaluations {
   /// (not retrained) with each RoPE scaling (linear, ntk, dynamic_ntk, yarn) at factor
   /// context / data.context.
   std::vector<std::string> scalings;
+  /// Language models with softmax attention: also, at each context beyond the training
+  /// one, evaluated with sliding-window attention over data.context keys (the window the
+  /// model was trained with; blockwise causal attention, Sun et al. 2022) and each number
+  /// of attention sinks (Xiao et al. 2024; 0: the window alone).
+  std::vector<int64_t> window_sinks;
   /// Language models: the first `tokens` tokens of the test split in every evaluation
   /// (`eval --set data.eval_tokens=N`); 0: the run's data.eval_tokens.
   int64_t tokens = 0;
