@@ -55,6 +55,9 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
       << r.output;
   const auto summary = nlohmann::json::parse(read_text(lm + "/passkey.json"));
   EXPECT_EQ(summary.at("ci95@140").size(), 2u) << summary;
+  // the counts over the length's depths: 2 depths x 2 documents, as many right as the accuracy says
+  EXPECT_EQ(summary.at("documents@140").get<int>(), 4) << summary;
+  EXPECT_DOUBLE_EQ(summary.at("correct@140").get<double>() / 4.0, summary.at("accuracy@140").get<double>());
   EXPECT_TRUE(std::filesystem::exists(lm + "/passkey.svg"));
   r = run("passkey eval --run " + lm + " --checkpoint last --lengths 60 --threads 1");
   EXPECT_EQ(r.code, 1);

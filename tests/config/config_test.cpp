@@ -126,6 +126,17 @@ TEST_F(ConfigTest, LengthSettingsFollowTheTrainingContext) {
             "--set: model.encoder_position.max_distance=-3 must be positive (unset: from the training context)");
 }
 
+// The shorthand takes a mapping too (an ablation grid's value), setting its keys in both
+// stacks and leaving the others.
+TEST_F(ConfigTest, PositionShorthandTakesAMapping) {
+  const auto c = load_config({{}, {"model.position.base=500", "model.position={type: rotary, nope_every: 3}"}});
+  for (const auto* p : {&c.model.encoder_position(), &c.model.decoder_position()}) {
+    EXPECT_EQ(p->type(), PositionType::rotary);
+    EXPECT_EQ(p->nope_every(), 3);
+    EXPECT_DOUBLE_EQ(p->base(), 500);
+  }
+}
+
 // RoPE/NoPE interleaving is an option of rotating encoders only.
 TEST_F(ConfigTest, NopeEveryAppliesToRotations) {
   const std::vector<std::string> lm = {"task=lm", "data.format=text", "model.position.nope_every=4"};

@@ -1,6 +1,10 @@
 // What a finished run contributes to an ablation's tables (experiment/results.h).
 #include "ropelab/experiment/results.h"
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "../test_util.h"
 
 namespace ropelab {
@@ -23,6 +27,40 @@ TEST_F(Results, TrainingTimeIsTheLastElapsed) {
   EXPECT_DOUBLE_EQ(r.metrics.at("valid_ppl"), 7.5);
   EXPECT_DOUBLE_EQ(r.metrics.at("test_bleu"), 12.5);
   EXPECT_EQ(r.curve.size(), 2u);
+}
+
+// Passkey retrieval pools its counts over seeds: a run's passkey.json gives correct@L and
+// documents@L; results.md gives each variant's pooled accuracy with Wilson's interval
+// (golden values from tests/golden/wilson_golden.py: 6/20 and 19/20).
+TEST_F(Results, PasskeyCountsPoolOverSeedsWithWilsonIntervals) {
+  Config lm;
+  lm.task = TaskType::lm;
+  TestEvaluations asked;
+  asked.passkey = PasskeyGrid();
+  asked.passkey->lengths = {120, 248};
+  write("metrics.jsonl", "{\"event\":\"valid\",\"step\":10,\"loss\":2.0,\"ppl\":7.5}\n");
+  write("passkey.json",
+        "{\"accuracy@120\":0.3,\"accuracy@248\":1.0,\"correct@120\":3,\"documents@120\":10,"
+        "\"correct@248\":10,\"documents@248\":10}\n");
+  auto first = read_run_result(dir_.string(), lm, asked);
+  EXPECT_EQ(first.passkey_counts.at(120), (std::pair<int64_t, int64_t>{3, 10}));
+  EXPECT_EQ(first.passkey_counts.at(248), (std::pair<int64_t, int64_t>{10, 10}));
+  first.variant = "a", first.seed = 1;
+  auto second = first;
+  second.seed = 2, second.passkey_counts[248] = {9, 10};
+  RunResult other;
+  other.variant = "b", other.seed = 1;
+  ExperimentSpec spec;
+  spec.path = "exp.yaml";
+  const auto out = dir_ / "out";
+  std::filesystem::create_directories(out);
+  write_ablation_results(spec, {first, second, other}, out.string(), "ropelab ablate exp.yaml");
+  std::ifstream in(out / "results.md");
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("| variant | passkey@120 | passkey@248 |\n|---|---|---|\n"
+                    "| a | 0.300 [0.145, 0.519] (6/20) | 0.950 [0.764, 0.991] (19/20) |\n| b | - | - |"),
+            std::string::npos)
+      << md;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The experiment files in experiments/: each loads, and every variant's config validates;
-// the recorded 128-context studies keep the position settings they were measured with.
+// the recorded 128-context studies keep the position settings they were measured with, and
+// the studies at 512 take the settings relative to their training context.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -20,12 +21,25 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
     SCOPED_TRACE(name);
     ++experiments;
     const auto spec = load_experiment(entry.path().string());
-    const bool recorded = name != "ablate_translator_positions";  // the language-model studies at context 128
+    const bool at_512 = name.find("_512") != std::string::npos;
+    const bool recorded = !at_512 && name != "ablate_translator_positions";  // the LM studies at context 128
     for (const auto& variant : expand_grid(spec)) {
       SCOPED_TRACE(variant.name);
       const auto config = variant_config(spec, variant, spec.seeds.front());
-      if (!recorded) continue;
       const auto& p = config.model.decoder_position();
+      if (at_512) {  // the defaults, from the training context
+        EXPECT_EQ(config.data.context(), 512);
+        EXPECT_EQ(p.max_len(), 512);
+        EXPECT_EQ(p.max_distance(), 128);
+        EXPECT_DOUBLE_EQ(p.scale_base(), 256);
+        EXPECT_DOUBLE_EQ(p.fire_threshold(), 512);
+        EXPECT_EQ(p.scaling().original_max(), 512);
+        EXPECT_DOUBLE_EQ(p.t5_init_std(), 0);
+        EXPECT_EQ(p.kerple_bound(), KerpleBound::reset);
+        EXPECT_EQ(p.scaling().ramp(), YarnRamp::reference);
+        EXPECT_EQ(p.scaling().dynamic(), DynamicLength::token);
+      }
+      if (!recorded) continue;
       EXPECT_EQ(config.data.context(), 128);
       EXPECT_EQ(p.max_len(), 1024);
       EXPECT_EQ(p.max_distance(), 128);
@@ -38,5 +52,5 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
     }
   }
   std::filesystem::current_path(cwd);
-  EXPECT_GE(experiments, 6);
+  EXPECT_GE(experiments, 9);
 }

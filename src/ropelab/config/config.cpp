@@ -384,11 +384,11 @@ Config load_config(const ConfigSources& sources) {
   for (const auto& file : sources.files) merge_into(root, load_file(file), "", file, origins);
   expand_position_shorthand(root, origins);  // a file's shorthand; its per-stack keys win
   for (const auto& assignment : sources.overrides) {
-    // On the command line the shorthand model.position.KEY beats every file, per-stack
-    // keys included: it sets KEY in both stacks.
-    const std::string shorthand = "model.position.";
-    if (assignment.rfind(shorthand, 0) == 0) {
-      for (const char* stack : {"model.encoder_position.", "model.decoder_position."})
+    // On the command line the shorthand model.position.KEY (or model.position={KEY: ...})
+    // beats every file, per-stack keys included: it sets KEY in both stacks.
+    const std::string shorthand = "model.position";
+    if (assignment.rfind(shorthand + ".", 0) == 0 || assignment.rfind(shorthand + "=", 0) == 0) {
+      for (const char* stack : {"model.encoder_position", "model.decoder_position"})
         merge_into(root, parse_override(stack + assignment.substr(shorthand.size())), "", "--set", origins);
       continue;
     }

@@ -151,6 +151,11 @@ void write_passkey_summary(const std::string& path, const std::vector<PasskeyCel
   json["ci95"] = interval(correct, documents);
   for (const auto& [length, counts] : by_length)
     json["ci95@" + std::to_string(length)] = interval(counts.first, counts.second);
+  // the counts, which pool over runs (an ablation's seeds) as accuracies cannot
+  for (const auto& [length, counts] : by_length) {
+    json["correct@" + std::to_string(length)] = counts.first;
+    json["documents@" + std::to_string(length)] = counts.second;
+  }
   write_file_atomically(path, json.dump() + "\n", "passkey summary");
 }
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "ropelab/eval/passkey.h"
 #include "ropelab/eval/significance.h"
 #include "ropelab/experiment/columns.h"
 #include "ropelab/experiment/evaluations.h"
@@ -109,6 +110,43 @@ std::string p_text(double p) {
   return std::string(buffer) + (p < 0.05 ? "*" : "");
 }
 
+/// results.md's passkey table: per variant and prompt length the documents retrieved over
+/// every seed and depth, as accuracy [Wilson's 95% interval] (correct/documents).
+void write_pooled_passkey(const std::vector<std::string>& order, const std::vector<RunResult>& results,
+                          std::ostream& md) {
+  std::set<int64_t> lengths;
+  for (const auto& r : results)
+    for (const auto& [length, counts] : r.passkey_counts) lengths.insert(length);
+  if (lengths.empty()) return;
+  md << "\n## Passkey retrieval pooled over seeds\n\nDocuments retrieved over every seed and key depth: "
+        "accuracy [Wilson's 95% interval] (correct/documents). The interval speaks of the documents, as if all "
+        "were drawn independently; the seeds' spread is in the table above.\n\n| variant |";
+  for (auto l : lengths) md << " passkey@" << l << " |";
+  md << "\n|---|";
+  for (size_t i = 0; i < lengths.size(); ++i) md << "---|";
+  md << "\n";
+  for (const auto& variant : order) {
+    md << "| " << variant << " |";
+    for (auto l : lengths) {
+      int64_t correct = 0, documents = 0;
+      for (const auto& r : results)
+        if (r.variant == variant && r.passkey_counts.count(l))
+          correct += r.passkey_counts.at(l).first, documents += r.passkey_counts.at(l).second;
+      if (documents == 0) {
+        md << " - |";
+        continue;
+      }
+      const auto ci = wilson_interval(correct, documents);
+      char cell[96];
+      std::snprintf(cell, sizeof cell, " %.3f [%.3f, %.3f] (%lld/%lld) |",
+                    static_cast<double>(correct) / static_cast<double>(documents), ci.low, ci.high,
+                    static_cast<long long>(correct), static_cast<long long>(documents));
+      md << cell;
+    }
+    md << "\n";
+  }
+}
+
 }  // namespace
 
 RunResult read_run_result(const std::string& run_dir, const Config& config, const TestEvaluations& asked) {
@@ -124,8 +162,15 @@ RunResult read_run_result(const std::string& run_dir, const Config& config, cons
   }
   r.metrics["valid_ppl"] = best_ppl;
   for (const auto& eval : ablation_evals(config, asked)) {
-    for (const auto& [key, column] : eval.columns)
+    for (const auto& [key, column] : eval.columns) {
       r.metrics[format_column(column)] = read_report_number(eval.report(run_dir), key);
+      if (column.measure != ColumnKey::Measure::passkey) continue;
+      const auto length = std::to_string(column.length);
+      const double correct = read_report_number(eval.report(run_dir), "correct@" + length),
+                   documents = read_report_number(eval.report(run_dir), "documents@" + length);
+      if (std::isfinite(correct) && std::isfinite(documents) && documents > 0)
+        r.passkey_counts[column.length] = {static_cast<int64_t>(correct), static_cast<int64_t>(documents)};
+    }
     const auto positions = eval.positions_file(run_dir);
     if (positions.empty() || !fs::exists(positions)) continue;
     const auto table = read_item_table(positions, {"position", "mean_loss", "tokens"});
@@ -230,6 +275,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     for (const auto& [step, losses] : by_step) add_point(s, step, losses);
     curves.push_back(std::move(s));
   }
+  write_pooled_passkey(order, results, md);
   if (!cells.empty()) {
     std::vector<std::string> seeds;
     for (const auto& c : cells)

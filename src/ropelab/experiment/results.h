@@ -2,7 +2,8 @@
 /// What an ablation's finished runs contribute, and the tables it writes of them:
 ///   OUT/results.csv       one row per run
 ///   OUT/results.md        one row per variant: mean and standard deviation over seeds, then
-///                         paired bootstrap tests of each variant against the first
+///                         passkey accuracy pooled over seeds with Wilson's 95% intervals,
+///                         then paired bootstrap tests of each variant against the first
 ///   OUT/significance.csv  those tests, one row per (variant, column, seed or pooled)
 ///   OUT/valid_curves.svg  validation loss per variant (mean over seeds) against the step
 /// and the plots of experiment/plots.h.
@@ -26,6 +27,8 @@ struct RunResult {
   std::string items_error;                       // why `items` is empty, if it is
   /// Language models: the mean test loss at each position of the window, per context.
   std::map<int64_t, std::vector<double>> position_loss;
+  /// Language models: passkey retrieval's (correct, documents) per prompt length, over depths.
+  std::map<int64_t, std::pair<int64_t, int64_t>> passkey_counts;
 };
 
 /// Reads a finished run directory (metrics.jsonl and the reports of the evaluations asked).
