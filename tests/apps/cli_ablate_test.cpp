@@ -190,7 +190,7 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
     const auto windowed = nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.set_8_" + sinks + ".json"));
     EXPECT_EQ(windowed.at("tokens"), nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.json")).at("tokens"));
   }
-  EXPECT_NE(read_text(out + "/extrapolation.svg").find(">w8s2<"), std::string::npos);
+  EXPECT_NE(read_text(out + "/extrapolation.svg").find(">rotary + w8s2<"), std::string::npos);
 
   // RoPE scaling at evaluation: the rotary run evaluated again (not retrained) past its
   // training context, at factor 16 / 8 = 2; an ALiBi variant has no such columns
@@ -206,9 +206,9 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_NE(scaled.find(" - | - |"), std::string::npos) << scaled;  // alibi: no scaled columns
   EXPECT_EQ(scaled.find("n/a"), std::string::npos) << scaled;       // and no paired test that cannot apply
   const auto extrapolation = read_text(out + "/extrapolation.svg");
-  EXPECT_NE(extrapolation.find(">rotary, yarn<"), std::string::npos) << extrapolation;  // a line per scaling
-  EXPECT_EQ(extrapolation.find(">alibi, yarn<"), std::string::npos) << extrapolation;   // only where it applies
-  EXPECT_NE(extrapolation.find("<circle"), std::string::npos);                          // its points marked
+  EXPECT_NE(extrapolation.find(">rotary + yarn<"), std::string::npos) << extrapolation;  // a line per scaling
+  EXPECT_EQ(extrapolation.find(">alibi + yarn<"), std::string::npos) << extrapolation;   // only where it applies
+  EXPECT_NE(extrapolation.find("<circle"), std::string::npos);                           // its points marked
 
   // fine-tunes of the rotary run at a longer context, with and without YaRN, from its best checkpoint
   std::ofstream(exp, std::ios::app) << "finetune:\n  from: model.position.type=rotary\n"

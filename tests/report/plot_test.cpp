@@ -69,6 +69,12 @@ TEST(PlotLegend, NamesOnlyTheKeysThatDiffer) {
   std::tie(title, labels) = legend_labels({"x={a: 1, b: 2},y=1", "x={a: 3, b: 4},y=2"});
   EXPECT_EQ(title, "x, y");
   EXPECT_EQ(labels, (std::vector<std::string>{"{a: 1, b: 2}, 1", "{a: 3, b: 4}, 2"}));
+  // a mapping led by its type reads as the type, then the rest
+  std::tie(title, labels) =
+      legend_labels({"model.position={type: rotary}", "model.position={type: rotary, nope_every: 3}",
+                     "model.position={type: alibi, x: {a: 1}}", "model.position={kind: 2}"});
+  EXPECT_EQ(title, "model.position");
+  EXPECT_EQ(labels, (std::vector<std::string>{"rotary", "rotary (nope_every: 3)", "alibi (x: {a: 1})", "{kind: 2}"}));
   // names of another form are kept
   std::tie(title, labels) = legend_labels({"train loss", "valid loss"});
   EXPECT_EQ(title, "");
@@ -104,6 +110,35 @@ TEST_F(Plot, SvgHasTheLegendRoundTicksABandAndTheCaption) {
   std::smatch width;
   ASSERT_TRUE(std::regex_search(svg, width, std::regex(R"re(width="([0-9.]+)")re")));
   EXPECT_GE(std::stod(width[1]), 560 + 7.0 * std::string("model.position.type").size());
+}
+
+// A marked x (the training length): a dashed line inside the axes with its label, the x
+// range stretched to hold it; labels given as they are take the legend title asked for.
+TEST_F(Plot, AMarkedLengthIsDrawnAndHeldByTheAxis) {
+  Series a{"alibi", {256, 512, 1024}, {3.0, 3.1, 3.2}, {}};
+  Series b{"rotary + yarn", {256, 512, 1024}, {3.0, 5.0, 9.0}, {}};
+  PlotOptions options;
+  options.log_x = true;
+  options.x_mark = 128;
+  options.x_mark_label = "trained at 128";
+  options.legend_title = "model.position.type (+ at evaluation)";
+  const auto path = (dir_ / "m.svg").string();
+  write_line_plot(path, {a, b}, options);
+  const auto svg = read(path);
+  const auto t = texts(svg);
+  auto has = [&](const std::string& s) { return std::find(t.begin(), t.end(), s) != t.end(); };
+  EXPECT_TRUE(has("trained at 128"));
+  EXPECT_TRUE(has("rotary + yarn"));
+  EXPECT_TRUE(has("model.position.type (+ at evaluation)"));
+  std::smatch mark, frame;
+  ASSERT_TRUE(std::regex_search(svg, mark, std::regex(R"re(class="mark" x1="([0-9.]+)")re")));
+  ASSERT_TRUE(std::regex_search(svg, frame, std::regex(R"re(<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)")re")));
+  const double x = std::stod(mark[1]), left = std::stod(frame[1]), right = left + std::stod(frame[2]);
+  EXPECT_GT(x, left);
+  EXPECT_LT(x, left + 0.25 * (right - left));  // 128 is the axis' smallest value, before 256
+  // no mark asked: no line
+  write_line_plot(path, {a, b}, PlotOptions());
+  EXPECT_EQ(read(path).find("class=\"mark\""), std::string::npos);
 }
 
 // Past ten series the colours repeat: each further round is dashed, and the canvas grows

@@ -16,6 +16,30 @@ namespace ropelab {
 using seed_stats::add_point;
 using seed_stats::finite_values;
 
+namespace {
+
+/// Each variant's legend label (its values of the grid keys that differ, report/plot.h)
+/// and the legend's title.
+std::pair<std::string, std::map<std::string, std::string>> variant_labels(const std::vector<std::string>& order) {
+  const auto [title, labels] = legend_labels(order);
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < order.size(); ++i) out[order[i]] = labels[i];
+  return {title, out};
+}
+
+/// The shortest training context of the runs (the grid's, where fine-tunes train longer),
+/// marked on the plots against length; NaN without one.
+void mark_training_context(const std::vector<RunResult>& results, PlotOptions& plot) {
+  int64_t context = 0;
+  for (const auto& r : results)
+    if (r.context > 0) context = context == 0 ? r.context : std::min(context, r.context);
+  if (context == 0) return;
+  plot.x_mark = static_cast<double>(context);
+  plot.x_mark_label = "trained at " + std::to_string(context);
+}
+
+}  // namespace
+
 /// extrapolation.svg, when the table has test perplexity at two or more contexts: mean
 /// perplexity over seeds (± sd shaded) against the evaluation length on a log axis, a
 /// line per variant and RoPE scaling applied at evaluation; non-overlapping windows in
@@ -44,6 +68,7 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
   }
   std::set<int64_t> strides;
   for (const auto& [group, columns] : groups) strides.insert(group.first);
+  const auto [legend_title, labels] = variant_labels(order);
   for (const auto stride : strides) {
     std::vector<Series> lines;
     for (const auto& variant : order)
@@ -51,7 +76,8 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
         if (group.first != stride) continue;
         std::sort(columns.begin(), columns.end());
         Series line;
-        line.name = variant + ",evaluated=" + group.second;
+        // "alibi", "rotary + yarn", "xpos + w512s4"
+        line.name = labels.at(variant) + (group.second == "none" ? "" : " + " + group.second);
         bool own = group.second == "none";  // a scaled line needs a scaled value of its own
         for (const auto& [context, column] : columns) {
           const auto values = finite_values(results, variant, column);
@@ -69,6 +95,8 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
     plot.log_x = plot.log_y = true;
     plot.markers = true;
     plot.caption = command;
+    plot.legend_title = legend_title.empty() ? "" : legend_title + " (+ at evaluation)";
+    mark_training_context(results, plot);
     write_line_plot(layout.extrapolation_svg(stride), lines, plot);
   }
 }
@@ -140,6 +168,7 @@ void write_positions_plot(const std::vector<std::string>& order, const std::vect
   plot.y_label = "mean test loss (nats per token, mean ± sd over seeds)";
   plot.log_x = true;
   plot.caption = command;
+  mark_training_context(results, plot);
   write_line_plot(path, lines, plot);
 }
 

@@ -21,6 +21,7 @@ namespace ropelab {
 struct RunResult {
   std::string variant;
   int64_t seed = 0;
+  int64_t context = 0;                           // language models: the training context (data.context)
   std::map<std::string, double> metrics;         // valid_ppl, test_bleu, test_ppl@128, train_s, ...
   std::vector<std::pair<double, double>> curve;  // (step, validation loss)
   std::vector<PairedItems> items;                // test outputs for paired tests (Task::ablation_items)

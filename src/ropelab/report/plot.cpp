@@ -53,6 +53,16 @@ std::vector<std::pair<std::string, std::string>> key_values(const std::string& n
   return pairs;
 }
 
+/// "{type: X}" -> "X", "{type: X, rest}" -> "X (rest)"; other values as they are.
+std::string short_value(const std::string& value) {
+  const std::string lead = "{type: ";
+  if (value.rfind(lead, 0) != 0 || value.back() != '}') return value;
+  const auto inner = value.substr(lead.size(), value.size() - lead.size() - 1);
+  const auto comma = inner.find(", ");
+  if (comma == std::string::npos) return inner;
+  return inner.substr(0, comma) + " (" + inner.substr(comma + 2) + ")";
+}
+
 }  // namespace
 
 std::vector<double> nice_ticks(double lo, double hi, int target) {
@@ -103,7 +113,7 @@ std::pair<std::string, std::vector<std::string>> legend_labels(const std::vector
   std::vector<std::string> labels;
   for (const auto& p : parsed) {
     std::string label;
-    for (size_t k : varying) label += (label.empty() ? "" : ", ") + p[k].second;
+    for (size_t k : varying) label += (label.empty() ? "" : ", ") + short_value(p[k].second);
     labels.push_back(label);
   }
   return {title, labels};
@@ -112,7 +122,9 @@ std::pair<std::string, std::vector<std::string>> legend_labels(const std::vector
 void write_line_plot(const std::string& path, const std::vector<Series>& series, const PlotOptions& options) {
   std::vector<std::string> names;
   for (const auto& s : series) names.push_back(s.name);
-  const auto [legend_title, labels] = legend_labels(names);
+  auto [legend_title, labels] = legend_labels(names);
+  if (legend_title.empty()) legend_title = options.legend_title;
+  const bool marked = std::isfinite(options.x_mark) && (!options.log_x || options.x_mark > 0);
   size_t longest = legend_title.size();
   for (const auto& l : labels) longest = std::max(longest, l.size() + 6);
   // room for the legend: about 7 px per character at 12 px
@@ -136,6 +148,7 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
       y0 = std::min(y0, s.y[i] - sd), y1 = std::max(y1, s.y[i] + sd);
     }
   if (!std::isfinite(x0)) x0 = 1, x1 = 2, y0 = 1, y1 = 2;
+  if (marked) x0 = std::min(x0, options.x_mark), x1 = std::max(x1, options.x_mark);
   if (options.log_y && y0 <= 0) y0 = y1 / 10;
   if (x1 == x0) x1 = options.log_x ? x0 * 2 : x0 + 1;
   if (y1 == y0) y1 = options.log_y ? y0 * 2 : y0 + 1;
@@ -172,6 +185,11 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
       << escape(options.x_label) << (options.log_x ? " (log scale)" : "") << "</text>\n<text transform=\"translate(18,"
       << top + (plot_bottom - top) / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.y_label)
       << (options.log_y ? " (log scale)" : "") << "</text>\n";
+  if (marked)
+    svg << "<line class=\"mark\" x1=\"" << px(options.x_mark) << "\" y1=\"" << top << "\" x2=\"" << px(options.x_mark)
+        << "\" y2=\"" << plot_bottom << "\" stroke=\"#555\" stroke-dasharray=\"5,4\"/><text x=\""
+        << px(options.x_mark) + 4 << "\" y=\"" << top + 14 << "\" font-size=\"11\" fill=\"#555\">"
+        << escape(options.x_mark_label) << "</text>\n";
   if (!legend_title.empty())
     svg << "<text x=\"" << W - right + 12 << "\" y=\"" << top + 4 << "\" font-weight=\"bold\">" << escape(legend_title)
         << "</text>\n";

@@ -5,6 +5,7 @@
 /// seeds), the legend names what tells the series apart, and a caption can say which
 /// command made the plot.
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,12 @@ struct PlotOptions {
   std::string caption;  // below the plot, e.g. the command that made it
   bool log_x = false, log_y = false;
   bool markers = false;  // a dot at every point (for few points per series)
+  /// The legend's title when the series names are labels already (not `key=value`).
+  std::string legend_title;
+  /// A dashed vertical line at this x with `x_mark_label` beside it (the training length,
+  /// say); NaN: none.
+  double x_mark = std::numeric_limits<double>::quiet_NaN();
+  std::string x_mark_label;
 };
 
 /// Writes an SVG line plot of `series` (each its own colour, with a legend) to `path`.
@@ -52,8 +59,9 @@ std::vector<double> log_ticks(double lo, double hi);
 
 /// The legend of series named `key=value,...` (top-level commas; a value may hold braces):
 /// the keys whose values differ between the names, joined as the legend's title, and each
-/// name's values of those keys as its label. Names of another form are kept as they are,
-/// with an empty title.
+/// name's values of those keys as its label; a mapping value led by its type reads as the
+/// type and the rest ("{type: rotary, nope_every: 3}" -> "rotary (nope_every: 3)"). Names
+/// of another form are kept as they are, with an empty title.
 std::pair<std::string, std::vector<std::string>> legend_labels(const std::vector<std::string>& names);
 
 }  // namespace ropelab
