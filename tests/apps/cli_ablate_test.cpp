@@ -209,6 +209,10 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_NE(extrapolation.find(">rotary + yarn<"), std::string::npos) << extrapolation;  // a line per scaling
   EXPECT_EQ(extrapolation.find(">alibi + yarn<"), std::string::npos) << extrapolation;   // only where it applies
   EXPECT_NE(extrapolation.find("<circle"), std::string::npos);                           // its points marked
+  // small multiples: rotary, its scalings and ALiBi in panels of their own
+  for (const char* panel : {">rotations<", ">rotations, RoPE scaling at evaluation<", ">logit biases<"})
+    EXPECT_NE(extrapolation.find(panel), std::string::npos) << panel;
+  EXPECT_NE(extrapolation.find(">trained at 8<"), std::string::npos);
 
   // fine-tunes of the rotary run at a longer context, with and without YaRN, from its best checkpoint
   std::ofstream(exp, std::ios::app) << "finetune:\n  from: model.position.type=rotary\n"

@@ -198,3 +198,30 @@ TEST_F(Plot, HeatMapShadesEachCellAndMarksMissingOnes) {
   EXPECT_NE(svg.find(">0.25<"), std::string::npos) << svg;
   EXPECT_THROW(write_heat_map(path, {"128"}, {"0%"}, {{1.0, 2.0}}, {}), std::invalid_argument);
 }
+
+// Small multiples: each panel has its title, its own legend and the same axes, so that a
+// line's height compares across panels.
+TEST_F(Plot, PanelsShareTheirAxes) {
+  Panel flat{"flat",
+             {{"model.position.type=alibi", {128, 1024}, {3.0, 3.1}, {}},
+              {"model.position.type=kerple", {128, 1024}, {3.2, 3.3}, {}}}};
+  Panel steep{"steep", {{"model.position.type=rotary", {128, 1024}, {3.0, 40.0}, {}}}};
+  PlotOptions options;
+  options.log_x = options.log_y = true;
+  const auto path = (dir_ / "panels.svg").string();
+  write_line_panels(path, {flat, steep}, options);
+  const auto svg = read(path);
+  const auto t = texts(svg);
+  auto count = [&](const std::string& s) { return std::count(t.begin(), t.end(), s); };
+  EXPECT_EQ(count("flat"), 1);
+  EXPECT_EQ(count("steep"), 1);
+  EXPECT_EQ(count("alibi") + count("kerple"), 2);     // the first panel's legend
+  EXPECT_EQ(count("model.position.type=rotary"), 1);  // one series: no key differs, the name stays
+  EXPECT_EQ(count("20"), 2);                          // a y tick of the steep line's range, in both panels
+  std::vector<double> heights;
+  const std::regex frame(R"re(<rect x="[0-9.]+" y="[0-9.]+" width="[0-9.]+" height="([0-9.]+)")re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), frame); it != std::sregex_iterator(); ++it)
+    heights.push_back(std::stod((*it)[1]));
+  ASSERT_EQ(heights.size(), 2u);
+  EXPECT_EQ(heights[0], heights[1]);  // frames of one size
+}

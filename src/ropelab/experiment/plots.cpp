@@ -38,22 +38,44 @@ void mark_training_context(const std::vector<RunResult>& results, PlotOptions& p
   plot.x_mark_label = "trained at " + std::to_string(context);
 }
 
+/// The panel of a line against length: the variant's kind of position information, and
+/// RoPE scaling at evaluation in a panel of its own (it multiplies the rotary lines).
+std::pair<int, std::string> panel_of(PositionKind kind, bool scaled) {
+  switch (kind) {
+    case PositionKind::none:
+    case PositionKind::additive:
+      return {0, "absolute (added) and none"};
+    case PositionKind::rotary:
+      return scaled ? std::make_pair(2, std::string("rotations, RoPE scaling at evaluation"))
+                    : std::make_pair(1, std::string("rotations"));
+    case PositionKind::bias:
+      return {3, "logit biases"};
+  }
+  return {4, "other"};
+}
+
 }  // namespace
 
 /// extrapolation.svg, when the table has test perplexity at two or more contexts: mean
-/// perplexity over seeds (± sd shaded) against the evaluation length on a log axis, a
-/// line per variant and RoPE scaling applied at evaluation; non-overlapping windows in
-/// extrapolation.svg, sliding windows of each stride S in extrapolation.strideS.svg.
+/// perplexity over seeds (± sd shaded) against the evaluation length on log axes, a line
+/// per variant and way of evaluating (RoPE scaling, windowed attention), in panels by the
+/// kind of position information with shared axes, the training context marked;
+/// non-overlapping windows in extrapolation.svg, sliding windows of each stride S in
+/// extrapolation.strideS.svg.
 void write_extrapolation_plots(const std::vector<std::string>& order, const std::vector<RunResult>& results,
                                const std::vector<std::string>& metrics, const AblationLayout& layout,
                                const std::string& experiment, const std::string& command) {
   // window perplexity columns (test_ppl@C[/S][+SCALING]) -> (stride or 0, scaling) -> (context, column)
   std::map<std::pair<int64_t, std::string>, std::vector<std::pair<int64_t, std::string>>> groups;
+  std::map<std::string, bool> scaled;  // evaluated_as -> with a RoPE scaling
   for (const auto& m : metrics) {
     const auto key = parse_column(m);
     if (!key || key->measure != ColumnKey::Measure::test_ppl || key->length == 0) continue;
     groups[{key->stride, key->evaluated_as()}].emplace_back(key->length, m);
+    scaled[key->evaluated_as()] = !key->scaling.empty();
   }
+  std::map<std::string, PositionKind> kind;  // variant -> its position information
+  for (const auto& r : results) kind.emplace(r.variant, r.position);
   size_t contexts = 0;
   for (const auto& [group, columns] : groups) contexts = std::max(contexts, columns.size());
   if (contexts < 2) return;
@@ -70,7 +92,7 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
   for (const auto& [group, columns] : groups) strides.insert(group.first);
   const auto [legend_title, labels] = variant_labels(order);
   for (const auto stride : strides) {
-    std::vector<Series> lines;
+    std::map<std::pair<int, std::string>, std::vector<Series>> panels;  // small multiples by family
     for (const auto& variant : order)
       for (auto& [group, columns] : groups) {
         if (group.first != stride) continue;
@@ -84,7 +106,9 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
           if (!values.empty()) own = own || parse_column(column)->evaluated_as() != "none";
           add_point(line, static_cast<double>(context), values);
         }
-        if (own && !line.x.empty()) lines.push_back(std::move(line));
+        if (own && !line.x.empty())
+          panels[panel_of(kind.count(variant) ? kind.at(variant) : PositionKind::none, scaled[group.second])].push_back(
+              std::move(line));
       }
     PlotOptions plot;
     plot.title =
@@ -97,7 +121,13 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
     plot.caption = command;
     plot.legend_title = legend_title.empty() ? "" : legend_title + " (+ at evaluation)";
     mark_training_context(results, plot);
-    write_line_plot(layout.extrapolation_svg(stride), lines, plot);
+    if (panels.size() == 1) {
+      write_line_plot(layout.extrapolation_svg(stride), panels.begin()->second, plot);
+      continue;
+    }
+    std::vector<Panel> figure;
+    for (auto& [panel, lines] : panels) figure.push_back({panel.second, std::move(lines)});
+    write_line_panels(layout.extrapolation_svg(stride), figure, plot);
   }
 }
 

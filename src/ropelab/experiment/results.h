@@ -14,6 +14,7 @@
 
 #include "ropelab/eval/paired_items.h"
 #include "ropelab/experiment/spec.h"
+#include "ropelab/position/position_traits.h"
 
 namespace ropelab {
 
@@ -22,6 +23,7 @@ struct RunResult {
   std::string variant;
   int64_t seed = 0;
   int64_t context = 0;                           // language models: the training context (data.context)
+  PositionKind position = PositionKind::none;    // how the (decoder's) encoder gives positions: plots' panels
   std::map<std::string, double> metrics;         // valid_ppl, test_bleu, test_ppl@128, train_s, ...
   std::vector<std::pair<double, double>> curve;  // (step, validation loss)
   std::vector<PairedItems> items;                // test outputs for paired tests (Task::ablation_items)

@@ -119,81 +119,106 @@ std::pair<std::string, std::vector<std::string>> legend_labels(const std::vector
   return {title, labels};
 }
 
-void write_line_plot(const std::string& path, const std::vector<Series>& series, const PlotOptions& options) {
+namespace {
+
+/// The plotted ranges of some panels' series (log10 on a log axis), with margins.
+struct Axes {
+  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+};
+
+bool usable_point(const PlotOptions& o, double x, double y) {
+  return std::isfinite(x) && std::isfinite(y) && (!o.log_x || x > 0) && (!o.log_y || y > 0);
+}
+
+bool has_mark(const PlotOptions& o) { return std::isfinite(o.x_mark) && (!o.log_x || o.x_mark > 0); }
+
+Axes axes_of(const std::vector<const std::vector<Series>*>& panels, const PlotOptions& o) {
+  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
+  for (const auto* series : panels)
+    for (const auto& s : *series)
+      for (size_t i = 0; i < s.x.size(); ++i) {
+        if (!usable_point(o, s.x[i], s.y[i])) continue;
+        const double sd = i < s.spread.size() && std::isfinite(s.spread[i]) ? s.spread[i] : 0.0;
+        x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]);
+        y0 = std::min(y0, s.y[i] - sd), y1 = std::max(y1, s.y[i] + sd);
+      }
+  if (!std::isfinite(x0)) x0 = 1, x1 = 2, y0 = 1, y1 = 2;
+  if (has_mark(o)) x0 = std::min(x0, o.x_mark), x1 = std::max(x1, o.x_mark);
+  if (o.log_y && y0 <= 0) y0 = y1 / 10;
+  if (x1 == x0) x1 = o.log_x ? x0 * 2 : x0 + 1;
+  if (y1 == y0) y1 = o.log_y ? y0 * 2 : y0 + 1;
+  auto tx = [&](double x) { return o.log_x ? std::log10(x) : x; };
+  auto ty = [&](double y) { return o.log_y ? std::log10(y) : y; };
+  Axes a{tx(x0), tx(x1), ty(y0), ty(y1)};
+  const double pad = 0.05 * (a.y1 - a.y0);
+  a.y0 -= pad, a.y1 += pad;
+  if (o.log_x) {
+    const double xpad = 0.03 * (a.x1 - a.x0);
+    a.x0 -= xpad, a.x1 += xpad;
+  }
+  return a;
+}
+
+/// Where a panel sits: its plot area [left, right] x [top, bottom], its legend to the right.
+struct Frame {
+  double left, right, top, bottom;
+};
+
+/// The legend's title and labels of `series` (legend_labels, or the options' title).
+std::pair<std::string, std::vector<std::string>> legend_of(const std::vector<Series>& series, const PlotOptions& o) {
   std::vector<std::string> names;
   for (const auto& s : series) names.push_back(s.name);
-  auto [legend_title, labels] = legend_labels(names);
-  if (legend_title.empty()) legend_title = options.legend_title;
-  const bool marked = std::isfinite(options.x_mark) && (!options.log_x || options.x_mark > 0);
-  size_t longest = legend_title.size();
-  for (const auto& l : labels) longest = std::max(longest, l.size() + 6);
-  // room for the legend: about 7 px per character at 12 px
-  const double left = 70, right = std::max(120.0, 30.0 + 7.0 * static_cast<double>(longest)), top = 40, bottom = 50,
-               caption_h = options.caption.empty() ? 0 : 22;
-  // tall enough for the legend: a title and 18 px per series
-  const double W = 560 + right,
-               H = std::max(440.0, top + 18.0 * static_cast<double>(series.size() + 2) + bottom) + caption_h;
-  const double plot_bottom = H - bottom - caption_h;
+  auto legend = legend_labels(names);
+  if (legend.first.empty()) legend.first = o.legend_title;
+  return legend;
+}
+
+/// The legend's width: about 7 px per character at 12 px.
+double legend_width(const std::pair<std::string, std::vector<std::string>>& legend) {
+  size_t longest = legend.first.size();
+  for (const auto& l : legend.second) longest = std::max(longest, l.size() + 6);
+  return std::max(120.0, 30.0 + 7.0 * static_cast<double>(longest));
+}
+
+/// One panel: grid, ticks, frame, axis labels, the mark, the series and their legend.
+void draw_panel(std::ostringstream& svg, const std::vector<Series>& series,
+                const std::pair<std::string, std::vector<std::string>>& legend, const PlotOptions& options,
+                const Axes& axes, const Frame& f) {
+  const auto& [legend_title, labels] = legend;
   auto tx = [&](double x) { return options.log_x ? std::log10(x) : x; };
   auto ty = [&](double y) { return options.log_y ? std::log10(y) : y; };
-  auto usable = [&](double x, double y) {
-    return std::isfinite(x) && std::isfinite(y) && (!options.log_x || x > 0) && (!options.log_y || y > 0);
-  };
-  double x0 = std::numeric_limits<double>::infinity(), x1 = -x0, y0 = x0, y1 = -x0;
-  for (const auto& s : series)
-    for (size_t i = 0; i < s.x.size(); ++i) {
-      if (!usable(s.x[i], s.y[i])) continue;
-      const double sd = i < s.spread.size() && std::isfinite(s.spread[i]) ? s.spread[i] : 0.0;
-      x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]);
-      y0 = std::min(y0, s.y[i] - sd), y1 = std::max(y1, s.y[i] + sd);
-    }
-  if (!std::isfinite(x0)) x0 = 1, x1 = 2, y0 = 1, y1 = 2;
-  if (marked) x0 = std::min(x0, options.x_mark), x1 = std::max(x1, options.x_mark);
-  if (options.log_y && y0 <= 0) y0 = y1 / 10;
-  if (x1 == x0) x1 = options.log_x ? x0 * 2 : x0 + 1;
-  if (y1 == y0) y1 = options.log_y ? y0 * 2 : y0 + 1;
-  // axis ranges in plotted coordinates, with a margin
-  double ax0 = tx(x0), ax1 = tx(x1), ay0 = ty(y0), ay1 = ty(y1);
-  const double pad = 0.05 * (ay1 - ay0);
-  ay0 -= pad, ay1 += pad;
-  if (options.log_x) {
-    const double xpad = 0.03 * (ax1 - ax0);
-    ax0 -= xpad, ax1 += xpad;
-  }
-  auto px = [&](double x) { return left + (tx(x) - ax0) / (ax1 - ax0) * (W - left - right); };
-  auto py = [&](double y) { return plot_bottom - (ty(y) - ay0) / (ay1 - ay0) * (plot_bottom - top); };
+  auto usable = [&](double x, double y) { return usable_point(options, x, y); };
+  auto px = [&](double x) { return f.left + (tx(x) - axes.x0) / (axes.x1 - axes.x0) * (f.right - f.left); };
+  auto py = [&](double y) { return f.bottom - (ty(y) - axes.y0) / (axes.y1 - axes.y0) * (f.bottom - f.top); };
   static const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
-  std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(options.title)
-      << "</text>\n";
-  const auto xticks = options.log_x ? log_ticks(std::pow(10.0, ax0), std::pow(10.0, ax1)) : nice_ticks(ax0, ax1);
-  const auto yticks = options.log_y ? log_ticks(std::pow(10.0, ay0), std::pow(10.0, ay1)) : nice_ticks(ay0, ay1);
+  const auto xticks =
+      options.log_x ? log_ticks(std::pow(10.0, axes.x0), std::pow(10.0, axes.x1)) : nice_ticks(axes.x0, axes.x1);
+  const auto yticks =
+      options.log_y ? log_ticks(std::pow(10.0, axes.y0), std::pow(10.0, axes.y1)) : nice_ticks(axes.y0, axes.y1);
   for (double fx : xticks)
-    svg << "<line x1=\"" << px(fx) << "\" y1=\"" << top << "\" x2=\"" << px(fx) << "\" y2=\"" << plot_bottom
-        << "\" stroke=\"#eee\"/><text x=\"" << px(fx) << "\" y=\"" << plot_bottom + 16 << "\" text-anchor=\"middle\">"
+    svg << "<line x1=\"" << px(fx) << "\" y1=\"" << f.top << "\" x2=\"" << px(fx) << "\" y2=\"" << f.bottom
+        << "\" stroke=\"#eee\"/><text x=\"" << px(fx) << "\" y=\"" << f.bottom + 16 << "\" text-anchor=\"middle\">"
         << number(fx) << "</text>\n";
   for (double fy : yticks)
-    svg << "<line x1=\"" << left << "\" y1=\"" << py(fy) << "\" x2=\"" << W - right << "\" y2=\"" << py(fy)
-        << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\"" << py(fy) + 4 << "\" text-anchor=\"end\">"
+    svg << "<line x1=\"" << f.left << "\" y1=\"" << py(fy) << "\" x2=\"" << f.right << "\" y2=\"" << py(fy)
+        << "\" stroke=\"#eee\"/><text x=\"" << f.left - 6 << "\" y=\"" << py(fy) + 4 << "\" text-anchor=\"end\">"
         << number(fy) << "</text>\n";
-  svg << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << W - left - right << "\" height=\""
-      << plot_bottom - top << "\" fill=\"none\" stroke=\"#333\"/>\n"
-      << "<text x=\"" << left + (W - left - right) / 2 << "\" y=\"" << plot_bottom + 38 << "\" text-anchor=\"middle\">"
-      << escape(options.x_label) << (options.log_x ? " (log scale)" : "") << "</text>\n<text transform=\"translate(18,"
-      << top + (plot_bottom - top) / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << escape(options.y_label)
-      << (options.log_y ? " (log scale)" : "") << "</text>\n";
-  if (marked)
-    svg << "<line class=\"mark\" x1=\"" << px(options.x_mark) << "\" y1=\"" << top << "\" x2=\"" << px(options.x_mark)
-        << "\" y2=\"" << plot_bottom << "\" stroke=\"#555\" stroke-dasharray=\"5,4\"/><text x=\""
-        << px(options.x_mark) + 4 << "\" y=\"" << top + 14 << "\" font-size=\"11\" fill=\"#555\">"
-        << escape(options.x_mark_label) << "</text>\n";
-  if (!legend_title.empty())
-    svg << "<text x=\"" << W - right + 12 << "\" y=\"" << top + 4 << "\" font-weight=\"bold\">" << escape(legend_title)
+  svg << "<rect x=\"" << f.left << "\" y=\"" << f.top << "\" width=\"" << f.right - f.left << "\" height=\""
+      << f.bottom - f.top << "\" fill=\"none\" stroke=\"#333\"/>\n"
+      << "<text x=\"" << (f.left + f.right) / 2 << "\" y=\"" << f.bottom + 38 << "\" text-anchor=\"middle\">"
+      << escape(options.x_label) << (options.log_x ? " (log scale)" : "") << "</text>\n<text transform=\"translate("
+      << f.left - 52 << "," << (f.top + f.bottom) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+      << escape(options.y_label) << (options.log_y ? " (log scale)" : "") << "</text>\n";
+  if (has_mark(options))
+    svg << "<line class=\"mark\" x1=\"" << px(options.x_mark) << "\" y1=\"" << f.top << "\" x2=\"" << px(options.x_mark)
+        << "\" y2=\"" << f.bottom << "\" stroke=\"#555\" stroke-dasharray=\"5,4\"/><text x=\"" << px(options.x_mark) + 4
+        << "\" y=\"" << f.top + 14 << "\" font-size=\"11\" fill=\"#555\">" << escape(options.x_mark_label)
         << "</text>\n";
-  const double legend_top = top + (legend_title.empty() ? 0 : 18);
+  if (!legend_title.empty())
+    svg << "<text x=\"" << f.right + 12 << "\" y=\"" << f.top + 4 << "\" font-weight=\"bold\">" << escape(legend_title)
+        << "</text>\n";
+  const double legend_top = f.top + (legend_title.empty() ? 0 : 18);
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
     const char* colour = kColours[k % 10];
@@ -223,18 +248,75 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
         if (usable(s.x[i], s.y[i]))
           svg << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3\" fill=\"" << colour
               << "\"/>\n";
-    svg << "<line x1=\"" << W - right + 12 << "\" y1=\"" << legend_top + 14 + 18 * k << "\" x2=\"" << W - right + 34
+    svg << "<line x1=\"" << f.right + 12 << "\" y1=\"" << legend_top + 14 + 18 * k << "\" x2=\"" << f.right + 34
         << "\" y2=\"" << legend_top + 14 + 18 * k << "\" stroke=\"" << colour << "\"" << dash
-        << " stroke-width=\"3\"/><text x=\"" << W - right + 40 << "\" y=\"" << legend_top + 18 + 18 * k << "\">"
+        << " stroke-width=\"3\"/><text x=\"" << f.right + 40 << "\" y=\"" << legend_top + 18 + 18 * k << "\">"
         << escape(labels[k]) << "</text>\n";
   }
+}
+
+void write_svg(const std::string& path, double W, double H, const PlotOptions& options, const std::string& body) {
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(options.title)
+      << "</text>\n"
+      << body;
   if (!options.caption.empty())
-    svg << "<text x=\"" << left << "\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">"
-        << escape(options.caption) << "</text>\n";
+    svg << "<text x=\"70\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">" << escape(options.caption)
+        << "</text>\n";
   svg << "</svg>\n";
   std::ofstream out(path);
   out << svg.str();
   if (!out) throw std::runtime_error(path + ": cannot write plot");
+}
+
+}  // namespace
+
+void write_line_plot(const std::string& path, const std::vector<Series>& series, const PlotOptions& options) {
+  const auto legend = legend_of(series, options);
+  const double left = 70, right = legend_width(legend), top = 40, bottom = 50,
+               caption_h = options.caption.empty() ? 0 : 22;
+  // tall enough for the legend: a title and 18 px per series
+  const double W = 560 + right,
+               H = std::max(440.0, top + 18.0 * static_cast<double>(series.size() + 2) + bottom) + caption_h;
+  std::ostringstream body;
+  draw_panel(body, series, legend, options, axes_of({&series}, options),
+             {left, W - right, top, H - bottom - caption_h});
+  write_svg(path, W, H, options, body.str());
+}
+
+void write_line_panels(const std::string& path, const std::vector<Panel>& panels, const PlotOptions& options,
+                       int columns) {
+  if (panels.empty()) return;
+  std::vector<const std::vector<Series>*> all;
+  std::vector<std::pair<std::string, std::vector<std::string>>> legends;
+  double right = 0;
+  size_t most = 0;
+  for (const auto& p : panels) {
+    all.push_back(&p.series);
+    legends.push_back(legend_of(p.series, options));
+    right = std::max(right, legend_width(legends.back()));
+    most = std::max(most, p.series.size());
+  }
+  const auto axes = axes_of(all, options);  // shared: the panels compare at a glance
+  const double left = 70, plot_w = 400, top = 40, panel_title = 20, bottom = 50;
+  const double plot_h = std::max(260.0, 18.0 * static_cast<double>(most + 2));
+  const double cell_w = left + plot_w + right, cell_h = panel_title + plot_h + bottom;
+  const auto cols = static_cast<size_t>(std::max(1, columns));
+  const size_t rows = (panels.size() + cols - 1) / cols;
+  const double caption_h = options.caption.empty() ? 0 : 22;
+  const double W = cell_w * static_cast<double>(std::min(cols, panels.size())),
+               H = top + cell_h * static_cast<double>(rows) + caption_h;
+  std::ostringstream body;
+  for (size_t k = 0; k < panels.size(); ++k) {
+    const double ox = cell_w * static_cast<double>(k % cols), oy = top + cell_h * static_cast<double>(k / cols);
+    const Frame f{ox + left, ox + left + plot_w, oy + panel_title, oy + panel_title + plot_h};
+    body << "<text class=\"panel\" x=\"" << (f.left + f.right) / 2 << "\" y=\"" << oy + 14
+         << "\" text-anchor=\"middle\" font-weight=\"bold\">" << escape(panels[k].title) << "</text>\n";
+    draw_panel(body, panels[k].series, legends[k], options, axes, f);
+  }
+  write_svg(path, W, H, options, body.str());
 }
 
 void write_heat_map(const std::string& path, const std::vector<std::string>& columns,

@@ -38,6 +38,17 @@ struct PlotOptions {
 /// whose values differ between the series (legend_labels).
 void write_line_plot(const std::string& path, const std::vector<Series>& series, const PlotOptions& options);
 
+/// One panel of a figure of small multiples: its title and its series.
+struct Panel {
+  std::string title;
+  std::vector<Series> series;
+};
+
+/// Writes panels side by side, `columns` to a row, with shared axes (so that the panels
+/// compare at a glance), each with its own legend; `options` apply to every panel.
+void write_line_panels(const std::string& path, const std::vector<Panel>& panels, const PlotOptions& options,
+                       int columns = 2);
+
 struct HeatMapOptions {
   std::string title, x_label, y_label, caption;
 };
