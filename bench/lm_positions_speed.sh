@@ -5,23 +5,29 @@
 # BLAS threads spread over a second core part of the time and the figures split into two
 # clusters ~35% apart). Variants are interleaved over REPEATS rounds so drifting machine load
 # affects them alike; prints the CPU, every round, the median and its ratio to rotary's.
-#   bash bench/lm_positions_speed.sh [REPEATS] [BUILD]
+# LENGTH and BATCH set the batches' shape and the training context (data.context, which
+# the learned table and the other length settings follow): 512 and 16 are the length
+# study at 512's updates (experiments/lm_sotu_char_512.yaml).
+#   bash bench/lm_positions_speed.sh [REPEATS] [BUILD] [LENGTH] [BATCH]
 set -euo pipefail
 repeats=${1:-3}
 build=${2:-build}
+length=${3:-128}
+batch=${4:-32}
 config=experiments/lm_sotu_char_small.yaml
 performer="model.attention={type: performer, num_features: 128, chunk_size: 32}"
 yarn="model.position.scaling={type: yarn, factor: 8}"
-variants=("learned" "sinusoidal" "t5_bias" "rotary" "none" "alibi" "xpos" "kerple" "fire" "yarn rotary"
-          "performer learned" "performer rotary")
+variants=("learned" "sinusoidal" "t5_bias" "rotary" "none" "alibi" "xpos" "kerple" "kerple_power" "fire"
+          "yarn rotary" "performer learned" "performer rotary")
 lscpu | sed -n 's/^Model name: */CPU: /p'
+echo "batches of $batch x $length tokens, data.context=$length"
 declare -A runs
 for ((r = 1; r <= repeats; ++r)); do
   for v in "${variants[@]}"; do
-    args=(--set "model.position.type=${v##* }")
+    args=(--set "model.position.type=${v##* }" --set "data.context=$length")
     [[ $v == performer* ]] && args+=(--set "$performer")
     [[ $v == yarn* ]] && args+=(--set "$yarn")
-    tps=$(taskset -c 0 "$build/ropelab" bench train "$config" "${args[@]}" --vocab 256 --batch 32 --length 128 \
+    tps=$(taskset -c 0 "$build/ropelab" bench train "$config" "${args[@]}" --vocab 256 --batch "$batch" --length "$length" \
           --threads 1 --steps 20 --json | sed -n 's/.*"target_tokens_per_s":\([0-9.]*\).*/\1/p')
     runs[$v]+="$tps "
   done

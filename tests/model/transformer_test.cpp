@@ -131,6 +131,33 @@ TEST_F(Transformer, NopeLayersRotateNothing) {
   EXPECT_GT(max_diff(mixed, logits(rotary, 2)), 1e-3);
 }
 
+// xPos's scales count from the middle of the call: far from position 0 (scale_base 256,
+// the default at a 512 context; zeta^(40000/256) is below fp32's range) the stack stays
+// finite and gives what the same tokens give at positions 0..T-1, as its logits depend on
+// distances alone; decoding with a cache keeps the first call's origin.
+TEST_F(Transformer, XposHoldsFarFromTheStart) {
+  auto options = StackOptions()
+                     .layer(LayerOptions().d_model(16).heads(2).d_ff(16).dropout(0))
+                     .layers(2)
+                     .causal(true)
+                     .position(PositionOptions().type(PositionType::xpos).scale_base(256));
+  Stack stack(options);
+  stack->eval();
+  const auto x = torch::randn({1, 8, 16});
+  StackInputs near, far;
+  near.positions = Positions(torch::arange(8));
+  far.positions = Positions(torch::arange(40000, 40008));
+  const auto a = stack(x, near), b = stack(x, far);
+  EXPECT_TRUE(torch::isfinite(b).all().item<bool>());
+  EXPECT_LT(max_diff(a, b), 1e-4);
+  DecoderCache state;
+  stack(x.narrow(1, 0, 5), StackInputs(), &state);
+  EXPECT_EQ(state.origin, 2);  // the middle of positions 0..4
+  const auto rest = stack(x.narrow(1, 5, 3), StackInputs(), &state);
+  EXPECT_EQ(state.origin, 2);
+  EXPECT_LT(max_diff(rest, a.narrow(1, 5, 3)), 1e-5);
+}
+
 // Source padding never changes the outputs at real tokens, alone or batched with a longer
 // sentence. (Right padding of the target needs no test: the causal mask hides it already;
 // TargetPadsAreMaskedAsKeys tests the target's key mask.)

@@ -46,8 +46,8 @@ struct TestEvaluations {
   std::vector<std::string> scalings;
   /// Language models with softmax attention: also, at each context beyond the training
   /// one, evaluated with sliding-window attention over data.context keys (the window the
-  /// model was trained with; blockwise causal attention, Sun et al. 2022) and each number
-  /// of attention sinks (Xiao et al. 2024; 0: the window alone).
+  /// model was trained with; a sliding form of Sun et al. 2022's blockwise causal
+  /// attention) and each number of attention sinks (Xiao et al. 2024; 0: the window alone).
   std::vector<int64_t> window_sinks;
   /// Language models: the first `tokens` tokens of the test split in every evaluation
   /// (`eval --set data.eval_tokens=N`); 0: the run's data.eval_tokens.

@@ -105,6 +105,19 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   const int64_t offset = state ? state->offset : 0, tq = x.size(1);
   bool given = in.positions.defined();
   if (!given) in.positions = Positions::range(offset, tq, position_->axes(), x.device());
+  if (options_.position().type() == PositionType::xpos) {
+    // xPos's scales count from the middle of a sequence's first call (kept by its cache),
+    // so that their fp32 exponents stay within half a window of 0, not a window's length
+    if (!state || !state->origin) {
+      const int64_t middle =
+          given ? (in.positions.values().min().item<int64_t>() + in.positions.values().max().item<int64_t>()) / 2
+                : offset + (tq - 1) / 2;
+      if (state) state->origin = middle;
+      in.positions = in.positions.with_origin(middle);
+    } else {
+      in.positions = in.positions.with_origin(*state->origin);
+    }
+  }
   auto h = dropout_(position_->embed(x, in.positions));
   if (position_->has_logit_bias()) {
     auto key_positions = in.positions;

@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include <optional>
 #include <vector>
 
 #include "ropelab/model/attention.h"
@@ -89,6 +90,7 @@ struct DecoderCache {
   int64_t offset = 0;                          // tokens decoded so far: the next token's position
   Positions key_positions;                     // the cached keys' (logit-bias encoders); a window drops some
   bool given_positions = false;                // a call passed its own positions (no relative bias table)
+  std::optional<int64_t> origin;               // xPos: the position its scales count from (the first call's middle)
   torch::Tensor memory_padding_mask;
   /// Keeps rows `index` of every cache (beam search).
   void reorder(const torch::Tensor& index);

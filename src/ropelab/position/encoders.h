@@ -42,8 +42,9 @@ class LearnedEncoder : public PositionEncoderImpl {
 /// with a per-pair decay zeta_i = (2i/r + gamma) / (1 + gamma), gamma = 0.4: the query at
 /// position n is also scaled by zeta_i^(n / scale_base) and the key by zeta_i^(-n /
 /// scale_base), so the logit decays as zeta^((m - n) / scale_base) with the distance.
-/// Positions are used as given (not centred); fp32 scales then hold to about n = 35k
-/// with the defaults. Queries and keys differ, so xPos rotates pairs only.
+/// The scales count from positions.origin() (n - origin for n), which a stack sets to the
+/// middle of a sequence's first call: fp32 scales then hold for windows of about 140 x
+/// scale_base positions. Queries and keys differ, so xPos rotates pairs only.
 class RotaryEncoder : public PositionEncoderImpl {
  public:
   RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes, bool xpos = false);

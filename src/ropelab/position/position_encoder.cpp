@@ -125,7 +125,8 @@ torch::Tensor RotaryEncoder::angles(const Positions& positions) const {
 
 torch::Tensor RotaryEncoder::xpos_scale(const Positions& positions, double sign) const {
   TORCH_CHECK(xpos_, "RotaryEncoder: xpos_scale without xPos");
-  auto exponent = positions.values().to(torch::kDouble) * (sign / scale_base_);           // (..., T)
+  auto exponent = (positions.values().to(torch::kDouble) - static_cast<double>(positions.origin())) *
+                  (sign / scale_base_);                                                   // (..., T)
   return torch::pow(zeta_.to(torch::kDouble), exponent.unsqueeze(-1)).to(torch::kFloat);  // (..., T, r/2)
 }
 

@@ -27,6 +27,12 @@ Positions Positions::index_time(const torch::Tensor& index) const {
   return Positions(values_.index_select(batched() ? 1 : 0, index), axes_);
 }
 
+Positions Positions::with_origin(int64_t origin) const {
+  Positions out(values_, axes_);
+  out.origin_ = origin;
+  return out;
+}
+
 Positions Positions::cat(const Positions& next) const {
   if (!defined()) return next;
   TORCH_CHECK(next.axes_ == axes_, "Positions: cannot join ", axes_, " and ", next.axes_, " axes");

@@ -36,6 +36,12 @@ class Positions {
   Positions index_time(const torch::Tensor& index) const;
   /// These positions followed by `next` along the time dimension (decoder caches).
   Positions cat(const Positions& next) const;
+  /// The position xPos's scales count from, zeta^((n - origin) / scale_base): a shift
+  /// shared by every query and key of a sequence leaves their products unchanged and keeps
+  /// the exponents within half a window of 0. 0 unless a stack sets it (model/transformer.h).
+  int64_t origin() const { return origin_; }
+  /// These positions counted from `origin`, with tables of their own.
+  Positions with_origin(int64_t origin) const;
 
   /// Tables an encoder derives from these positions (rotary cos/sin for a dtype), made
   /// once by `make` and shared by every layer and copy that sees the same positions.
@@ -56,6 +62,7 @@ class Positions {
   };
   torch::Tensor values_;
   int64_t axes_ = 1;
+  int64_t origin_ = 0;
   std::shared_ptr<std::vector<Derived>> memo_;  // made with the values: copies share it
 };
 
