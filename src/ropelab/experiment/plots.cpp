@@ -9,7 +9,7 @@
 
 #include "ropelab/experiment/columns.h"
 #include "ropelab/experiment/seed_stats.h"
-#include "ropelab/report/plot.h"
+#include "ropelab/util/svg_plot.h"
 
 namespace ropelab {
 
@@ -18,7 +18,7 @@ using seed_stats::finite_values;
 
 namespace {
 
-/// Each variant's legend label (its values of the grid keys that differ, report/plot.h)
+/// Each variant's legend label (its values of the grid keys that differ, util/svg_plot.h)
 /// and the legend's title.
 std::pair<std::string, std::map<std::string, std::string>> variant_labels(const std::vector<std::string>& order) {
   const auto [title, labels] = legend_labels(order);

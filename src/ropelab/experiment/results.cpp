@@ -16,12 +16,12 @@
 #include "ropelab/experiment/evaluations.h"
 #include "ropelab/experiment/plots.h"
 #include "ropelab/experiment/seed_stats.h"
-#include "ropelab/report/plot.h"
 #include "ropelab/run/ablation_layout.h"
 #include "ropelab/run/eval_files.h"
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
 #include "ropelab/task/task_registry.h"
+#include "ropelab/util/svg_plot.h"
 
 namespace ropelab {
 

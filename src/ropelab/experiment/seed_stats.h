@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ropelab/experiment/results.h"
-#include "ropelab/report/plot.h"
+#include "ropelab/util/svg_plot.h"
 
 namespace ropelab::seed_stats {
 

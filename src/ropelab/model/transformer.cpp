@@ -105,7 +105,7 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   const int64_t offset = state ? state->offset : 0, tq = x.size(1);
   bool given = in.positions.defined();
   if (!given) in.positions = Positions::range(offset, tq, position_->axes(), x.device());
-  if (options_.position().type() == PositionType::xpos) {
+  if (position_->counts_from_origin()) {
     // xPos's scales count from the middle of a sequence's first call (kept by its cache),
     // so that their fp32 exponents stay within half a window of 0, not a window's length
     if (!state || !state->origin) {

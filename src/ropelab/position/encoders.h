@@ -49,6 +49,7 @@ class RotaryEncoder : public PositionEncoderImpl {
  public:
   RotaryEncoder(const PositionOptions& options, const PositionGeometry& geometry, int64_t axes, bool xpos = false);
   bool rotates() const override { return true; }
+  bool counts_from_origin() const override { return xpos_; }
   bool follows_length() const override {
     return scaling_.type() == RopeScalingType::dynamic_ntk && scaling_.dynamic() == DynamicLength::call;
   }

@@ -122,6 +122,10 @@ class PositionEncoderImpl : public torch::nn::Module {
     return {rotate(q, positions), rotate(k, positions)};
   }
 
+  /// Whether the encoder's tables depend on where positions count from (xPos's scales,
+  /// Positions::origin): its stack then sets the origin, which changes no logit.
+  virtual bool counts_from_origin() const { return false; }
+
   /// Whether every token's encoding depends on the length of the whole sequence (dynamic
   /// NTK scaling). Incremental decoding then recomputes the prefix at each step: a cache
   /// would keep keys and hidden states computed for a shorter sequence.

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <limits>
 
-#include "ropelab/report/plot.h"
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
+#include "ropelab/util/svg_plot.h"
 
 namespace ropelab {
 

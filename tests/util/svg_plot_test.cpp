@@ -1,5 +1,5 @@
 // The SVG plot writer: round ticks, logarithmic axes, legends that name what differs, bands.
-#include "ropelab/report/plot.h"
+#include "ropelab/util/svg_plot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +23,12 @@ class Plot : public ropelab::testing::TempDir {
     s << in.rdbuf();
     return s.str();
   }
+  /// The SVG of write_line_plot(series, options), written in the test's directory.
+  std::string draw(const std::vector<Series>& series, const PlotOptions& options) {
+    const auto path = (dir_ / "plot.svg").string();
+    write_line_plot(path, series, options);
+    return read(path);
+  }
 };
 
 void expect_ticks(const std::vector<double>& got, const std::vector<double>& want) {
@@ -37,6 +43,10 @@ std::vector<std::string> texts(const std::string& svg) {
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text); it != std::sregex_iterator(); ++it)
     out.push_back((*it)[1]);
   return out;
+}
+
+bool has(const std::vector<std::string>& texts, const std::string& s) {
+  return std::find(texts.begin(), texts.end(), s) != texts.end();
 }
 
 }  // namespace
@@ -89,18 +99,15 @@ TEST_F(Plot, SvgHasTheLegendRoundTicksABandAndTheCaption) {
   options.x_label = "step";
   options.y_label = "loss";
   options.caption = "ropelab ablate experiments/x.yaml -o runs/x";
-  const auto path = (dir_ / "p.svg").string();
-  write_line_plot(path, {a, b}, options);
-  const auto svg = read(path);
+  const auto svg = draw({a, b}, options);
   const auto t = texts(svg);
-  auto has = [&](const std::string& s) { return std::find(t.begin(), t.end(), s) != t.end(); };
-  EXPECT_TRUE(has("model.position.type"));  // the legend's title
-  EXPECT_TRUE(has("learned"));
-  EXPECT_TRUE(has("rotary"));
-  EXPECT_FALSE(has("model.position.type=learned"));
-  EXPECT_TRUE(has("ropelab ablate experiments/x.yaml -o runs/x"));
-  EXPECT_TRUE(has("1.5") && has("2") && has("200")) << svg;  // round ticks
-  EXPECT_FALSE(has("1.171"));
+  EXPECT_TRUE(has(t, "model.position.type"));  // the legend's title
+  EXPECT_TRUE(has(t, "learned"));
+  EXPECT_TRUE(has(t, "rotary"));
+  EXPECT_FALSE(has(t, "model.position.type=learned"));
+  EXPECT_TRUE(has(t, "ropelab ablate experiments/x.yaml -o runs/x"));
+  EXPECT_TRUE(has(t, "1.5") && has(t, "2") && has(t, "200")) << svg;  // round ticks
+  EXPECT_FALSE(has(t, "1.171"));
   // one band: series a has spreads, b none
   size_t bands = 0;
   for (size_t at = svg.find("class=\"band\""); at != std::string::npos; at = svg.find("class=\"band\"", at + 1))
@@ -122,14 +129,11 @@ TEST_F(Plot, AMarkedLengthIsDrawnAndHeldByTheAxis) {
   options.x_mark = 128;
   options.x_mark_label = "trained at 128";
   options.legend_title = "model.position.type (+ at evaluation)";
-  const auto path = (dir_ / "m.svg").string();
-  write_line_plot(path, {a, b}, options);
-  const auto svg = read(path);
+  const auto svg = draw({a, b}, options);
   const auto t = texts(svg);
-  auto has = [&](const std::string& s) { return std::find(t.begin(), t.end(), s) != t.end(); };
-  EXPECT_TRUE(has("trained at 128"));
-  EXPECT_TRUE(has("rotary + yarn"));
-  EXPECT_TRUE(has("model.position.type (+ at evaluation)"));
+  EXPECT_TRUE(has(t, "trained at 128"));
+  EXPECT_TRUE(has(t, "rotary + yarn"));
+  EXPECT_TRUE(has(t, "model.position.type (+ at evaluation)"));
   std::smatch mark, frame;
   ASSERT_TRUE(std::regex_search(svg, mark, std::regex(R"re(class="mark" x1="([0-9.]+)")re")));
   ASSERT_TRUE(std::regex_search(svg, frame, std::regex(R"re(<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)")re")));
@@ -137,8 +141,7 @@ TEST_F(Plot, AMarkedLengthIsDrawnAndHeldByTheAxis) {
   EXPECT_GT(x, left);
   EXPECT_LT(x, left + 0.25 * (right - left));  // 128 is the axis' smallest value, before 256
   // no mark asked: no line
-  write_line_plot(path, {a, b}, PlotOptions());
-  EXPECT_EQ(read(path).find("class=\"mark\""), std::string::npos);
+  EXPECT_EQ(draw({a, b}, PlotOptions()).find("class=\"mark\""), std::string::npos);
 }
 
 // Past ten series the colours repeat: each further round is dashed, and the canvas grows
@@ -146,9 +149,7 @@ TEST_F(Plot, AMarkedLengthIsDrawnAndHeldByTheAxis) {
 TEST_F(Plot, ManySeriesStayTellableApart) {
   std::vector<Series> series;
   for (int k = 0; k < 24; ++k) series.push_back({"variant=" + std::to_string(k), {1, 2}, {1.0 + k, 2.0 + k}, {}});
-  const auto path = (dir_ / "many.svg").string();
-  write_line_plot(path, series, PlotOptions());
-  const auto svg = read(path);
+  const auto svg = draw(series, PlotOptions());
   std::vector<std::string> strokes;  // each line's colour and dashes, in order
   const std::regex line(R"re(<polyline fill="none" stroke="([^"]+)"( stroke-dasharray="[^"]+")?)re");
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), line); it != std::sregex_iterator(); ++it)
@@ -167,13 +168,10 @@ TEST_F(Plot, LogAxesPlaceDecadesEvenly) {
   Series s{"ppl", {128, 256, 512, 1024, 2048}, {5, 7, 20, 90, 400}, {}};
   PlotOptions options;
   options.log_x = options.log_y = true;
-  const auto path = (dir_ / "log.svg").string();
-  write_line_plot(path, {s}, options);
-  const auto svg = read(path);
+  const auto svg = draw({s}, options);
   const auto t = texts(svg);
-  auto has = [&](const std::string& v) { return std::find(t.begin(), t.end(), v) != t.end(); };
-  EXPECT_TRUE(has("200") && has("500") && has("1000") && has("2000")) << svg;
-  EXPECT_TRUE(has("10") && has("100")) << svg;
+  EXPECT_TRUE(has(t, "200") && has(t, "500") && has(t, "1000") && has(t, "2000")) << svg;
+  EXPECT_TRUE(has(t, "10") && has(t, "100")) << svg;
   EXPECT_NE(svg.find("(log scale)"), std::string::npos);
   // equal ratios are equal distances: the polyline's x steps between 128, 256, 512 are equal
   std::smatch points;

@@ -1,4 +1,4 @@
-#include "ropelab/report/plot.h"
+#include "ropelab/util/svg_plot.h"
 
 #include <algorithm>
 #include <cmath>
