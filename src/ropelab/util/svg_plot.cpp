@@ -255,15 +255,17 @@ void draw_panel(std::ostringstream& svg, const std::vector<Series>& series,
   }
 }
 
-void write_svg(const std::string& path, double W, double H, const PlotOptions& options, const std::string& body) {
+/// Writes a W x H SVG to `path`: white ground, `title` centred on top, `body`, and
+/// `caption` at the bottom from x = `caption_x`.
+void write_svg(const std::string& path, double W, double H, const std::string& title, const std::string& caption,
+               double caption_x, const std::string& body) {
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(options.title)
-      << "</text>\n"
+      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title) << "</text>\n"
       << body;
-  if (!options.caption.empty())
-    svg << "<text x=\"70\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">" << escape(options.caption)
+  if (!caption.empty())
+    svg << "<text x=\"" << caption_x << "\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">" << escape(caption)
         << "</text>\n";
   svg << "</svg>\n";
   std::ofstream out(path);
@@ -283,7 +285,7 @@ void write_line_plot(const std::string& path, const std::vector<Series>& series,
   std::ostringstream body;
   draw_panel(body, series, legend, options, axes_of({&series}, options),
              {left, W - right, top, H - bottom - caption_h});
-  write_svg(path, W, H, options, body.str());
+  write_svg(path, W, H, options.title, options.caption, 70, body.str());
 }
 
 void write_line_panels(const std::string& path, const std::vector<Panel>& panels, const PlotOptions& options,
@@ -316,7 +318,7 @@ void write_line_panels(const std::string& path, const std::vector<Panel>& panels
          << "\" text-anchor=\"middle\" font-weight=\"bold\">" << escape(panels[k].title) << "</text>\n";
     draw_panel(body, panels[k].series, legends[k], options, axes, f);
   }
-  write_svg(path, W, H, options, body.str());
+  write_svg(path, W, H, options.title, options.caption, 70, body.str());
 }
 
 void write_heat_map(const std::string& path, const std::vector<std::string>& columns,
@@ -329,10 +331,6 @@ void write_heat_map(const std::string& path, const std::vector<std::string>& col
   const int W = std::max(420, left + cell_w * static_cast<int>(columns.size()) + 30);
   const int H = top + cell_h * static_cast<int>(rows.size()) + bottom;
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(options.title)
-      << "</text>\n";
   for (size_t r = 0; r < rows.size(); ++r) {
     if (values[r].size() != columns.size())
       throw std::invalid_argument(path + ": row " + std::to_string(r) + " has " + std::to_string(values[r].size()) +
@@ -365,13 +363,7 @@ void write_heat_map(const std::string& path, const std::vector<std::string>& col
       << "\" text-anchor=\"middle\">" << escape(options.x_label) << "</text>\n<text transform=\"translate(16,"
       << top + cell_h * static_cast<int>(rows.size()) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
       << escape(options.y_label) << "</text>\n";
-  if (!options.caption.empty())
-    svg << "<text x=\"10\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">" << escape(options.caption)
-        << "</text>\n";
-  svg << "</svg>\n";
-  std::ofstream out(path);
-  out << svg.str();
-  if (!out) throw std::runtime_error(path + ": cannot write plot");
+  write_svg(path, W, H, options.title, options.caption, 10, svg.str());
 }
 
 }  // namespace ropelab
