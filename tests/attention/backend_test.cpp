@@ -235,3 +235,32 @@ TEST_F(Attention, Bfloat16InputsAndFactoredFireReachTheStreamingKernel) {
   EXPECT_LT(max_diff(attend_in_fp32(in, [&](const AttentionInputs& x) { return aten.reference_forward(x); }), expected),
             1e-5);
 }
+
+// A forget gate's cumulative sums reach every path, each query aligned with its own key
+// (Tq < Tk, as in cached decoding): the bias of query i (key a = i + Tk - Tq) and key j is
+// the sum of log f_l over l in (j, a], summed term by term here.
+TEST_F(Attention, ForgetGateReachesEveryPathAligned) {
+  using Path = SoftmaxAttention::Path;
+  const int64_t B = 2, H = 2, Tq = 5, Tk = 8;
+  const auto log_f = torch::log_sigmoid(torch::randn({B, H, Tk}));
+  auto explicit_bias = torch::zeros({B, H, Tq, Tk});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Tq; ++i)
+        for (int64_t j = 0; j <= i + Tk - Tq; ++j)
+          for (int64_t l = j + 1; l <= i + Tk - Tq; ++l) explicit_bias[b][h][i][j] += log_f[b][h][l];
+  auto q = torch::randn({B, H, Tq, 8}), k = torch::randn({B, H, Tk, 8}), v = torch::randn({B, H, Tk, 8});
+  const auto expected = reference(AttentionInputs{q, k, v, {}, explicit_bias, true});
+  LogitBias gate;
+  gate.forget = log_f.cumsum(-1);
+  const AttentionInputs in{q, k, v, {}, gate, true};
+  for (const auto& [kernel, path] :
+       std::vector<std::pair<AttentionKernel, Path>>{{AttentionKernel::automatic, Path::streaming},
+                                                     {AttentionKernel::chunked, Path::chunked},
+                                                     {AttentionKernel::materialized, Path::materialized}}) {
+    SoftmaxAttention attention(AttentionOptions().kernel(kernel));
+    EXPECT_EQ(attention.path(in), path);
+    EXPECT_LT(max_diff(attention.forward(in), expected), 1e-5) << to_string(kernel);
+  }
+  EXPECT_LT(max_diff(SoftmaxAttention(AttentionOptions{}).reference_forward(in), expected), 1e-5);
+}

@@ -154,6 +154,22 @@ TEST_F(ConfigTest, NopeEveryAppliesToRotations) {
             "--set: model.encoder_position.nope_every=-1 must be >= 0 (0 = every layer rotates)");
 }
 
+// The forget gate goes with any encoder of a causal stack whose attention takes a logit bias.
+TEST_F(ConfigTest, ForgetGateNeedsCausalSoftmaxAttention) {
+  const std::vector<std::string> lm = {"task=lm", "data.format=text", "model.position={type: none, forget_gate: true}"};
+  EXPECT_TRUE(load_config({{}, lm}).model.decoder_position().forget_gate());
+  EXPECT_FALSE(load_config({{}, {"task=lm", "data.format=text"}}).model.decoder_position().forget_gate());
+  auto performer = lm;
+  performer.push_back("model.attention.type=performer");
+  EXPECT_EQ(load_error({}, performer),
+            "--set: model.decoder_position.forget_gate=true needs an attention backend that takes a logit bias; "
+            "model.attention.type=performer does not");
+  EXPECT_EQ(load_error({}, {"model.position.forget_gate=true"}),
+            "--set: model.encoder_position.forget_gate=true needs causal self-attention (a language model or a "
+            "translator's decoder), not the encoder");
+  EXPECT_EQ(load_error({}, {"model.decoder_position.forget_gate=true"}), "");
+}
+
 // Length-generalisation encoders and RoPE scaling: every combination that cannot work is
 // one line naming the key and why.
 TEST_F(ConfigTest, IncompatiblePositionChoicesNameTheKeyAndTheReason) {

@@ -26,9 +26,12 @@ std::vector<PositionOptions> all_position_types() {
           PositionOptions().type(PositionType::fire).fire_hidden(4)};
 }
 
-/// Encoders for causal stacks only (xPos) and rotary under each RoPE scaling.
+/// Encoders for causal stacks only (xPos, the forget gate alone and with rotary) and rotary
+/// under each RoPE scaling.
 std::vector<PositionOptions> causal_position_types() {
-  std::vector<PositionOptions> out{PositionOptions().type(PositionType::xpos)};
+  std::vector<PositionOptions> out{PositionOptions().type(PositionType::xpos),
+                                   PositionOptions().type(PositionType::none).forget_gate(true),
+                                   PositionOptions().type(PositionType::rotary).forget_gate(true)};
   for (auto scaling :
        {RopeScalingType::linear, RopeScalingType::ntk, RopeScalingType::dynamic_ntk, RopeScalingType::yarn})
     out.push_back(PositionOptions()
@@ -372,6 +375,105 @@ TEST_F(Transformer, BeamReorderKeepsCacheRowsConsistent) {
   auto step = model->decode(tgt.index_select(0, swap).narrow(1, 2, 1), swapped_memory, &state);
   auto full = model(src.index_select(0, swap), tgt.index_select(0, swap));
   EXPECT_LT(max_diff(step, full.narrow(1, 2, 1)), 1e-5);
+}
+
+// The forget gate (Lin et al. 2025) against a reference written from its definition in
+// double: per head f_l = sigmoid(w . x_l + b), query i and key j <= i get the logit bias
+// sum_{l = j + 1}^{i} log f_l, summed here term by term.
+TEST_F(Transformer, ForgetGateAddsTheLogGatesBetweenKeyAndQuery) {
+  const int64_t B = 2, T = 7, D = 8, H = 2, Dh = D / H;
+  MultiHeadAttention mha(MultiHeadAttentionOptions(D, H).forget_gate(true), nullptr);
+  mha->to(torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;  // gates well away from 1/2 and different per head
+    mha->forget_gate->weight.normal_(0, 0.7);
+    mha->forget_gate->bias.copy_(torch::tensor({1.5, -0.5}, torch::kDouble));
+  }
+  auto x = torch::randn({B, T, D}, torch::kDouble);
+  AttentionCall call;
+  call.causal = true;
+  const auto out = mha(x, torch::Tensor(), call);
+
+  const auto qkv = torch::linear(x, mha->in_proj_weight, mha->in_proj_bias);
+  const auto f = torch::sigmoid(torch::linear(x, mha->forget_gate->weight, mha->forget_gate->bias));  // (B, T, H)
+  auto expected = torch::zeros({B, T, D}, torch::kDouble);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < T; ++i) {
+        const auto q = qkv[b][i].narrow(0, h * Dh, Dh);
+        std::vector<double> logits;
+        for (int64_t j = 0; j <= i; ++j) {
+          const auto k = qkv[b][j].narrow(0, D + h * Dh, Dh);
+          double bias = 0;
+          for (int64_t l = j + 1; l <= i; ++l) bias += std::log(f[b][l][h].item<double>());
+          logits.push_back((q * k).sum().item<double>() / std::sqrt(static_cast<double>(Dh)) + bias);
+        }
+        const auto p = torch::softmax(torch::tensor(logits, torch::kDouble), 0);
+        for (int64_t j = 0; j <= i; ++j)
+          expected[b][i].narrow(0, h * Dh, Dh) += p[j] * qkv[b][j].narrow(0, 2 * D + h * Dh, Dh);
+      }
+  expected = torch::linear(expected, mha->out_proj->weight, mha->out_proj->bias);
+  EXPECT_LT(max_diff(out, expected), 1e-12);
+  // the gate changes the output
+  auto without = mha->forget_gate;
+  {
+    torch::NoGradGuard no_grad;
+    without->weight.zero_();
+    without->bias.fill_(40.0);  // f = 1 - 4e-18: log f is 0 in double
+  }
+  EXPECT_GT(max_diff(out, mha(x, torch::Tensor(), call)), 1e-3);
+  EXPECT_NE(
+      ropelab::testing::error_of([&] { mha(x, torch::Tensor(), AttentionCall()); }).find("needs causal self-attention"),
+      std::string::npos);
+}
+
+// A language model with forget gates: its gates' gradients match finite differences, and
+// windowed cached decoding (bounded caches, which keep the cumulative gate values of the
+// kept keys) equals the windowed teacher-forced pass, also after a beam reorder.
+TEST_F(Transformer, ForgetGateTrainsAndDecodesWithBoundedCaches) {
+  auto options = tiny_options().decoder_position(PositionOptions().type(PositionType::none).forget_gate(true));
+  {
+    LanguageModel lm(
+        tiny_options(11).d_model(8).d_ff(8).decoder_layers(1).decoder_position(options.decoder_position()));
+    lm->to(torch::kDouble);
+    const auto tokens = torch::tensor({{3, 4, 5, 6, 2}});
+    const auto weights = torch::randn({1, 5, 11}, torch::kDouble);
+    auto loss = [&] { return (lm(tokens) * weights).sum(); };
+    loss().backward();
+    auto& gate = lm->decoder->layers->at<TransformerLayerImpl>(0).self_attn->forget_gate;
+    for (auto* p : {&gate->weight, &gate->bias}) {
+      auto flat = p->view(-1);
+      const double eps = 1e-6, original = flat[1].item<double>();
+      double plus, minus;
+      {
+        torch::NoGradGuard no_grad;
+        flat[1] = original + eps;
+        plus = loss().item<double>();
+        flat[1] = original - eps;
+        minus = loss().item<double>();
+        flat[1] = original;
+      }
+      const double numeric = (plus - minus) / (2 * eps);
+      EXPECT_GT(std::abs(numeric), 1e-6);
+      EXPECT_NEAR(p->grad().view(-1)[1].item<double>(), numeric, 1e-7 + 1e-6 * std::abs(numeric));
+    }
+  }
+  options.attention(AttentionOptions().window(4).sinks(2));
+  LanguageModel lm(options);
+  lm->eval();
+  auto tokens = torch::randint(1, options.vocab_size(), {2, 20});
+  const auto full = lm(tokens);
+  DecoderCache state;
+  for (int64_t t = 0; t < 12; ++t) {
+    EXPECT_LT(max_diff(lm(tokens.narrow(1, t, 1), &state), full.narrow(1, t, 1)), 1e-5) << "step " << t;
+    for (const auto& cache : state.self)
+      EXPECT_EQ(dynamic_cast<KeyValueCache&>(*cache).forget.size(2), std::min<int64_t>(t + 1, 2 + 4 - 1));
+  }
+  const auto swap = torch::tensor({1, 0});
+  state.reorder(swap);
+  const auto swapped = tokens.index_select(0, swap), swapped_full = lm(swapped);
+  for (int64_t t = 12; t < 20; ++t)
+    EXPECT_LT(max_diff(lm(swapped.narrow(1, t, 1), &state), swapped_full.narrow(1, t, 1)), 1e-5) << "step " << t;
 }
 
 TEST_F(Transformer, HeadsMustDivideDModel) {

@@ -1,9 +1,9 @@
 // Streaming attention, the CPU kernel and its chunked form in ATen operations, against a
 // float64 golden run written from the definition (ATen ops on the whole score matrix) and
 // against the materialized kernel: outputs and the gradients of q, k, v and of every
-// position bias's parameters, over masks (causal, padding, Tq != Tk, sliding windows with
-// sinks, rows that see no key), tile and chunk sizes that do not divide the lengths, both
-// CPU builds and float / double.
+// position bias's parameters (the forget gate's among them), over masks (causal, padding, Tq != Tk, sliding windows
+// with sinks, rows that see no key), tile and chunk sizes that do not divide the lengths, both CPU builds and float /
+// double.
 #include "ropelab/ops/attention/streaming_attention.h"
 
 #include <cmath>
@@ -18,7 +18,7 @@ using ropelab::testing::max_diff;
 
 namespace {
 
-enum class BiasKind { none, table, alibi, kerple_log, kerple_power, t5, fire, fire_tiles, dense };
+enum class BiasKind { none, table, alibi, kerple_log, kerple_power, t5, fire, fire_tiles, forget, dense };
 
 const char* name_of(BiasKind kind) {
   switch (kind) {
@@ -38,6 +38,8 @@ const char* name_of(BiasKind kind) {
       return "fire";
     case BiasKind::fire_tiles:
       return "fire per tile";
+    case BiasKind::forget:
+      return "forget gate";
     case BiasKind::dense:
       return "dense";
   }
@@ -52,7 +54,8 @@ struct Shape {
 /// the (1|B, H, Tq, Tk) tensor the golden run adds, and the tensors to differentiate.
 struct BiasCase {
   torch::Tensor relative, dense, golden;
-  FireTileBias fire;  // FIRE's factored form: the streaming kernel evaluates it per tile
+  FireTileBias fire;     // FIRE's factored form: the streaming kernel evaluates it per tile
+  torch::Tensor forget;  // a forget gate's cumulative log values (B, H, Tk)
   std::vector<torch::Tensor> parameters;
   std::shared_ptr<PositionEncoderImpl> encoder;  // keeps the parameters alive
 };
@@ -102,6 +105,19 @@ BiasCase make_bias(BiasKind kind, const Shape& s, bool causal, torch::Dtype dtyp
       c.dense = c.encoder->logit_bias(queries, positions).contiguous();
       if (kind == BiasKind::fire_tiles)
         c.golden = c.dense, c.dense = torch::Tensor(), c.fire = c.encoder->factored_bias(s.Tq, s.Tk);
+      break;
+    }
+    case BiasKind::forget: {
+      // log f_l of gates f = sigmoid(x); the golden bias of query i (key a) and key j is
+      // written as the sum of log f_l over l in (j, a] (minus that over (a, j] when j > a)
+      auto x = torch::randn({s.B, s.H, s.Tk}, torch::TensorOptions().dtype(dtype).requires_grad(true));
+      c.parameters.push_back(x);
+      const auto log_f = torch::log_sigmoid(x);
+      c.forget = log_f.cumsum(-1);
+      const auto l = torch::arange(s.Tk).view({1, 1, s.Tk}), j = torch::arange(s.Tk).view({1, s.Tk, 1});
+      const auto a = (torch::arange(s.Tq) + (s.Tk - s.Tq)).view({s.Tq, 1, 1});
+      const auto between = ((j < l) & (l <= a)).to(dtype) - ((a < l) & (l <= j)).to(dtype);  // (Tq, Tk, Tk)
+      c.golden = torch::einsum("bhl,ijl->bhij", {log_f, between});
       break;
     }
     case BiasKind::dense:
@@ -180,18 +196,22 @@ class StreamingAttentionKernel : public ropelab::testing::KernelTest {
     for (const auto& p : bias.parameters) inputs.push_back(p);
 
     const KeyVisibility vis{c.causal, c.window, c.sinks};
-    ASSERT_TRUE(streaming_attention_available(q, k, v, bias.dense, bias.relative, bias.fire));
-    ASSERT_TRUE(chunked_attention_available(q, k, v, bias.dense, bias.relative, bias.fire));
-    auto streaming = streaming_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative, c.tiles, bias.fire);
+    ASSERT_TRUE(streaming_attention_available(q, k, v, bias.dense, bias.relative, bias.fire, bias.forget));
+    ASSERT_TRUE(chunked_attention_available(q, k, v, bias.dense, bias.relative, bias.fire, bias.forget));
+    auto streaming =
+        streaming_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative, c.tiles, bias.fire, bias.forget);
     // the chunked form: in the case's tile sizes, or (default tiles) with the query chunk
     // taken from a small budget, so that every case has several chunks each way
     const bool default_tiles = c.tiles.queries == StreamingTiles{}.queries && c.tiles.keys == StreamingTiles{}.keys;
     const AttentionChunks chunks =
         default_tiles ? AttentionChunks{0, 128, 4096} : AttentionChunks{c.tiles.queries, c.tiles.keys, 1 << 24};
-    auto chunked = chunked_attention(q, k, v, pad, vis, bias.dense, bias.relative, bias.fire, chunks);
-    auto materialized = bias.fire.defined()
-                            ? fused_attention_cpu(q, k, v, pad, vis, fire_tile_bias_dense(bias.fire, s.Tq, s.Tk))
-                            : fused_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative);
+    auto chunked = chunked_attention(q, k, v, pad, vis, bias.dense, bias.relative, bias.fire, chunks, bias.forget);
+    auto materialized =
+        bias.fire.defined() ? fused_attention_cpu(q, k, v, pad, vis, fire_tile_bias_dense(bias.fire, s.Tq, s.Tk))
+        : bias.forget.defined()
+            ? fused_attention_cpu(q, k, v, pad, vis,
+                                  bias.forget.narrow(2, s.Tk - s.Tq, s.Tq).unsqueeze(-1) - bias.forget.unsqueeze(-2))
+            : fused_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative);
     auto gold = golden(q.to(torch::kDouble), k.to(torch::kDouble), v.to(torch::kDouble),
                        bias.golden.defined() ? bias.golden.to(torch::kDouble) : torch::Tensor(),
                        hidden_mask(s, pad, c.causal, c.window, c.sinks));
@@ -260,9 +280,33 @@ TEST_P(StreamingAttentionKernel, MatchesTheGoldenRunWithoutBias) {
 
 TEST_P(StreamingAttentionKernel, MatchesTheGoldenRunWithEveryBias) {
   for (auto kind : {BiasKind::table, BiasKind::alibi, BiasKind::kerple_log, BiasKind::kerple_power, BiasKind::t5,
-                    BiasKind::fire, BiasKind::fire_tiles, BiasKind::dense})
+                    BiasKind::fire, BiasKind::fire_tiles, BiasKind::forget, BiasKind::dense})
     for (const auto& c : cases())
-      if (c.shape.Tq * c.shape.Tk <= 2000) check(c, kind);  // the large cases run without bias
+      // the large cases run without bias; a forget gate needs every query aligned with a key
+      if (c.shape.Tq * c.shape.Tk <= 2000 && (kind != BiasKind::forget || c.shape.Tq <= c.shape.Tk)) check(c, kind);
+}
+
+// The forget gate's cumulative values grow without bound along a sequence (about -0.7 per
+// token at initialisation): the kernels add c[a] - c[j], whose float rounding is that of the
+// difference, not of c[j] next to logits of order 1. Offsets of -1e4 and -1e5 change the output by
+// float rounding of the difference alone.
+TEST_P(StreamingAttentionKernel, ForgetGateStaysExactFarAlongTheSequence) {
+  if (dtype() != torch::kFloat) GTEST_SKIP() << "a property of float rounding";
+  const int64_t B = 1, H = 2, T = 50, Dh = 8;
+  auto q = torch::randn({B, H, T, Dh}, options()), k = torch::randn({B, H, T, Dh}, options()),
+       v = torch::randn({B, H, T, Dh}, options());
+  const auto steps = torch::log_sigmoid(torch::randn({B, H, T}, options()) + 3);  // slow decay
+  for (double offset : {-1e4, -1e5}) {
+    const auto forget = (steps.cumsum(-1).to(torch::kDouble) + offset).to(torch::kFloat);  // what the kernels get
+    const auto c = forget.to(torch::kDouble);
+    const auto gold = golden(q.to(torch::kDouble), k.to(torch::kDouble), v.to(torch::kDouble),
+                             c.unsqueeze(-1) - c.unsqueeze(-2), hidden_mask({B, H, T, T, Dh}, {}, true, 0, 0));
+    const KeyVisibility causal{true};
+    EXPECT_LT(max_diff(streaming_attention_cpu(q, k, v, {}, causal, {}, {}, {8, 16}, {}, forget), gold), 1e-5)
+        << offset;
+    EXPECT_LT(max_diff(chunked_attention(q, k, v, {}, causal, {}, {}, {}, {8, 16, 1 << 20}, forget), gold), 1e-5)
+        << offset;
+  }
 }
 
 // Keys outside a query's window change nothing in its output.
@@ -340,6 +384,10 @@ TEST(StreamingAttention, RejectsWhatItCannotRun) {
   auto q = torch::randn({1, 1, 4, 8});
   EXPECT_FALSE(streaming_attention_available(q.to(torch::kBFloat16), q.to(torch::kBFloat16), q.to(torch::kBFloat16)));
   EXPECT_FALSE(streaming_attention_available(q, q, q, {}, torch::randn({1, 6})));  // needs Tq + Tk - 1 = 7 columns
+  EXPECT_TRUE(streaming_attention_available(q, q, q, {}, {}, {}, torch::randn({1, 1, 4})));
+  EXPECT_FALSE(streaming_attention_available(q, q, q, {}, {}, {}, torch::randn({1, 1, 5})));  // one value per key
+  EXPECT_FALSE(streaming_attention_available(q, q.narrow(2, 0, 3), q.narrow(2, 0, 3), {}, {}, {},
+                                             torch::randn({1, 1, 3})));  // a query without a key
   EXPECT_NE(ropelab::testing::error_of([&] {
               streaming_attention_cpu(q, q, q, {}, KeyVisibility{}, {}, {}, {0, 4});
             }).find("tile sizes must be positive, got 0 x 4"),

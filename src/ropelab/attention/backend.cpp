@@ -34,24 +34,29 @@ LogitBias LogitBias::factored(FireTileBias fire) {
 }
 
 torch::Tensor LogitBias::to_dense(int64_t tq, int64_t tk) const {
-  if (fire.defined()) {
-    auto rest = LogitBias(dense);
-    rest.relative = relative;
-    auto expanded = fire_tile_bias_dense(fire, tq, tk);
-    return rest.defined() ? expanded + rest.to_dense(tq, tk) : expanded;
+  torch::Tensor sum;
+  auto add = [&](const torch::Tensor& t) { sum = sum.defined() ? sum + t : t; };
+  if (relative.defined()) {
+    TORCH_CHECK(relative.dim() == 2 && relative.size(1) == tq + tk - 1, "LogitBias: a relative table for Tq=", tq,
+                " and Tk=", tk, " needs (H, ", tq + tk - 1, ") columns, got ", relative.sizes());
+    auto options = torch::TensorOptions().dtype(torch::kLong).device(relative.device());
+    auto column = torch::arange(tk, options).unsqueeze(0) - torch::arange(tq, options).unsqueeze(1) + (tq - 1);
+    add(relative.index_select(1, column.flatten()).view({1, relative.size(0), tq, tk}));  // (1, H, Tq, Tk)
   }
-  if (!relative.defined()) return dense;
-  TORCH_CHECK(relative.dim() == 2 && relative.size(1) == tq + tk - 1, "LogitBias: a relative table for Tq=", tq,
-              " and Tk=", tk, " needs (H, ", tq + tk - 1, ") columns, got ", relative.sizes());
-  auto options = torch::TensorOptions().dtype(torch::kLong).device(relative.device());
-  auto column = torch::arange(tk, options).unsqueeze(0) - torch::arange(tq, options).unsqueeze(1) + (tq - 1);
-  auto expanded = relative.index_select(1, column.flatten()).view({1, relative.size(0), tq, tk});  // (1, H, Tq, Tk)
-  return dense.defined() ? expanded + dense : expanded;
+  if (fire.defined()) add(fire_tile_bias_dense(fire, tq, tk));
+  if (forget.defined()) {
+    TORCH_CHECK(forget.dim() == 3 && forget.size(2) == tk && tq <= tk, "LogitBias: a forget gate for Tq=", tq,
+                " and Tk=", tk, " needs (B, H, ", tk, ") values, got ", forget.sizes());
+    add(forget.narrow(2, tk - tq, tq).unsqueeze(-1) - forget.unsqueeze(-2));  // (B, H, Tq, Tk): c[a] - c[j]
+  }
+  if (dense.defined()) add(dense);
+  return sum;
 }
 
 void KeyValueCache::reorder(const torch::Tensor& index) {
   k = k.index_select(0, index);
   v = v.index_select(0, index);
+  if (forget.defined()) forget = forget.index_select(0, index);
 }
 
 namespace {
@@ -66,14 +71,19 @@ KeyValueCache& key_values(AttentionCachePtr& cache) {
 
 torch::Tensor AttentionBackendImpl::forward_cached(AttentionInputs in, AttentionCachePtr& cache) {
   auto& kv = key_values(cache);
+  auto& forget = in.logit_bias.forget;  // the new tokens' sums continue from the last cached one
   if (kv.k.defined()) {
     in.k = torch::cat({kv.k, in.k}, -2);
     in.v = torch::cat({kv.v, in.v}, -2);
+    if (forget.defined())
+      forget = torch::cat({kv.forget, forget + kv.forget.narrow(-1, kv.forget.size(-1) - 1, 1)}, -1);
   }
-  kv.k = in.k, kv.v = in.v;
+  kv.k = in.k, kv.v = in.v, kv.forget = forget;
   auto out = forward(in);
-  if (auto keep = windowed_cache_keep(kv.k.size(-2), in.window, in.sinks, kv.k.device()); keep.defined())
+  if (auto keep = windowed_cache_keep(kv.k.size(-2), in.window, in.sinks, kv.k.device()); keep.defined()) {
     kv.k = kv.k.index_select(-2, keep), kv.v = kv.v.index_select(-2, keep);
+    if (kv.forget.defined()) kv.forget = kv.forget.index_select(-1, keep);
+  }
   return out;
 }
 
@@ -113,14 +123,17 @@ SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options)
 SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
   if (dropout_ > 0.0 && is_training()) return Path::aten;
   const auto& bias = in.logit_bias;
-  const bool chunked_fits = chunked_attention_available(in.q, in.k, in.v, bias.dense, bias.relative, bias.fire);
+  const bool chunked_fits =
+      chunked_attention_available(in.q, in.k, in.v, bias.dense, bias.relative, bias.fire, bias.forget);
   if (kernel_ == AttentionKernel::chunked) return chunked_fits ? Path::chunked : Path::aten;
   if (kernel_ != AttentionKernel::materialized &&
-      streaming_attention_available(in.q, in.k, in.v, bias.dense, bias.relative, bias.fire))
+      streaming_attention_available(in.q, in.k, in.v, bias.dense, bias.relative, bias.fire, bias.forget))
     return Path::streaming;
-  // FIRE's factored form goes to the materialized kernel as a dense bias of its type
+  // FIRE's factored form and a forget gate go to the materialized kernel as a dense bias of
+  // their type
   const bool fire_fits = !bias.fire.defined() || bias.fire.psi.scalar_type() == in.q.scalar_type();
-  if (kernel_ != AttentionKernel::streaming && fire_fits &&
+  const bool forget_fits = !bias.forget.defined() || bias.forget.scalar_type() == in.q.scalar_type();
+  if (kernel_ != AttentionKernel::streaming && fire_fits && forget_fits &&
       fused_attention_available(in.q, in.k, in.v, bias.dense, bias.relative))
     return Path::materialized;
   // off the CPU: the chunked form for streaming, and for auto where one chunk would not do
@@ -138,11 +151,12 @@ torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
   switch (path(in)) {
     case Path::streaming:
       return streaming_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative,
-                                     tiles_, bias.fire);
+                                     tiles_, bias.fire, bias.forget);
     case Path::chunked:
-      return chunked_attention(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative, bias.fire);
+      return chunked_attention(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative, bias.fire,
+                               {}, bias.forget);
     case Path::materialized:
-      if (bias.fire.defined())
+      if (bias.fire.defined() || bias.forget.defined())
         return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility,
                                    bias.to_dense(in.q.size(-2), in.k.size(-2)));
       return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative);

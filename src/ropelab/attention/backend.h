@@ -60,14 +60,19 @@ struct AttentionOptions {
 ///             with key i + (Tk - Tq): query i and key j get relative[h][j - i + Tq - 1].
 ///             O(H T) memory where the dense form needs O(H T^2).
 ///   fire      FIRE's factored form (ops/attention/fire_tile_bias.h), O(T + H K) memory.
+///   forget    a forget gate's cumulative log values c (B, H, Tk), Tq <= Tk (Lin et al. 2025):
+///             query i, aligned with key a = i + Tk - Tq, and key j get c[a] - c[j], the sum
+///             of log f_l over l in (j, a]; made per layer by its attention, O(H T) memory.
+/// Forms set together are summed.
 struct LogitBias {
   LogitBias(torch::Tensor dense = {}) : dense(std::move(dense)) {}  // NOLINT: a dense bias converts
   static LogitBias relative_table(torch::Tensor table);
   static LogitBias factored(FireTileBias fire);
   torch::Tensor dense, relative;
   FireTileBias fire;
-  bool defined() const { return dense.defined() || relative.defined() || fire.defined(); }
-  /// The bias (both forms summed, when both are set) as a tensor broadcastable to (B, H, Tq, Tk).
+  torch::Tensor forget;
+  bool defined() const { return dense.defined() || relative.defined() || fire.defined() || forget.defined(); }
+  /// The bias (every form set, summed) as a tensor broadcastable to (B, H, Tq, Tk).
   torch::Tensor to_dense(int64_t tq, int64_t tk) const;
 };
 
@@ -95,9 +100,10 @@ class AttentionCache {
 };
 using AttentionCachePtr = std::unique_ptr<AttentionCache>;
 
-/// Keys and values (B, H, T, Dh) as given (rotated already): the default cache.
+/// Keys and values (B, H, T, Dh) as given (rotated already): the default cache. With a
+/// forget gate also its cumulative log values (B, H, T), which new tokens continue.
 struct KeyValueCache : AttentionCache {
-  torch::Tensor k, v;
+  torch::Tensor k, v, forget;
   void reorder(const torch::Tensor& index) override;
 };
 
@@ -117,7 +123,8 @@ class AttentionBackendImpl : public torch::nn::Module {
   /// and values `memory` gives, called on the first step only; the backend keeps what
   /// later steps need in `cache`. The default keeps keys and values.
   virtual torch::Tensor forward_memory(AttentionInputs inputs, AttentionCachePtr& cache, const MemoryKeyValues& memory);
-  /// Whether the backend can add a logit bias (T5, ALiBi, Kerple, FIRE); validated at config time.
+  /// Whether the backend can add a logit bias (T5, ALiBi, Kerple, FIRE, a forget gate);
+  /// validated at config time.
   virtual bool accepts_logit_bias() const = 0;
   /// Called in training before each optimizer update with the number of updates done so
   /// far (0 before the first). Nothing is called after the last update, so validation and

@@ -64,7 +64,8 @@ torch::Tensor PerformerAttention::query_features(const torch::Tensor& q) const {
 }
 
 torch::Tensor PerformerAttention::forward(const AttentionInputs& in) {
-  TORCH_CHECK(!in.logit_bias.defined(), "performer attention takes no logit bias (T5, ALiBi, Kerple, FIRE)");
+  TORCH_CHECK(!in.logit_bias.defined(),
+              "performer attention takes no logit bias (T5, ALiBi, Kerple, FIRE, a forget gate)");
   auto phi_q = query_features(in.q);
   auto logits = feature_logits(in.k);
   torch::Tensor keep;  // (B, 1, Tk, 1), true at real keys
@@ -88,7 +89,8 @@ void PerformerCache::reorder(const torch::Tensor& index) {
 }
 
 torch::Tensor PerformerAttention::forward_cached(AttentionInputs in, AttentionCachePtr& cache) {
-  TORCH_CHECK(!in.logit_bias.defined(), "performer attention takes no logit bias (T5, ALiBi, Kerple, FIRE)");
+  TORCH_CHECK(!in.logit_bias.defined(),
+              "performer attention takes no logit bias (T5, ALiBi, Kerple, FIRE, a forget gate)");
   // Incremental decoding feeds real tokens only (Stack rejects a padding mask there).
   TORCH_CHECK(!in.key_padding_mask.defined(), "performer: incremental decoding takes no key padding mask");
   if (!cache) cache = std::make_unique<PerformerCache>();

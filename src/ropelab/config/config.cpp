@@ -294,6 +294,11 @@ void validate(const Config& c, const Reader& r) {
             "applies to " +
                 position_names(position_types([](const PositionTraits& t) { return t.kind == PositionKind::rotary; })) +
                 " only, not " + key + ".type=" + traits.name);
+    require(!p.forget_gate() || causal, key + ".forget_gate", "true",
+            "needs causal self-attention (a language model or a translator's decoder), not the encoder");
+    require(!p.forget_gate() || backend->accepts_logit_bias(), key + ".forget_gate", "true",
+            "needs an attention backend that takes a logit bias; model.attention.type=" +
+                to_string(m.attention().type()) + " does not");
     require(s.beta_fast() > s.beta_slow(), key + ".scaling.beta_fast", s.beta_fast(),
             "must exceed scaling.beta_slow=" + show(s.beta_slow()));
     require(s.original_max() > 0 || (s.type() != RopeScalingType::yarn && s.type() != RopeScalingType::dynamic_ntk),

@@ -19,6 +19,7 @@ void describe(V& v, PositionOptions& p) {
   v("fraction", p.fraction());
   v("unrotated", p.unrotated());
   v("nope_every", p.nope_every());
+  v("forget_gate", p.forget_gate());
   v.choice("rotary_impl", p.rotary_impl(), parse_rotary_impl);
   v("rotate_cross_attention", p.rotate_cross_attention());
   v("axes", p.axes());

@@ -18,6 +18,18 @@ void MultiHeadAttentionImpl::reset() {
   torch::NoGradGuard no_grad;
   torch::nn::init::xavier_uniform_(in_proj_weight);
   torch::nn::init::zeros_(out_proj->bias);
+  if (options.forget_gate()) {
+    forget_gate = register_module("forget_gate", torch::nn::Linear(d, options.heads()));
+    torch::nn::init::normal_(forget_gate->weight, 0.0, 0.02);
+    torch::nn::init::zeros_(forget_gate->bias);
+  }
+}
+
+torch::Tensor MultiHeadAttentionImpl::forget_sums(const torch::Tensor& x) const {
+  auto logits = torch::linear(x, forget_gate->weight, forget_gate->bias);  // (B, T, H)
+  const bool reduced = logits.scalar_type() == torch::kBFloat16 || logits.scalar_type() == torch::kHalf;
+  c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
+  return torch::log_sigmoid(reduced ? logits.to(torch::kFloat) : logits).transpose(1, 2).cumsum(-1).contiguous();
 }
 
 std::vector<torch::Tensor> MultiHeadAttentionImpl::split_heads(const torch::Tensor& x, int64_t n) const {
@@ -46,6 +58,10 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
     const auto& a = options.attention();  // the window and sinks apply to self-attention only
     AttentionInputs in{q, k, v, call.key_padding_mask, call.logit_bias, call.causal, a.window(), a.sinks()};
+    if (forget_gate) {
+      TORCH_CHECK(call.causal, "MultiHeadAttention: a forget gate needs causal self-attention");
+      in.logit_bias.forget = forget_sums(x);
+    }
     if (call.cache)  // the backend keeps what later steps need (keys and values, or sums)
       return attend(std::move(in),
                     [&](const AttentionInputs& in) { return backend_->forward_cached(in, *call.cache); });

@@ -1,6 +1,7 @@
 #pragma once
 /// Multi-head attention (Vaswani et al. 2017, 3.2.2): projections, head split, the
-/// position encoder's rotation hook, the attention backend, the output projection.
+/// position encoder's rotation hook, the attention backend, the output projection; in
+/// causal self-attention optionally a forget gate (Lin et al. 2025).
 
 #include <torch/torch.h>
 
@@ -14,6 +15,11 @@ struct MultiHeadAttentionOptions {
   TORCH_ARG(int64_t, d_model);
   TORCH_ARG(int64_t, heads);
   TORCH_ARG(AttentionOptions, attention);
+  /// Causal self-attention: the Forgetting Transformer's forget gate (Lin et al. 2025): per
+  /// head f_t = sigmoid(w_h . x_t + b_h) from the attention's input x_t, and the logit bias
+  /// sum of log f_l over l in (j, i] for query i and key j (LogitBias::forget). w is
+  /// initialised N(0, 0.02^2) and b 0, as the authors' code does.
+  TORCH_ARG(bool, forget_gate) = false;
 };
 
 /// Per-call inputs beyond the activations.
@@ -42,10 +48,14 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::Tensor in_proj_weight;  // (3D, D): rows [q | k | v]
   torch::Tensor in_proj_bias;    // (3D)
   torch::nn::Linear out_proj{nullptr};
+  torch::nn::Linear forget_gate{nullptr};  // (H, D): with options.forget_gate()
 
  private:
   /// (B, T, n*D) -> n tensors (B, H, T, Dh)
   std::vector<torch::Tensor> split_heads(const torch::Tensor& x, int64_t n) const;
+  /// x (B, T, D) -> the cumulative sums of log f over the call's tokens (B, H, T), in fp32
+  /// when x is reduced.
+  torch::Tensor forget_sums(const torch::Tensor& x) const;
   PositionEncoder rotation_;
   AttentionBackend backend_;
 };

@@ -28,6 +28,9 @@ struct LayerOptions {
   TORCH_ARG(double, dropout) = 0.1;
   TORCH_ARG(NormPosition, norm) = NormPosition::post;
   TORCH_ARG(AttentionOptions, attention);
+  /// Causal self-attention with a forget gate (MultiHeadAttentionOptions::forget_gate); set
+  /// by the stack from PositionOptions::forget_gate.
+  TORCH_ARG(bool, forget_gate) = false;
 };
 
 /// FFN(x) = max(0, x W1 + b1) W2 + b2 (Vaswani et al. 2017, 3.3). (B, T, D) -> (B, T, D)

@@ -72,6 +72,10 @@ struct PositionOptions {
   /// rotary, rotary_nd, xpos: every `nope_every`-th layer (layers N, 2N, ...) rotates
   /// nothing: RoPE interleaved with NoPE layers (Yang et al. 2025); 0: every layer rotates.
   TORCH_ARG(int64_t, nope_every) = 0;
+  /// Any type, causal stacks: each layer's self-attention adds the Forgetting Transformer's
+  /// data-dependent decay, the sum of log forget gates between key and query (Lin et al.
+  /// 2025; model/attention.h). FoX as published is `none` with it.
+  TORCH_ARG(bool, forget_gate) = false;
   /// rotary, rotary_nd: implementation (eager | script | fused); all give the same values.
   TORCH_ARG(RotaryImpl, rotary_impl) = RotaryImpl::fused;
   /// rotary: also rotate queries and keys in cross-attention. Off by default: source

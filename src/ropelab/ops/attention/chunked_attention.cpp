@@ -54,6 +54,7 @@ struct Chunked {
   torch::Device device = torch::kCPU;
   torch::Tensor pad, dense, relative;           // (B, Tk) bool; (1|B, H, Tq, Tk); (H, Tq + Tk - 1)
   torch::Tensor psi, inv_norm, w1, b1, w2, b2;  // FIRE
+  torch::Tensor forget;                         // (B, H, Tk) cumulative log forget gates
 
   int64_t offset() const { return Tk - Tq; }  // query i is aligned with key i + offset
   bool fire() const { return psi.numel() > 0; }
@@ -89,6 +90,8 @@ struct Chunked {
     if (relative.numel()) add(diagonal_gather(relative, j0 - i0 + Tq - rows, rows, cols));
     if (fire())
       add(fire_mlp(fire_psi(i0, rows, j0, cols) * inv_norm.narrow(0, i0, rows).unsqueeze(1), w1, b1, w2, b2).first);
+    if (forget.numel())  // c[a] - c[j]
+      add(forget.narrow(2, i0 + offset(), rows).unsqueeze(-1) - forget.narrow(2, j0, cols).unsqueeze(-2));
     if (dense.numel()) add(dense.narrow(2, i0, rows).narrow(3, j0, cols));
     return sum;
   }
@@ -126,6 +129,7 @@ Chunked chunked_of(const torch::Tensor& q, const torch::Tensor& k, const KeyVisi
   c.scale = 1.0 / std::sqrt(static_cast<double>(c.Dh));
   c.pad = parts[0], c.dense = parts[1], c.relative = parts[2];
   c.psi = parts[3], c.inv_norm = parts[4], c.w1 = parts[5], c.b1 = parts[6], c.w2 = parts[7], c.b2 = parts[8];
+  c.forget = parts[9];
   const int64_t width = std::max(c.B * c.H, c.fire() ? c.w1.numel() : 0);
   c.ck = std::max<int64_t>(1, std::min(chunks.keys, c.Tk));
   c.cq = std::max<int64_t>(1, chunk_queries(chunks, width, c.Tq, c.Tk));
@@ -166,16 +170,16 @@ void fire_backward(const Chunked& c, const torch::Tensor& g, int64_t i0, int64_t
 
 class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
  public:
-  /// pad, dense, relative and FIRE's psi, inv_norm, w1, b1, w2, b2: empty when absent.
+  /// pad, dense, relative, FIRE's psi, inv_norm, w1, b1, w2, b2 and forget: empty when absent.
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const torch::Tensor& pad, const torch::Tensor& dense,
                                const torch::Tensor& relative, const torch::Tensor& psi, const torch::Tensor& inv_norm,
                                const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2,
-                               const torch::Tensor& b2, bool causal, int64_t window, int64_t sinks,
-                               int64_t chunk_queries, int64_t chunk_keys, int64_t budget) {
+                               const torch::Tensor& b2, const torch::Tensor& forget, bool causal, int64_t window,
+                               int64_t sinks, int64_t chunk_queries, int64_t chunk_keys, int64_t budget) {
     const KeyVisibility vis{causal, window, sinks};
     const AttentionChunks chunks{chunk_queries, chunk_keys, budget};
-    const auto c = chunked_of(q, k, vis, chunks, {pad, dense, relative, psi, inv_norm, w1, b1, w2, b2});
+    const auto c = chunked_of(q, k, vis, chunks, {pad, dense, relative, psi, inv_norm, w1, b1, w2, b2, forget});
     auto out = torch::empty({c.B, c.H, c.Tq, c.Dh}, q.options());
     auto lse = torch::empty({c.B, c.H, c.Tq, 1}, q.options());
     c.for_query_chunks([&](int64_t i0, int64_t rows) {
@@ -197,7 +201,7 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
       out.narrow(2, i0, rows).copy_(acc / torch::where(seen, l, torch::ones_like(l)));
       lse.narrow(2, i0, rows).copy_(torch::where(seen, m + l.log(), torch::full_like(m, -kHidden)));
     });
-    ctx->save_for_backward({q, k, v, pad, dense, relative, out, lse, psi, inv_norm, w1, b1, w2, b2});
+    ctx->save_for_backward({q, k, v, pad, dense, relative, out, lse, psi, inv_norm, w1, b1, w2, b2, forget});
     save_visibility(ctx, vis);
     ctx->saved_data["chunk_queries"] = chunk_queries;
     ctx->saved_data["chunk_keys"] = chunk_keys;
@@ -212,9 +216,9 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
     const KeyVisibility vis = saved_visibility(ctx);
     const AttentionChunks chunks{ctx->saved_data["chunk_queries"].toInt(), ctx->saved_data["chunk_keys"].toInt(),
                                  ctx->saved_data["budget"].toInt()};
-    const auto c =
-        chunked_of(q, k, vis, chunks,
-                   {saved[3], saved[4], saved[5], saved[8], saved[9], saved[10], saved[11], saved[12], saved[13]});
+    const auto c = chunked_of(
+        q, k, vis, chunks,
+        {saved[3], saved[4], saved[5], saved[8], saved[9], saved[10], saved[11], saved[12], saved[13], saved[14]});
     const auto& grad_out = grads[0];
     auto dq = torch::zeros({c.B, c.H, c.Tq, c.Dh}, q.options());
     auto dk = torch::zeros({c.B, c.H, c.Tk, c.Dh}, q.options());
@@ -223,6 +227,8 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
     if (c.dense.numel() && ctx->needs_input_grad(kDenseInput))
       d_dense = torch::zeros({c.B, c.H, c.Tq, c.Tk}, q.options());
     if (c.relative.numel() && ctx->needs_input_grad(kRelativeInput)) d_relative = torch::zeros_like(c.relative);
+    torch::Tensor d_forget;
+    if (c.forget.numel() && ctx->needs_input_grad(kForgetInput)) d_forget = torch::zeros_like(c.forget);
     std::vector<torch::Tensor> d_fire;  // psi, inv_norm, w1, b1, w2, b2
     if (c.fire() && needs_fire_gradient(ctx))
       for (const auto* t : {&c.psi, &c.inv_norm, &c.w1, &c.b1, &c.w2, &c.b2}) d_fire.push_back(torch::zeros_like(*t));
@@ -238,6 +244,8 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
         dv.narrow(2, j0, cols).add_(torch::matmul(p.transpose(-2, -1), g_out));
         auto ds = p.mul_(torch::matmul(g_out, values.transpose(-2, -1)).sub_(row_d));  // dS = P (dP - d)
         if (d_dense.defined()) d_dense.narrow(2, i0, rows).narrow(3, j0, cols).copy_(ds);
+        // minus the column sums; a row's own c[a] changes no probability (its row sum of dS is 0)
+        if (d_forget.defined()) d_forget.narrow(2, j0, cols).sub_(ds.sum(-2));
         if (d_relative.defined() || !d_fire.empty()) {
           const auto per_head = ds.sum(0);  // (H, rows, cols)
           if (d_relative.defined())
@@ -251,7 +259,8 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
     if (d_dense.defined() && c.dense.size(0) != c.B) d_dense = d_dense.sum(0, true);
     torch::autograd::variable_list result{dq, dk, dv, torch::Tensor(), d_dense, d_relative};
     for (size_t i = 0; i < 6; ++i) result.push_back(d_fire.empty() ? torch::Tensor() : d_fire[i]);
-    result.resize(18);  // no gradient for the flags and sizes
+    result.push_back(d_forget);
+    result.resize(19);  // no gradient for the flags and sizes
     return result;
   }
 };
@@ -260,10 +269,10 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
 
 bool chunked_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-                                 const FireTileBias& fire) {
+                                 const FireTileBias& fire, const torch::Tensor& forget) {
   const auto type = q.scalar_type();
   return (type == torch::kFloat || type == torch::kDouble) &&
-         attention_operands_fit(q, k, v, dense_bias, relative_bias, fire) && k.size(0) == q.size(0) &&
+         attention_operands_fit(q, k, v, dense_bias, relative_bias, fire, forget) && k.size(0) == q.size(0) &&
          k.size(1) == q.size(1) && k.size(3) == q.size(3) && v.sizes() == k.sizes();
 }
 
@@ -293,8 +302,8 @@ torch::Tensor hidden_keys(const KeyVisibility& visibility, int64_t tq, int64_t t
 torch::Tensor chunked_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                 const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
                                 const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-                                const FireTileBias& fire, const AttentionChunks& chunks) {
-  TORCH_CHECK(chunked_attention_available(q, k, v, dense_bias, relative_bias, fire),
+                                const FireTileBias& fire, const AttentionChunks& chunks, const torch::Tensor& forget) {
+  TORCH_CHECK(chunked_attention_available(q, k, v, dense_bias, relative_bias, fire, forget),
               "chunked_attention: needs float or double q, k, v (B, H, T, Dh) on one device and biases of their ",
               "type, device and shape; got q ", q.sizes(), " ", q.scalar_type(), " on ", q.device());
   TORCH_CHECK(chunks.queries >= 0 && chunks.keys > 0 && chunks.budget > 0,
@@ -306,10 +315,10 @@ torch::Tensor chunked_attention(const torch::Tensor& q, const torch::Tensor& k, 
                                               key_padding_mask.size(1) == k.size(2)),
               "chunked_attention: key_padding_mask must be (B, Tk) = (", q.size(0), ", ", k.size(2), "), got ",
               key_padding_mask.sizes());
-  const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias, fire);
+  const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias, fire, forget);
   return ChunkedAttention::apply(q, k, v, x.pad, x.dense, x.relative, x.psi, x.inv_norm, x.w1, x.b1, x.w2, x.b2,
-                                 visibility.causal, visibility.window, visibility.sinks, chunks.queries, chunks.keys,
-                                 chunks.budget);
+                                 x.forget, visibility.causal, visibility.window, visibility.sinks, chunks.queries,
+                                 chunks.keys, chunks.budget);
 }
 
 }  // namespace ropelab

@@ -11,9 +11,10 @@
 /// Chunks whose keys no query of the chunk can see (causal, window) are skipped whole; the
 /// others are masked from position indices made on the device. Position biases are added per
 /// chunk, never as a (Tq, Tk) tensor: a relative table (H, Tq + Tk - 1) read along its
-/// diagonals by a strided view, FIRE's MLP over its factored form (fire_tile_bias.h), a dense
-/// bias by slicing. Their gradients are summed per chunk in a fixed order (diagonal sums by
-/// the skew of a padded view, no atomics), so the result does not depend on scheduling.
+/// diagonals by a strided view, FIRE's MLP over its factored form (fire_tile_bias.h), the
+/// forget gate's c[a] - c[j] from its cumulative log values, a dense bias by slicing. Their gradients are summed per
+/// chunk in a fixed order (diagonal sums by the skew of a padded view, no atomics), so the result does not depend on
+/// scheduling.
 
 #include <torch/torch.h>
 
@@ -36,7 +37,7 @@ struct AttentionChunks {
 /// operands.h.
 bool chunked_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-                                 const FireTileBias& fire = {});
+                                 const FireTileBias& fire = {}, const torch::Tensor& forget = {});
 
 /// The query positions per chunk for `batch_heads` = B x H (or FIRE's hidden units, if more).
 int64_t chunk_queries(const AttentionChunks& chunks, int64_t batch_heads, int64_t tq, int64_t tk);
@@ -49,11 +50,13 @@ torch::Tensor hidden_keys(const KeyVisibility& visibility, int64_t tq, int64_t t
 
 /// As streaming_attention_cpu (streaming_attention.h), on q's device: q (B, H, Tq, Dh), k and
 /// v (B, H, Tk, Dh); key_padding_mask (B, Tk) true at padded keys, or undefined; dense_bias
-/// (1|B, H, Tq, Tk), relative_bias (H, Tq + Tk - 1) and `fire`, each optional, added to the
-/// scaled logits. Differentiable in q, k, v and every bias tensor. -> (B, H, Tq, Dh)
+/// (1|B, H, Tq, Tk), relative_bias (H, Tq + Tk - 1), `fire` and `forget` (B, H, Tk), each
+/// optional, added to the scaled logits. Differentiable in q, k, v and every bias tensor.
+/// -> (B, H, Tq, Dh)
 torch::Tensor chunked_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                 const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
                                 const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-                                const FireTileBias& fire = {}, const AttentionChunks& chunks = {});
+                                const FireTileBias& fire = {}, const AttentionChunks& chunks = {},
+                                const torch::Tensor& forget = {});
 
 }  // namespace ropelab

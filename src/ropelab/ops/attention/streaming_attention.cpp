@@ -201,6 +201,7 @@ struct Bias {
   const T* dense = nullptr;     // (1|B, H, Tq, Tk)
   bool dense_per_batch = false;
   const FirePieces<T>* fire = nullptr;
+  const T* forget = nullptr;  // (B, H, Tk): cumulative log forget gates
   /// Adds the bias of (b, h) to the tile of queries [i0, i0 + rows) and keys [j0, j0 + cols).
   void add(const Loops<T>& f, T* s, int64_t ld, const Problem& p, int64_t b, int64_t h, int64_t i0, int64_t rows,
            int64_t j0, int64_t cols) const {
@@ -225,13 +226,23 @@ struct Bias {
             for (int64_t c = 0; c < c1 - c0; ++c) out[c] += alpha * psi[c] + beta;
         });
       }
+    if (forget) {  // c[a] - c[j]: the sum of log f over (j, a]
+      const T* c_head = forget + (b * p.H + h) * p.Tk;
+      const T* c_keys = c_head + j0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const T c_query = c_head[i0 + r + p.offset()];
+        T* row = s + r * ld;
+        for (int64_t c = 0; c < cols; ++c) row[c] += c_query - c_keys[c];
+      }
+    }
   }
 };
 
 template <typename T>
-Bias<T> bias_of(const torch::Tensor& dense, const torch::Tensor& relative, int64_t B,
+Bias<T> bias_of(const torch::Tensor& dense, const torch::Tensor& relative, const torch::Tensor& forget, int64_t B,
                 const FirePieces<T>* fire = nullptr) {
   Bias<T> bias;
+  if (forget.numel()) bias.forget = forget.data_ptr<T>();
   if (relative.numel()) bias.relative = relative.data_ptr<T>();
   if (dense.numel()) bias.dense = dense.data_ptr<T>(), bias.dense_per_batch = dense.size(0) == B && B > 1;
   bias.fire = fire;
@@ -326,7 +337,20 @@ struct Grads {
   T* fire_psi = nullptr;
   double* fire_sums = nullptr;
   T* fire_inv = nullptr;
+  /// The forget gate's cumulative log values: per task, partial sums (Tk).
+  T* forget = nullptr;
 };
+
+/// The forget gate's gradient from dS (rows x cols, ld) of keys from j0: minus the column
+/// sums. The query's term c[a], one value per row, changes no probability: its gradient, the
+/// row sum of dS = P (dP - d), is sum P dP - d = 0.
+template <typename T>
+void forget_backward(const T* ds, int64_t ld, int64_t rows, int64_t cols, T* d_keys) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* g = ds + r * ld;
+    for (int64_t c = 0; c < cols; ++c) d_keys[c] -= g[c];
+  }
+}
 
 /// FIRE's gradients from dS (rows x cols, ld) of queries from i0 and keys from j0.
 template <typename T>
@@ -399,6 +423,7 @@ void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch
         if (g.fire_psi)
           fire_backward(*bias.fire, p, h, dp, p.bk, i0, rows, j0, cols, g.fire_psi + task * bias.fire->n,
                         g.fire_sums + task * 2 * (bias.fire->m + 1), g.fire_inv + bh * p.Tq);
+        if (g.forget) forget_backward(dp, p.bk, rows, cols, g.forget + task * p.Tk + j0);
         // dQ += scale dS K;  dK += scale dS^T Q
         blas::gemm(false, false, rows, p.Dh, cols, scale, dp, p.bk, K.row(j0), K.ld, T(1), dq, p.Dh);
         blas::gemm(true, false, cols, p.Dh, rows, scale, dp, p.bk, Q.row(i0), Q.ld, T(1), dk + j0 * p.Dh, p.Dh);
@@ -417,14 +442,14 @@ int64_t backward_groups(const Problem& p) {
 
 class StreamingAttention : public torch::autograd::Function<StreamingAttention> {
  public:
-  /// pad, dense, relative and FIRE's psi, inv_norm, w1, b1, w2, b2: empty when absent
-  /// (autograd Functions take no undefined tensors).
+  /// pad, dense, relative, FIRE's psi, inv_norm, w1, b1, w2, b2 and forget: empty when
+  /// absent (autograd Functions take no undefined tensors).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const torch::Tensor& pad, const torch::Tensor& dense,
                                const torch::Tensor& relative, const torch::Tensor& psi, const torch::Tensor& inv_norm,
                                const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2,
-                               const torch::Tensor& b2, bool causal, int64_t window, int64_t sinks,
-                               int64_t tile_queries, int64_t tile_keys) {
+                               const torch::Tensor& b2, const torch::Tensor& forget, bool causal, int64_t window,
+                               int64_t sinks, int64_t tile_queries, int64_t tile_keys) {
     const KeyVisibility vis{causal, window, sinks};
     const auto p = problem_of(q, k, pad, vis, {tile_queries, tile_keys});
     auto out = torch::empty({p.B, p.Tq, p.H, p.Dh}, q.options());
@@ -432,9 +457,10 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "streaming_attention_forward", [&] {
       std::optional<FirePieces<scalar_t>> fire;
       if (psi.numel()) fire = fire_pieces<scalar_t>(psi, inv_norm, w1, b1, w2, b2, p.Tq);
-      forward_kernel<scalar_t>(q, k, v, bias_of<scalar_t>(dense, relative, p.B, fire ? &*fire : nullptr), p, out, lse);
+      forward_kernel<scalar_t>(q, k, v, bias_of<scalar_t>(dense, relative, forget, p.B, fire ? &*fire : nullptr), p,
+                               out, lse);
     });
-    ctx->save_for_backward({q, k, v, pad, dense, relative, out, lse, psi, inv_norm, w1, b1, w2, b2});
+    ctx->save_for_backward({q, k, v, pad, dense, relative, out, lse, psi, inv_norm, w1, b1, w2, b2, forget});
     save_visibility(ctx, vis);
     ctx->saved_data["tile_queries"] = tile_queries;
     ctx->saved_data["tile_keys"] = tile_keys;
@@ -446,7 +472,7 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
     const auto saved = ctx->get_saved_variables();
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &pad = saved[3], &dense = saved[4], &relative = saved[5],
                &out = saved[6], &lse = saved[7], &psi = saved[8], &inv_norm = saved[9], &w1 = saved[10],
-               &b1 = saved[11], &w2 = saved[12], &b2 = saved[13];
+               &b1 = saved[11], &w2 = saved[12], &b2 = saved[13], &forget = saved[14];
     const KeyVisibility vis = saved_visibility(ctx);
     const StreamingTiles tiles{ctx->saved_data["tile_queries"].toInt(), ctx->saved_data["tile_keys"].toInt()};
     const auto p = problem_of(q, k, pad, vis, tiles);
@@ -461,13 +487,16 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
     if (dense.numel() && ctx->needs_input_grad(kDenseInput))
       d_dense = torch::zeros({p.B, p.H, p.Tq, p.Tk}, q.options());
     const bool fire_grads = psi.numel() > 0 && needs_fire_gradient(ctx);
-    torch::Tensor d_psi, d_inv, sums, active;
+    torch::Tensor d_psi, d_inv, sums, active, d_forget;
+    if (forget.numel() && ctx->needs_input_grad(kForgetInput))
+      d_forget = torch::zeros({groups, p.B, p.H, p.Tk}, q.options());
     AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "streaming_attention_backward", [&] {
       std::optional<FirePieces<scalar_t>> fire;
       if (psi.numel()) fire = fire_pieces<scalar_t>(psi, inv_norm, w1, b1, w2, b2, p.Tq);
       Grads<scalar_t> g{dq.data_ptr<scalar_t>(), dk.data_ptr<scalar_t>(), dv.data_ptr<scalar_t>()};
       if (d_relative.defined()) g.relative = d_relative.data_ptr<scalar_t>();
       if (d_dense.defined()) g.dense = d_dense.data_ptr<scalar_t>();
+      if (d_forget.defined()) g.forget = d_forget.data_ptr<scalar_t>();
       if (fire_grads) {
         d_psi = torch::zeros({groups, p.B, p.H, psi.numel()}, q.options());
         d_inv = torch::zeros({p.B, p.H, p.Tq}, q.options());
@@ -478,7 +507,7 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
         g.fire_sums = sums.data_ptr<double>();
       }
       backward_kernel<scalar_t>(q, k, v, out, lse, grad_out,
-                                bias_of<scalar_t>(dense, relative, p.B, fire ? &*fire : nullptr), p, groups, g);
+                                bias_of<scalar_t>(dense, relative, forget, p.B, fire ? &*fire : nullptr), p, groups, g);
     });
     // FIRE's parameters from the sums per piece: on piece s the active units' pre-activations
     // w1 x + b1 are linear, so sum dS relu(.) = w1 sum(dS x) + b1 sum(dS) over the piece
@@ -499,6 +528,7 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
     auto reduce = [&](const torch::Tensor& x) { return groups == 1 ? x[0] : x.sum(0); };
     if (d_relative.defined()) d_relative = d_relative.sum(torch::IntArrayRef{0, 1});
     if (d_dense.defined() && dense.size(0) != p.B) d_dense = d_dense.sum(0, true);
+    if (d_forget.defined()) d_forget = reduce(d_forget);
     return {dq.permute({0, 2, 1, 3}),
             reduce(dk),
             reduce(dv),
@@ -511,6 +541,7 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
             d_b1,
             d_w2,
             d_b2,
+            d_forget,
             torch::Tensor(),
             torch::Tensor(),
             torch::Tensor(),
@@ -523,8 +554,8 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
 
 bool streaming_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                    const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-                                   const FireTileBias& fire) {
-  return cpu_attention_operands_ok(q, k, v, dense_bias, relative_bias, fire);
+                                   const FireTileBias& fire, const torch::Tensor& forget) {
+  return cpu_attention_operands_ok(q, k, v, dense_bias, relative_bias, fire, forget);
 }
 
 torch::Tensor fire_tile_bias_dense(const FireTileBias& fire, int64_t tq, int64_t tk) {
@@ -552,8 +583,9 @@ torch::Tensor fire_tile_bias_dense(const FireTileBias& fire, int64_t tq, int64_t
 torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                       const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
                                       const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-                                      const StreamingTiles& tiles, const FireTileBias& fire) {
-  TORCH_CHECK(streaming_attention_available(q, k, v, dense_bias, relative_bias, fire),
+                                      const StreamingTiles& tiles, const FireTileBias& fire,
+                                      const torch::Tensor& forget) {
+  TORCH_CHECK(streaming_attention_available(q, k, v, dense_bias, relative_bias, fire, forget),
               "streaming_attention_cpu: needs CPU float or double q, k, v (B, H, T, Dh) with unit last strides ",
               "and biases of their type and shape; got q ", q.sizes(), " ", q.scalar_type(), " on ", q.device());
   TORCH_CHECK(tiles.queries > 0 && tiles.keys > 0, "streaming_attention_cpu: tile sizes must be positive, got ",
@@ -565,9 +597,10 @@ torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tenso
                                               key_padding_mask.size(1) == k.size(2)),
               "streaming_attention_cpu: key_padding_mask must be (B, Tk) = (", q.size(0), ", ", k.size(2), "), got ",
               key_padding_mask.sizes());
-  const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias, fire);
+  const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias, fire, forget);
   return StreamingAttention::apply(q, k, v, x.pad, x.dense, x.relative, x.psi, x.inv_norm, x.w1, x.b1, x.w2, x.b2,
-                                   visibility.causal, visibility.window, visibility.sinks, tiles.queries, tiles.keys);
+                                   x.forget, visibility.causal, visibility.window, visibility.sinks, tiles.queries,
+                                   tiles.keys);
 }
 
 }  // namespace ropelab

@@ -14,8 +14,11 @@
 /// Position biases are added per tile, never as a (Tq, Tk) tensor: a relative table
 /// (H, Tq + Tk - 1) read along its diagonals (ALiBi, Kerple, T5 buckets, any bias of
 /// key_pos - query_pos; position/encoders.h), with its gradient summed per diagonal, and
-/// FIRE's MLP bias from its per-distance and per-row parts (FireTileBias). A dense
-/// (1|B, H, Tq, Tk) bias is also taken (its memory is then the caller's).
+/// FIRE's MLP bias from its per-distance and per-row parts (FireTileBias), and the forget
+/// gate's decay (Lin et al. 2025, "Forgetting Transformer") from its cumulative log values c
+/// (B, H, Tk): c[a] - c[j] = sum of log f_l over l in (j, a], whose gradient is minus the
+/// column sums of dS at j (a row's own c[a] leaves its softmax unchanged). A dense (1|B, H, Tq, Tk) bias is also taken
+/// (its memory is then the caller's).
 ///
 /// Parallel over batch x heads x query tiles in the forward (largest tiles first, taken
 /// dynamically by the threads); over batch x heads x query-tile groups in the backward,
@@ -38,7 +41,7 @@ struct StreamingTiles {
 /// routine for that type, unit last strides, and biases of q's type in the accepted shapes.
 bool streaming_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                    const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-                                   const FireTileBias& fire = {});
+                                   const FireTileBias& fire = {}, const torch::Tensor& forget = {});
 
 /// `fire`'s bias as a (1, H, Tq, Tk) tensor with ATen ops (the reference, other kernels).
 torch::Tensor fire_tile_bias_dense(const FireTileBias& fire, int64_t tq, int64_t tk);
@@ -46,12 +49,14 @@ torch::Tensor fire_tile_bias_dense(const FireTileBias& fire, int64_t tq, int64_t
 /// q (B, H, Tq, Dh), k and v (B, H, Tk, Dh); key_padding_mask (B, Tk) bool or undefined,
 /// true at padded keys; `visibility` as in key_visibility.h. dense_bias (1|B, H, Tq, Tk) and
 /// relative_bias (H, Tq + Tk - 1), each optional, are added to the scaled logits (query i
-/// and key j get relative_bias[h][j - i + Tq - 1]), and so is `fire` when defined.
-/// Differentiable in q, k, v and every bias tensor. -> (B, H, Tq, Dh), a permuted view of a contiguous (B, Tq, H, Dh)
-/// tensor.
+/// and key j get relative_bias[h][j - i + Tq - 1]), and so are `fire` and `forget` when
+/// defined: forget (B, H, Tk), Tq <= Tk, adds forget[b][h][i + Tk - Tq] - forget[b][h][j].
+/// Differentiable in q, k, v and every bias tensor. -> (B, H, Tq, Dh), a permuted view of a
+/// contiguous (B, Tq, H, Dh) tensor.
 torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                       const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
                                       const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-                                      const StreamingTiles& tiles = {}, const FireTileBias& fire = {});
+                                      const StreamingTiles& tiles = {}, const FireTileBias& fire = {},
+                                      const torch::Tensor& forget = {});
 
 }  // namespace ropelab
