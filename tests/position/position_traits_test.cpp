@@ -101,5 +101,14 @@ TEST(PositionRegistry, EachRowSaysWhatItsEncoderDoes) {
   }
 }
 
+// A forget gate alone gives positions through the logits (FoX); beside an encoder, the
+// encoder's kind stands.
+TEST(PositionRegistry, ForgetGateAloneIsALogitBias) {
+  EXPECT_EQ(position_kind(PositionOptions().type(PositionType::none)), PositionKind::none);
+  EXPECT_EQ(position_kind(PositionOptions().type(PositionType::none).forget_gate(true)), PositionKind::bias);
+  EXPECT_EQ(position_kind(PositionOptions().type(PositionType::rotary).forget_gate(true)), PositionKind::rotary);
+  EXPECT_EQ(position_kind(PositionOptions().type(PositionType::alibi)), PositionKind::bias);
+}
+
 }  // namespace
 }  // namespace ropelab

@@ -163,7 +163,7 @@ RunResult read_run_result(const std::string& run_dir, const Config& config, cons
   }
   r.metrics["valid_ppl"] = best_ppl;
   if (task_traits(config.task).offers(ProtocolKind::window_perplexity)) r.context = config.data.context();
-  r.position = position_traits(config.model.decoder_position().type()).kind;
+  r.position = position_kind(config.model.decoder_position());
   for (const auto& eval : ablation_evals(config, asked)) {
     for (const auto& [key, column] : eval.columns) {
       r.metrics[format_column(column)] = read_report_number(eval.report(run_dir), key);

@@ -48,4 +48,9 @@ std::string position_names(const std::vector<PositionType>& types) {
   return out;
 }
 
+PositionKind position_kind(const PositionOptions& options) {
+  const auto kind = position_traits(options.type()).kind;
+  return options.forget_gate() && kind == PositionKind::none ? PositionKind::bias : kind;
+}
+
 }  // namespace ropelab

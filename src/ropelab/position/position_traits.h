@@ -9,6 +9,7 @@
 namespace ropelab {
 
 enum class PositionType;
+struct PositionOptions;
 
 /// Through which hook of position_encoder.h an encoder gives position information.
 enum class PositionKind {
@@ -44,6 +45,9 @@ const std::vector<PositionTraits>& position_registry();
 const PositionTraits& position_traits(PositionType type);
 /// The encoders whose row satisfies `keep`, in registry order.
 std::vector<PositionType> position_types(bool (*keep)(const PositionTraits&));
+/// How a stack with `options` gets position information: its encoder's kind, or `bias` for
+/// a forget gate without other position information (FoX: the gate's decay is a logit bias).
+PositionKind position_kind(const PositionOptions& options);
 /// "a, b and c": the names of `types`, for messages.
 std::string position_names(const std::vector<PositionType>& types);
 
