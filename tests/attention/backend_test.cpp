@@ -2,6 +2,7 @@
 #include "ropelab/attention/backend.h"
 
 #include "../test_util.h"
+#include "ropelab/attention/contextual.h"
 #include "ropelab/position/position_encoder.h"
 
 using namespace ropelab;
@@ -263,4 +264,22 @@ TEST_F(Attention, ForgetGateReachesEveryPathAligned) {
     EXPECT_LT(max_diff(attention.forward(in), expected), 1e-5) << to_string(kernel);
   }
   EXPECT_LT(max_diff(SoftmaxAttention(AttentionOptions{}).reference_forward(in), expected), 1e-5);
+}
+
+// CoPE's attention in blocks of query rows (one row each, with padding, a window and sinks,
+// Tq < Tk) equals one block of every row: the rows are independent.
+TEST_F(Attention, ContextualAttentionBlocksOfRowsAgree) {
+  auto pad = torch::zeros({2, 12}, torch::kBool);
+  pad[1][3] = true;
+  AttentionInputs in{
+      torch::randn({2, 2, 9, 8}), torch::randn({2, 2, 12, 8}), torch::randn({2, 2, 12, 8}), pad, {}, true, 5, 1};
+  in.contextual = torch::randn({8, 4});
+  const auto whole = contextual_attention(in, 0.0, false);
+  EXPECT_LT(max_diff(contextual_attention(in, 0.0, false, 1), whole), 1e-6);
+  EXPECT_EQ(SoftmaxAttention(AttentionOptions{}).path(in), SoftmaxAttention::Path::contextual);
+  EXPECT_LT(max_diff(SoftmaxAttention(AttentionOptions{}).forward(in), whole), 1e-6);
+  in.contextual = torch::zeros({8, 4});  // no position: plain softmax attention
+  EXPECT_LT(
+      max_diff(contextual_attention(in, 0.0, false, 1), SoftmaxAttention(AttentionOptions{}).reference_forward(in)),
+      1e-5);
 }

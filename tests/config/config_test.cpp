@@ -170,6 +170,33 @@ TEST_F(ConfigTest, ForgetGateNeedsCausalSoftmaxAttention) {
   EXPECT_EQ(load_error({}, {"model.decoder_position.forget_gate=true"}), "");
 }
 
+// CoPE counts positions up to the training context (P = C + 1 unless given), in causal
+// softmax attention without another logit bias or a forget gate.
+TEST_F(ConfigTest, CopeFollowsTheContextAndNeedsCausalSoftmaxAttention) {
+  const std::vector<std::string> lm = {"task=lm", "data.format=text", "data.context=96",
+                                       "model.position={type: none, cope: true}"};
+  const auto c = load_config({{}, lm});
+  EXPECT_TRUE(c.model.decoder_position().cope());
+  EXPECT_EQ(c.model.decoder_position().cope_positions(), 97);
+  auto with = [&](const std::string& extra) {
+    auto all = lm;
+    all.push_back(extra);
+    return all;
+  };
+  EXPECT_EQ(load_config({{}, with("model.position.cope_positions=40")}).model.decoder_position().cope_positions(), 40);
+  EXPECT_EQ(load_error({}, with("model.position.type=alibi")),
+            "--set: model.decoder_position.cope=true takes no other logit bias, not model.decoder_position.type=alibi");
+  EXPECT_EQ(load_error({}, with("model.position.forget_gate=true")),
+            "--set: model.decoder_position.cope=true and model.decoder_position.forget_gate cannot both be set");
+  EXPECT_EQ(load_error({}, with("model.attention.type=performer")),
+            "--set: model.decoder_position.cope=true needs model.attention.type=softmax, not performer");
+  EXPECT_EQ(load_error({}, {"model.position.cope=true"}),
+            "--set: model.encoder_position.cope=true needs causal self-attention (a language model or a "
+            "translator's decoder), not the encoder");
+  EXPECT_EQ(load_error({}, with("model.position.cope_positions=-2")),
+            "--set: model.decoder_position.cope_positions=-2 must be positive (unset: from the training context)");
+}
+
 // Length-generalisation encoders and RoPE scaling: every combination that cannot work is
 // one line naming the key and why.
 TEST_F(ConfigTest, IncompatiblePositionChoicesNameTheKeyAndTheReason) {

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "ropelab/attention/contextual.h"
 #include "ropelab/attention/performer.h"
 #include "ropelab/ops/attention/fused_attention.h"
 #include "ropelab/ops/attention/streaming_attention.h"
@@ -121,6 +122,7 @@ SoftmaxAttention::SoftmaxAttention(const AttentionOptions& options)
     : dropout_(options.dropout()), kernel_(options.kernel()), tiles_(options.tiles()) {}
 
 SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
+  if (in.contextual.defined()) return Path::contextual;
   if (dropout_ > 0.0 && is_training()) return Path::aten;
   const auto& bias = in.logit_bias;
   const bool chunked_fits =
@@ -160,6 +162,8 @@ torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
         return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility,
                                    bias.to_dense(in.q.size(-2), in.k.size(-2)));
       return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative);
+    case Path::contextual:
+      return contextual_attention(in, dropout_, is_training());
     case Path::aten:
       break;
   }

@@ -87,6 +87,8 @@ struct AttentionInputs {
   bool causal = false;
   int64_t window = 0;  // self-attention's sliding window (AttentionOptions::window); 0: none
   int64_t sinks = 0;   // with a window: keys [0, sinks) always visible
+  /// CoPE's position embeddings (Dh, P) (attention/contextual.h); undefined: no CoPE.
+  torch::Tensor contextual;
 };
 
 /// What a backend keeps between incremental decoding steps of one attention, per layer.
@@ -142,8 +144,9 @@ class SoftmaxAttention : public AttentionBackendImpl {
  public:
   explicit SoftmaxAttention(const AttentionOptions& options);
   /// Which computation forward() takes for `inputs`: the streaming or the materialized
-  /// CPU kernel, the chunked form (any device), or the ATen path.
-  enum class Path { streaming, chunked, materialized, aten };
+  /// CPU kernel, the chunked form (any device), the ATen path, or CoPE's blocks of rows
+  /// (attention/contextual.h, whenever inputs.contextual is set).
+  enum class Path { streaming, chunked, materialized, aten, contextual };
   Path path(const AttentionInputs& inputs) const;
   torch::Tensor forward(const AttentionInputs& inputs) override;
   bool accepts_logit_bias() const override { return true; }

@@ -66,6 +66,7 @@ torch::Tensor PerformerAttention::query_features(const torch::Tensor& q) const {
 torch::Tensor PerformerAttention::forward(const AttentionInputs& in) {
   TORCH_CHECK(!in.logit_bias.defined(),
               "performer attention takes no logit bias (T5, ALiBi, Kerple, FIRE, a forget gate)");
+  TORCH_CHECK(!in.contextual.defined(), "performer attention takes no contextual positions (CoPE)");
   auto phi_q = query_features(in.q);
   auto logits = feature_logits(in.k);
   torch::Tensor keep;  // (B, 1, Tk, 1), true at real keys

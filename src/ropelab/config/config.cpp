@@ -287,7 +287,8 @@ void validate(const Config& c, const Reader& r) {
     for (const auto& [name, value] : {std::pair<const char*, double>{"max_len", p.max_len()},
                                       {"max_distance", p.max_distance()},
                                       {"scale_base", p.scale_base()},
-                                      {"fire_threshold", p.fire_threshold()}})
+                                      {"fire_threshold", p.fire_threshold()},
+                                      {"cope_positions", p.cope_positions()}})
       require(value > 0, key + "." + name, value, "must be positive (unset: from the training context)");
     require(p.nope_every() >= 0, key + ".nope_every", p.nope_every(), "must be >= 0 (0 = every layer rotates)");
     require(p.nope_every() == 0 || traits.kind == PositionKind::rotary, key + ".nope_every", p.nope_every(),
@@ -299,6 +300,13 @@ void validate(const Config& c, const Reader& r) {
     require(!p.forget_gate() || backend->accepts_logit_bias(), key + ".forget_gate", "true",
             "needs an attention backend that takes a logit bias; model.attention.type=" +
                 to_string(m.attention().type()) + " does not");
+    require(!p.cope() || causal, key + ".cope", "true",
+            "needs causal self-attention (a language model or a translator's decoder), not the encoder");
+    require(!p.cope() || m.attention().type() == AttentionType::softmax, key + ".cope", "true",
+            "needs model.attention.type=softmax, not " + to_string(m.attention().type()));
+    require(!p.cope() || traits.kind != PositionKind::bias, key + ".cope", "true",
+            "takes no other logit bias, not " + key + ".type=" + traits.name);
+    require(!p.cope() || !p.forget_gate(), key + ".cope", "true", "and " + key + ".forget_gate cannot both be set");
     require(s.beta_fast() > s.beta_slow(), key + ".scaling.beta_fast", s.beta_fast(),
             "must exceed scaling.beta_slow=" + show(s.beta_slow()));
     require(s.original_max() > 0 || (s.type() != RopeScalingType::yarn && s.type() != RopeScalingType::dynamic_ntk),

@@ -20,6 +20,8 @@ void describe(V& v, PositionOptions& p) {
   v("unrotated", p.unrotated());
   v("nope_every", p.nope_every());
   v("forget_gate", p.forget_gate());
+  v("cope", p.cope());
+  v("cope_positions", p.cope_positions());
   v.choice("rotary_impl", p.rotary_impl(), parse_rotary_impl);
   v("rotate_cross_attention", p.rotate_cross_attention());
   v("axes", p.axes());

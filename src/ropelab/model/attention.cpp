@@ -18,6 +18,9 @@ void MultiHeadAttentionImpl::reset() {
   torch::NoGradGuard no_grad;
   torch::nn::init::xavier_uniform_(in_proj_weight);
   torch::nn::init::zeros_(out_proj->bias);
+  if (options.cope_positions() > 0)
+    cope_embedding =
+        register_parameter("cope_embedding", torch::zeros({d / options.heads(), options.cope_positions()}));
   if (options.forget_gate()) {
     forget_gate = register_module("forget_gate", torch::nn::Linear(d, options.heads()));
     torch::nn::init::normal_(forget_gate->weight, 0.0, 0.02);
@@ -61,6 +64,10 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     if (forget_gate) {
       TORCH_CHECK(call.causal, "MultiHeadAttention: a forget gate needs causal self-attention");
       in.logit_bias.forget = forget_sums(x);
+    }
+    if (cope_embedding.defined()) {
+      TORCH_CHECK(call.causal, "MultiHeadAttention: CoPE needs causal self-attention");
+      in.contextual = cope_embedding;
     }
     if (call.cache)  // the backend keeps what later steps need (keys and values, or sums)
       return attend(std::move(in),

@@ -1,7 +1,8 @@
 #pragma once
 /// Multi-head attention (Vaswani et al. 2017, 3.2.2): projections, head split, the
 /// position encoder's rotation hook, the attention backend, the output projection; in
-/// causal self-attention optionally a forget gate (Lin et al. 2025).
+/// causal self-attention optionally a forget gate (Lin et al. 2025) or contextual positions
+/// (CoPE, Golovneva et al. 2024).
 
 #include <torch/torch.h>
 
@@ -20,6 +21,9 @@ struct MultiHeadAttentionOptions {
   /// sum of log f_l over l in (j, i] for query i and key j (LogitBias::forget). w is
   /// initialised N(0, 0.02^2) and b 0, as the authors' code does.
   TORCH_ARG(bool, forget_gate) = false;
+  /// Causal self-attention: CoPE with this many learned positions P (attention/contextual.h;
+  /// Golovneva et al. 2024), embeddings (Dh, P) starting at 0 as the authors' code; 0: none.
+  TORCH_ARG(int64_t, cope_positions) = 0;
 };
 
 /// Per-call inputs beyond the activations.
@@ -49,6 +53,7 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::Tensor in_proj_bias;    // (3D)
   torch::nn::Linear out_proj{nullptr};
   torch::nn::Linear forget_gate{nullptr};  // (H, D): with options.forget_gate()
+  torch::Tensor cope_embedding;            // (Dh, P): with options.cope_positions() > 0
 
  private:
   /// (B, T, n*D) -> n tensors (B, H, T, Dh)

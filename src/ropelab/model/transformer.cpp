@@ -27,12 +27,16 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 TransformerLayerImpl::TransformerLayerImpl(const LayerOptions& options, bool causal, bool cross_attention,
                                            const PositionEncoder& position, bool rotate_cross)
     : causal_(causal), norm_(options.norm()) {
-  TORCH_CHECK(!options.forget_gate() || causal, "TransformerLayer: a forget gate needs causal self-attention");
+  TORCH_CHECK((!options.forget_gate() && options.cope_positions() == 0) || causal,
+              "TransformerLayer: a forget gate and CoPE need causal self-attention");
   auto mha = MultiHeadAttentionOptions(options.d_model(), options.heads()).attention(options.attention());
   auto rotation = position && position->rotates() ? position : nullptr;
   auto norm = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model()})); };
   self_attn = register_module(
-      "self_attn", MultiHeadAttention(MultiHeadAttentionOptions(mha).forget_gate(options.forget_gate()), rotation));
+      "self_attn",
+      MultiHeadAttention(
+          MultiHeadAttentionOptions(mha).forget_gate(options.forget_gate()).cope_positions(options.cope_positions()),
+          rotation));
   self_norm = register_module("self_norm", norm());
   if (cross_attention) {
     cross_attn = register_module("cross_attn", MultiHeadAttention(mha, rotate_cross ? rotation : nullptr));
@@ -83,8 +87,10 @@ void DecoderCache::reorder(const torch::Tensor& index) {
 }
 
 StackImpl::StackImpl(const StackOptions& options) : options_(options) {
-  // the forget gate belongs to each layer's self-attention (Lin et al. 2025)
-  const auto layer = LayerOptions(options.layer()).forget_gate(options.position().forget_gate());
+  // the forget gate and CoPE belong to each layer's self-attention
+  const auto& p = options.position();
+  const auto layer =
+      LayerOptions(options.layer()).forget_gate(p.forget_gate()).cope_positions(p.cope() ? p.cope_positions() : 0);
   PositionGeometry geometry{layer.d_model(), layer.heads(), options.causal()};
   position_ = register_module("position", make_position_encoder(options.position(), geometry));
   layers = register_module("layers", torch::nn::ModuleList());

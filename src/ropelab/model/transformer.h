@@ -31,6 +31,9 @@ struct LayerOptions {
   /// Causal self-attention with a forget gate (MultiHeadAttentionOptions::forget_gate); set
   /// by the stack from PositionOptions::forget_gate.
   TORCH_ARG(bool, forget_gate) = false;
+  /// Causal self-attention with CoPE's P positions (MultiHeadAttentionOptions::cope_positions);
+  /// set by the stack from PositionOptions::cope; 0: none.
+  TORCH_ARG(int64_t, cope_positions) = 0;
 };
 
 /// FFN(x) = max(0, x W1 + b1) W2 + b2 (Vaswani et al. 2017, 3.3). (B, T, D) -> (B, T, D)

@@ -16,10 +16,12 @@
 ///                                                    C, psi(max(L, i)) normalises by the
 ///                                                    training context in training and
 ///                                                    interpolates past it
+///   cope_positions  (cope)    C + 1                  the training context + 1 (Golovneva
+///                                                    et al. 2024's code): a count of 0 ... C
 ///
 /// A translation run has no one training context (each pair has its own lengths, and a
 /// translation may run longer than its source): with C = 0 the settings keep the absolute
-/// values of PositionOptions (1024, 128, 512, 512). RoPE scaling's original_max is the
+/// values of PositionOptions (1024, 128, 512, 512, 1025). RoPE scaling's original_max is the
 /// training context itself (config/config.cpp sets it for language models).
 
 #include <cstdint>
