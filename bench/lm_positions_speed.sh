@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Training throughput of the ablation LM (experiments/lm_sotu_char_small.yaml) for each
-# position encoding (rotary also under YaRN scaling) and for the Performer, on fixed-shape
+# position encoding (rotary also under YaRN scaling; no encoding with the Forgetting
+# Transformer's forget gate, `fox`, and with CoPE, `cope`) and for the Performer, on fixed-shape
 # batches (32 x 128 bytes), one thread pinned to one core (`taskset -c 0`: unpinned, the
 # BLAS threads spread over a second core part of the time and the figures split into two
 # clusters ~35% apart). Variants are interleaved over REPEATS rounds so drifting machine load
@@ -18,7 +19,7 @@ config=experiments/lm_sotu_char_small.yaml
 performer="model.attention={type: performer, num_features: 128, chunk_size: 32}"
 yarn="model.position.scaling={type: yarn, factor: 8}"
 variants=("learned" "sinusoidal" "t5_bias" "rotary" "none" "alibi" "xpos" "kerple" "kerple_power" "fire"
-          "yarn rotary" "performer learned" "performer rotary")
+          "yarn rotary" "fox none" "cope none" "performer learned" "performer rotary")
 lscpu | sed -n 's/^Model name: */CPU: /p'
 echo "batches of $batch x $length tokens, data.context=$length"
 declare -A runs
@@ -27,6 +28,8 @@ for ((r = 1; r <= repeats; ++r)); do
     args=(--set "model.position.type=${v##* }" --set "data.context=$length")
     [[ $v == performer* ]] && args+=(--set "$performer")
     [[ $v == yarn* ]] && args+=(--set "$yarn")
+    [[ $v == fox* ]] && args+=(--set model.position.forget_gate=true)
+    [[ $v == cope* ]] && args+=(--set model.position.cope=true)
     tps=$(taskset -c 0 "$build/ropelab" bench train "$config" "${args[@]}" --vocab 256 --batch "$batch" --length "$length" \
           --threads 1 --steps 20 --json | sed -n 's/.*"target_tokens_per_s":\([0-9.]*\).*/\1/p')
     runs[$v]+="$tps "
