@@ -18,6 +18,7 @@ torch::Tensor contextual_attention(const AttentionInputs& in, double dropout, bo
   const int64_t B = in.q.size(0), H = in.q.size(1), tq = in.q.size(2), tk = in.k.size(2), P = E.size(1);
   const auto q = in.q * (1.0 / std::sqrt(static_cast<double>(in.q.size(-1))));
   const auto keys = in.k.transpose(-2, -1);
+  const auto columns = E.to(q.dtype());  // E in the queries' type (fp32 under mixed precision)
   const KeyVisibility visibility{in.causal, in.window, in.sinks};
   torch::Tensor pad;
   if (in.key_padding_mask.defined()) pad = in.key_padding_mask.to(torch::kBool).view({B, 1, 1, tk});
@@ -33,8 +34,8 @@ torch::Tensor contextual_attention(const AttentionInputs& in, double dropout, bo
     const auto gates = torch::sigmoid(scores).masked_fill(hidden, 0.0);
     const auto positions = gates.flip(-1).cumsum(-1).flip(-1).clamp_max(static_cast<double>(P - 1));
     const auto floor = positions.floor();
-    const auto weight = positions - floor;                        // differentiable in the gates
-    const auto at_columns = torch::matmul(qb, E.to(qb.dtype()));  // (B, H, n, P): q_i . E[c] / sqrt(Dh)
+    const auto weight = positions - floor;               // differentiable in the gates
+    const auto at_columns = torch::matmul(qb, columns);  // (B, H, n, P): q_i . E[c] / sqrt(Dh)
     const auto bias = at_columns.gather(-1, positions.ceil().to(torch::kLong)) * weight +
                       at_columns.gather(-1, floor.to(torch::kLong)) * (1 - weight);
     auto probs = torch::softmax((scores + bias).masked_fill(hidden, std::numeric_limits<float>::lowest()), -1);

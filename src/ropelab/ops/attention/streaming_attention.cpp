@@ -337,20 +337,11 @@ struct Grads {
   T* fire_psi = nullptr;
   double* fire_sums = nullptr;
   T* fire_inv = nullptr;
-  /// The forget gate's cumulative log values: per task, partial sums (Tk).
+  /// The forget gate's cumulative log values: per task, partial column sums of dS (Tk),
+  /// whose negation is the gradient. The query's term c[a], one value per row, changes no
+  /// probability: its gradient, the row sum of dS = P (dP - d), is sum P dP - d = 0.
   T* forget = nullptr;
 };
-
-/// The forget gate's gradient from dS (rows x cols, ld) of keys from j0: minus the column
-/// sums. The query's term c[a], one value per row, changes no probability: its gradient, the
-/// row sum of dS = P (dP - d), is sum P dP - d = 0.
-template <typename T>
-void forget_backward(const T* ds, int64_t ld, int64_t rows, int64_t cols, T* d_keys) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* g = ds + r * ld;
-    for (int64_t c = 0; c < cols; ++c) d_keys[c] -= g[c];
-  }
-}
 
 /// FIRE's gradients from dS (rows x cols, ld) of queries from i0 and keys from j0.
 template <typename T>
@@ -423,7 +414,7 @@ void backward_kernel(const torch::Tensor& q, const torch::Tensor& k, const torch
         if (g.fire_psi)
           fire_backward(*bias.fire, p, h, dp, p.bk, i0, rows, j0, cols, g.fire_psi + task * bias.fire->n,
                         g.fire_sums + task * 2 * (bias.fire->m + 1), g.fire_inv + bh * p.Tq);
-        if (g.forget) forget_backward(dp, p.bk, rows, cols, g.forget + task * p.Tk + j0);
+        if (g.forget) f.add_rows(g.forget + task * p.Tk + j0, 0, dp, rows, cols, p.bk);  // column sums
         // dQ += scale dS K;  dK += scale dS^T Q
         blas::gemm(false, false, rows, p.Dh, cols, scale, dp, p.bk, K.row(j0), K.ld, T(1), dq, p.Dh);
         blas::gemm(true, false, cols, p.Dh, rows, scale, dp, p.bk, Q.row(i0), Q.ld, T(1), dk + j0 * p.Dh, p.Dh);
@@ -528,7 +519,7 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
     auto reduce = [&](const torch::Tensor& x) { return groups == 1 ? x[0] : x.sum(0); };
     if (d_relative.defined()) d_relative = d_relative.sum(torch::IntArrayRef{0, 1});
     if (d_dense.defined() && dense.size(0) != p.B) d_dense = d_dense.sum(0, true);
-    if (d_forget.defined()) d_forget = reduce(d_forget);
+    if (d_forget.defined()) d_forget = reduce(d_forget).neg_();  // c[a] - c[j]: minus the column sums
     return {dq.permute({0, 2, 1, 3}),
             reduce(dk),
             reduce(dv),
