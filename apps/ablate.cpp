@@ -13,6 +13,7 @@ void add_ablate(CLI::App& cli) {
   auto* cmd = cli.add_subcommand("ablate", "run an experiment grid x seeds; results.md, results.csv, curves");
   struct Args {
     std::string experiment, out_dir;
+    std::vector<int64_t> seeds;
     AblationOptions options;
   };
   auto a = std::make_shared<Args>();
@@ -25,8 +26,17 @@ void add_ablate(CLI::App& cli) {
       ->check(nonnegative())
       ->capture_default_str();
   cmd->add_option("--device", a->options.device, "device for every run (default: the configs')");
+  cmd->add_option("--seeds", a->seeds,
+                  "only these of the experiment's seeds, comma-separated (default: all; the others can follow "
+                  "later into the same directory)")
+      ->delimiter(',');
   cmd->callback([a] {
-    const auto spec = load_experiment(a->experiment);
+    auto spec = load_experiment(a->experiment);
+    if (!a->seeds.empty()) try {
+        spec = with_seeds(spec, a->seeds);
+      } catch (const ConfigError& e) {
+        throw ConfigError(std::string("--seeds: ") + e.what());
+      }
     auto options = a->options;
     options.out_dir =
         a->out_dir.empty() ? "runs/ablate/" + std::filesystem::path(a->experiment).stem().string() : a->out_dir;

@@ -4,16 +4,29 @@
 using namespace ropelab::cli_test;
 
 // ablate runs grid x seeds, writes results, skips finished runs, rejects bad files.
-TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
-  const auto root = fresh_dir("ablate");
-  const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
-  const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
+namespace {
+
+const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
+const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
+
+/// A tiny translator experiment in ROOT/exp.yaml: `steps` updates, then `tail` (grid, seeds).
+std::string tiny_translator_experiment(const std::filesystem::path& root, const std::string& steps,
+                                       const std::string& tail) {
   const auto exp = (root / "exp.yaml").string();
   std::ofstream(exp) << "base: " << demo << "\nset: [data.train=" << pairs << ", data.valid=" << pairs
-                     << ", data.test=" << pairs
-                     << ", train.steps=4, train.valid_every=2, model.d_model=16, model.heads=2, model.d_ff=16,"
-                        " model.encoder_layers=1, model.decoder_layers=1]\n"
-                        "grid:\n  model.position.type: [sinusoidal, rotary]\nseeds: [1, 2]\n";
+                     << ", data.test=" << pairs << ", " << steps
+                     << ", model.d_model=16, model.heads=2, model.d_ff=16, model.encoder_layers=1,"
+                        " model.decoder_layers=1]\n"
+                     << tail;
+  return exp;
+}
+
+}  // namespace
+
+TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
+  const auto root = fresh_dir("ablate");
+  const auto exp = tiny_translator_experiment(root, "train.steps=4, train.valid_every=2",
+                                              "grid:\n  model.position.type: [sinusoidal, rotary]\nseeds: [1, 2]\n");
   const auto out = (root / "out").string();
   auto r = run("ablate " + exp + " -o " + out + " --jobs 2 --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -91,6 +104,38 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
     r = run("ablate " + exp + " -o " + out);
     EXPECT_EQ(r.code, 2) << tail;
     EXPECT_NE(r.output.find(exp + ": " + message), std::string::npos) << r.output;
+  }
+  std::filesystem::remove_all(root);
+}
+
+// --seeds runs some of the experiment's seeds; a later run without it adds the others to the
+// same directory and keeps the finished ones; seeds the file does not list stop it.
+TEST(Cli, AblateRunsSomeSeedsFirstAndTheRestLater) {
+  const auto root = fresh_dir("ablate_seeds");
+  const auto exp =
+      tiny_translator_experiment(root, "train.steps=2", "grid:\n  model.position.type: [rotary]\nseeds: [1, 2, 3]\n");
+  const auto out = (root / "out").string();
+  auto r = run("ablate " + exp + " -o " + out + " --threads 1 --seeds 3,1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 variants x 2 seeds = 2 runs; 0 finished already, 2 to run"), std::string::npos)
+      << r.output;
+  const auto seed = [&](int s) { return out + "/runs/model.position.type=rotary.seed" + std::to_string(s); };
+  EXPECT_TRUE(std::filesystem::exists(seed(1) + "/checkpoint_last.pt"));
+  EXPECT_FALSE(std::filesystem::exists(seed(2)));
+  EXPECT_TRUE(std::filesystem::exists(seed(3) + "/checkpoint_last.pt"));
+  EXPECT_NE(read_text(out + "/results.md").find("| model.position.type=rotary | 2 |"), std::string::npos);
+  const auto trained = std::filesystem::last_write_time(seed(3) + "/checkpoint_last.pt");
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 variants x 3 seeds = 3 runs; 2 finished already, 1 to run"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::filesystem::last_write_time(seed(3) + "/checkpoint_last.pt"), trained);
+  EXPECT_NE(read_text(out + "/results.md").find("| model.position.type=rotary | 3 |"), std::string::npos);
+  for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
+           {"4", "seed 4 is not among its seeds (1, 2, 3)"}, {"2,2", "seed 2 selected twice"}}) {
+    r = run("ablate " + exp + " -o " + out + " --seeds " + flag);
+    EXPECT_EQ(r.code, 2) << flag;
+    EXPECT_EQ(r.output, "ropelab: config error: --seeds: " + exp + ": " + message + "\n");
   }
   std::filesystem::remove_all(root);
 }

@@ -204,6 +204,25 @@ std::vector<Variant> expand_grid(const ExperimentSpec& spec) {
   return out;
 }
 
+ExperimentSpec with_seeds(const ExperimentSpec& spec, const std::vector<int64_t>& seeds) {
+  auto listed = [&] {
+    std::string out;
+    for (auto s : spec.seeds) out += (out.empty() ? "" : ", ") + std::to_string(s);
+    return out;
+  };
+  if (seeds.empty()) fail(spec.path, "no seeds selected");
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    if (std::find(spec.seeds.begin(), spec.seeds.end(), seeds[i]) == spec.seeds.end())
+      fail(spec.path, "seed " + std::to_string(seeds[i]) + " is not among its seeds (" + listed() + ")");
+    if (std::find(seeds.begin(), seeds.begin() + static_cast<std::ptrdiff_t>(i), seeds[i]) !=
+        seeds.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(spec.path, "seed " + std::to_string(seeds[i]) + " selected twice");
+  }
+  auto out = spec;
+  out.seeds = seeds;
+  return out;
+}
+
 std::vector<Variant> finetune_variants(const ExperimentSpec& spec) {
   if (spec.finetune.empty()) return {};
   const auto& f = spec.finetune[0];

@@ -91,6 +91,11 @@ std::vector<Variant> expand_grid(const ExperimentSpec& spec);
 /// a finetune section.
 std::vector<Variant> finetune_variants(const ExperimentSpec& spec);
 
+/// The experiment restricted to some of its seeds, in the order given (`ablate --seeds`:
+/// one seed of every variant first, the others later into the same directory). Throws
+/// ConfigError naming the experiment file when a seed is not among its seeds or is repeated.
+ExperimentSpec with_seeds(const ExperimentSpec& spec, const std::vector<int64_t>& seeds);
+
 /// The config of one variant and seed (base, then set, then the variant, then the seed).
 Config variant_config(const ExperimentSpec& spec, const Variant& variant, int64_t seed);
 
