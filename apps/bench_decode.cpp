@@ -25,7 +25,7 @@ void add_bench_decode(CLI::App& bench) {
   cmd->callback([a] {
     const auto device = a->flags.apply();
     const auto threads = torch::get_num_threads();
-    auto run = open_run(a->run_dir, a->checkpoint, device);
+    auto run = open_run(a->run_dir, a->checkpoint, device, yaml_config_files());
     const auto path = a->split == "test"    ? run.config.data.test()
                       : a->split == "valid" ? run.config.data.valid()
                                             : a->split;

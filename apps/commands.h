@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/config/train_options.h"
+#include "ropelab/config/config.h"
 
 namespace ropelab::apps {
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.h"
+#include "ropelab/config/config.h"
 #include "ropelab/model/precision.h"
 #include "ropelab/run/run.h"
 #include "ropelab/util/device.h"
@@ -87,7 +88,7 @@ struct RunArgs {
   /// Loads the run on the chosen device with the chosen threads, and turns its precision on.
   LoadedRun open(torch::Device* device) const {
     *device = flags.apply();
-    auto run = open_run(run_dir, checkpoint, *device, overrides);
+    auto run = open_run(run_dir, checkpoint, *device, yaml_config_files(), overrides);
     precision_scope.emplace(precision, *device);
     return run;
   }

@@ -98,7 +98,7 @@ void add_average(CLI::App& cli) {
       throw std::runtime_error(a->run_dir + ": asked to average " + std::to_string(a->last) + " checkpoints but " +
                                std::to_string(all.size()) + " numbered checkpoints exist (train.keep_checkpoints)");
     std::vector<std::string> chosen(all.end() - a->last, all.end());
-    const auto run = open_run_untrained(a->run_dir);
+    const auto run = open_run_untrained(a->run_dir, yaml_config_files());
     const auto output = a->output.empty() ? paths.averaged(a->last) : a->output;
     average_checkpoints(chosen, run.model->module(), output);
     std::cout << "averaged";

@@ -67,7 +67,7 @@ void add_train(CLI::App& cli) {
       std::cout << dump_config(load());
       return;
     }
-    if (run_train_command({a->run_dir, command_line(), a->resume, a->overwrite, a->nproc}, load))
+    if (run_train_command({a->run_dir, command_line(), a->resume, a->overwrite, a->nproc}, load, yaml_config_files()))
       write_run_loss_curve(a->run_dir);  // by the one process that owns the directory
   });
 }

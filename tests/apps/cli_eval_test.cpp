@@ -17,9 +17,11 @@ TEST(Cli, EvalWritesHypothesesAndScoresAndAverageCombinesCheckpoints) {
   {  // every averaged parameter is the mean of the three numbered checkpoints'
     const auto numbered = ropelab::RunPaths(micro_run()).numbered_checkpoints();
     ASSERT_EQ(numbered.size(), 3u);
-    auto averaged = ropelab::open_run(micro_run(), micro_run() + "/checkpoint_avg3.pt", torch::kCPU);
+    auto averaged =
+        ropelab::open_run(micro_run(), micro_run() + "/checkpoint_avg3.pt", torch::kCPU, ropelab::yaml_config_files());
     std::vector<ropelab::LoadedRun> inputs;
-    for (const auto& path : numbered) inputs.push_back(ropelab::open_run(micro_run(), path, torch::kCPU));
+    for (const auto& path : numbered)
+      inputs.push_back(ropelab::open_run(micro_run(), path, torch::kCPU, ropelab::yaml_config_files()));
     int64_t differing = 0;  // parameters that differ between the inputs: the mean is not any one of them
     for (const auto& p : averaged.model->module().named_parameters()) {
       auto sum = torch::zeros_like(p.value());

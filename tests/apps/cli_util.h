@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ropelab/build_config.h"
+#include "ropelab/config/config.h"
 #include "ropelab/run/run.h"
 
 namespace ropelab::cli_test {
@@ -114,7 +115,8 @@ inline void train_tiny(const std::string& run_dir, const std::string& launch, co
 }
 
 inline double max_parameter_difference(const std::string& a, const std::string& b) {
-  auto one = ropelab::open_run(a, "last", torch::kCPU), two = ropelab::open_run(b, "last", torch::kCPU);
+  auto one = ropelab::open_run(a, "last", torch::kCPU, ropelab::yaml_config_files()),
+       two = ropelab::open_run(b, "last", torch::kCPU, ropelab::yaml_config_files());
   auto p = one.model->module().parameters(), q = two.model->module().parameters();
   EXPECT_EQ(p.size(), q.size());
   double worst = 0;

@@ -4,6 +4,7 @@
 // scripts/gpu_check.sh runs them on a machine with a GPU.
 #include "../test_util.h"
 #include "ropelab/attention/performer.h"
+#include "ropelab/config/config.h"
 #include "ropelab/ops/attention/chunked_attention.h"
 #include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/position/position_encoder.h"

@@ -5,6 +5,7 @@
 
 #include "../test_util.h"
 #include "ropelab/attention/backend.h"
+#include "ropelab/config/config.h"
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
 #include "ropelab/position/encoders.h"
 #include "ropelab/task/translation_task.h"

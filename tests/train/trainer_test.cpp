@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "../test_util.h"
+#include "ropelab/config/config.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/decode/search.h"
 #include "ropelab/ops/cross_entropy/cross_entropy.h"
@@ -216,11 +217,11 @@ TEST_F(Training, TinyModelOverfitsAFewPairs) {
                        "decode.beam=1"};
   auto config = load_config(sources);
   const auto run = (dir_ / "run").string();
-  train(config, run, false);
+  train(config, yaml_config_files(), run, false);
   for (const char* file : {"config.yaml", "vocab.txt", "checkpoint_last.pt", "checkpoint_best.pt", "metrics.jsonl"})
     EXPECT_TRUE(std::filesystem::exists(dir_ / "run" / file)) << file;
 
-  auto loaded = open_run(run, "last", torch::kCPU);
+  auto loaded = open_run(run, "last", torch::kCPU, yaml_config_files());
   auto text = read_parallel(loaded.config.data, data);
   auto examples = tokenize_pairs(text, *loaded.tokenizer, 64, false, nullptr);
   std::vector<size_t> all(examples.size());
@@ -289,9 +290,9 @@ TEST_F(Training, ResumeContinuesBitForBit) {
                          "train.valid_every=0", "train.threads=1", "train.lr_schedule=constant", "train.lr=0.001"}});
   };
   const auto straight = (dir_ / "straight").string(), resumed = (dir_ / "resumed").string();
-  train(config_for(9), straight, false);
-  train(config_for(4), resumed, false);
-  train(config_for(9), resumed, true);
+  train(config_for(9), yaml_config_files(), straight, false);
+  train(config_for(4), yaml_config_files(), resumed, false);
+  train(config_for(9), yaml_config_files(), resumed, true);
   const auto a = step_losses(straight), b = step_losses(resumed);
   ASSERT_EQ(a.size(), 9u);
   ASSERT_EQ(b.size(), 9u);
@@ -305,10 +306,10 @@ TEST_F(Training, ResumeContinuesBitForBit) {
   // killed after a validation saved checkpoint_best.pt but before checkpoint_last.pt: the
   // run resumes from the best checkpoint, the newest state it has
   const auto from_best = (dir_ / "from_best").string();
-  train(config_for(4), from_best, false);
+  train(config_for(4), yaml_config_files(), from_best, false);
   std::filesystem::rename(from_best + "/checkpoint_last.pt", from_best + "/checkpoint_best.pt");
   EXPECT_EQ(RunPaths(from_best).resume_from(), from_best + "/checkpoint_best.pt");
-  train(config_for(9), from_best, true);
+  train(config_for(9), yaml_config_files(), from_best, true);
   EXPECT_EQ(step_losses(from_best), a);
 }
 
@@ -329,15 +330,15 @@ TEST_F(Training, PerformerFeaturesAreNeverRedrawnAfterTheLastUpdate) {
           "train.threads=1", "train.lr_schedule=constant", "train.lr=0.001"}});
   };
   auto features_of = [](const std::string& run) {
-    auto loaded = open_run(run, "last", torch::kCPU);
+    auto loaded = open_run(run, "last", torch::kCPU, yaml_config_files());
     std::vector<torch::Tensor> out;
     for (const auto& b : loaded.model->module().named_buffers())
       if (b.key().find("features") != std::string::npos) out.push_back(b.value().clone());
     return out;
   };
   const auto scheduled = (dir_ / "scheduled").string(), never = (dir_ / "never").string();
-  train(config_for(4, 4), scheduled, false);
-  train(config_for(4, 0), never, false);
+  train(config_for(4, 4), yaml_config_files(), scheduled, false);
+  train(config_for(4, 0), yaml_config_files(), never, false);
   const auto a = features_of(scheduled), b = features_of(never);
   ASSERT_FALSE(a.empty());
   ASSERT_EQ(a.size(), b.size());
@@ -346,9 +347,9 @@ TEST_F(Training, PerformerFeaturesAreNeverRedrawnAfterTheLastUpdate) {
 
   // redrawn once, before update 4; a run resumed at update 3 redraws at the same point
   const auto straight = (dir_ / "straight").string(), resumed = (dir_ / "resumed").string();
-  train(config_for(6, 3), straight, false);
-  train(config_for(3, 3), resumed, false);
-  train(config_for(6, 3), resumed, true);
+  train(config_for(6, 3), yaml_config_files(), straight, false);
+  train(config_for(3, 3), yaml_config_files(), resumed, false);
+  train(config_for(6, 3), yaml_config_files(), resumed, true);
   EXPECT_EQ(step_losses(straight), step_losses(resumed));
   const auto s = features_of(straight), r = features_of(resumed), initial = features_of(never);
   for (size_t i = 0; i < s.size(); ++i) {

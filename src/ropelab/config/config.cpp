@@ -16,30 +16,6 @@
 
 namespace ropelab {
 
-namespace {
-
-std::string one_line(const std::string& message) {
-  std::string out;
-  for (char c : message) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (u < 0x20 && c != '\t') {
-      static const char* hex = "0123456789abcdef";
-      out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-ConfigError::ConfigError(const std::string& message) : std::runtime_error(one_line(message)) {}
-
 // --- enum spellings -----------------------------------------------------------------
 
 namespace {
@@ -434,6 +410,14 @@ std::string dump_config(const Config& config) {
   describe(writer, copy);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+const ConfigFiles& yaml_config_files() {
+  static const ConfigFiles files{[](const std::vector<std::string>& paths, const std::vector<std::string>& overrides) {
+                                   return load_config({paths, overrides});
+                                 },
+                                 [](const Config& config) { return dump_config(config); }};
+  return files;
 }
 
 }  // namespace ropelab

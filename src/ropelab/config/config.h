@@ -7,38 +7,16 @@
 /// whole before any work starts. Errors name the file (or --set) and the dotted key.
 /// `model.position` is a shorthand that sets both `model.encoder_position` and
 /// `model.decoder_position`; keys under those two override it.
+///
+/// The typed Config itself is options/config.h; this room lies above the rooms that keep
+/// run directories (run/, train/), which receive its reader and writer as ConfigFiles.
 
-#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "ropelab/config/train_options.h"
-#include "ropelab/data/options.h"
-#include "ropelab/decode/options.h"
-#include "ropelab/model/transformer.h"
+#include "ropelab/options/config.h"
 
 namespace ropelab {
-
-/// `translation`: encoder-decoder on parallel text. `lm`: decoder-only language model
-/// on plain text (model.decoder_layers, model.decoder_position).
-enum class TaskType { translation, lm };
-
-struct Config {
-  TaskType task = TaskType::translation;
-  DataOptions data;
-  TokenizerOptions tokenizer;
-  /// vocab_size and pad_id are set from the tokenizer, not from YAML.
-  TransformerOptions model;
-  TrainOptions train;
-  DecodeOptions decode;
-};
-
-/// A user mistake in a config; what() is one line naming the file and key. Control
-/// characters echoed from the input (a newline in a --set value, say) are escaped.
-class ConfigError : public std::runtime_error {
- public:
-  explicit ConfigError(const std::string& message);
-};
 
 struct ConfigSources {
   std::vector<std::string> files;      // YAML files, later ones win
@@ -50,6 +28,8 @@ Config load_config(const ConfigSources& sources);
 /// The full effective config as YAML (every key, defaults included); load_config of
 /// this text gives back the same Config.
 std::string dump_config(const Config& config);
+/// load_config and dump_config as the ConfigFiles that run/ and train/ are handed.
+const ConfigFiles& yaml_config_files();
 
 /// Levenshtein distance (for did-you-mean suggestions).
 size_t edit_distance(const std::string& a, const std::string& b);

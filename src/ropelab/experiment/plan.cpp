@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "ropelab/config/config.h"
 #include "ropelab/run/ablation_layout.h"
 #include "ropelab/run/eval_files.h"
 #include "ropelab/run/run.h"
@@ -25,7 +26,7 @@ std::vector<std::string> AblationDirectory::finished_runs() const {
 bool AblationDirectory::finished(const std::string& dir) const { return fs::exists(AblationLayout::done(dir)); }
 
 bool AblationDirectory::started_with(const std::string& dir, const Config& config) const {
-  return run_started_with(dir, config);
+  return run_started_with(dir, config, yaml_config_files());
 }
 
 bool AblationDirectory::has_evaluation(const std::string& dir, const AblationEval& eval) const {

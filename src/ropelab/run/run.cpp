@@ -43,11 +43,11 @@ RunPaths::PasskeyFiles RunPaths::passkey(const std::string& precision_suffix) co
   return {stem + ".csv", stem + ".json", stem + ".svg"};
 }
 
-bool run_started_with(const std::string& dir, const Config& config) {
+bool run_started_with(const std::string& dir, const Config& config, const ConfigFiles& files) {
   try {
-    auto saved = load_config({{RunPaths(dir).config}, {}});
+    auto saved = files.read({RunPaths(dir).config}, {});
     saved.train.threads(config.train.threads()).device(config.train.device());
-    return dump_config(saved) == dump_config(config);
+    return files.write(saved) == files.write(config);
   } catch (const std::exception&) {
     return false;
   }
@@ -110,13 +110,14 @@ std::string run_override_error(const std::string& assignment) {
          "parameters)";
 }
 
-LoadedRun open_run_untrained(const std::string& dir, const std::vector<std::string>& overrides) {
+LoadedRun open_run_untrained(const std::string& dir, const ConfigFiles& files,
+                             const std::vector<std::string>& overrides) {
   RunPaths paths(dir);
   if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": run directory not found");
   for (const auto& o : overrides)
     if (auto error = run_override_error(o); !error.empty()) throw std::runtime_error(error);
   LoadedRun run;
-  run.config = load_config({{paths.config}, overrides});
+  run.config = files.read({paths.config}, overrides);
   run.tokenizer = load_tokenizer(run.config.tokenizer, paths.tokenizer(run.config.tokenizer.type()));
   run.task = make_task(run.config);
   run.model = run.task->build_model(run.tokenizer->vocab_size());
@@ -124,8 +125,8 @@ LoadedRun open_run_untrained(const std::string& dir, const std::vector<std::stri
 }
 
 LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device,
-                   const std::vector<std::string>& overrides) {
-  auto run = open_run_untrained(dir, overrides);
+                   const ConfigFiles& files, const std::vector<std::string>& overrides) {
+  auto run = open_run_untrained(dir, files, overrides);
   load_checkpoint(RunPaths(dir).checkpoint(checkpoint), run.model->module());
   run.model->module().to(device);
   run.model->module().eval();

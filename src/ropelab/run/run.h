@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/config/config.h"
 #include "ropelab/data/tokenizer.h"
+#include "ropelab/options/config.h"
 #include "ropelab/task/task_registry.h"
 
 namespace ropelab {
@@ -52,9 +52,10 @@ struct RunPaths {
   PasskeyFiles passkey(const std::string& precision_suffix) const;
 };
 
-/// Whether the run in `dir` was started from `config`: its config.yaml is `config` but for
-/// train.threads and train.device, which change no result. False without a readable one.
-bool run_started_with(const std::string& dir, const Config& config);
+/// Whether the run in `dir` was started from `config`: its config.yaml (read with `files`)
+/// is `config` but for train.threads and train.device, which change no result. False
+/// without a readable one.
+bool run_started_with(const std::string& dir, const Config& config, const ConfigFiles& files);
 
 /// A trained run loaded for inference, in eval mode on `device`.
 struct LoadedRun {
@@ -63,13 +64,15 @@ struct LoadedRun {
   std::unique_ptr<Task> task;
   std::shared_ptr<TaskModel> model;
 };
-/// `overrides` (KEY=VALUE) change the run's config for this use only; they may touch
-/// only what leaves the trained parameters as they are (see run_override_error).
+/// Its config.yaml is read with `files`; `overrides` (KEY=VALUE) change the run's config
+/// for this use only; they may touch only what leaves the trained parameters as they are
+/// (see run_override_error).
 LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device,
-                   const std::vector<std::string>& overrides = {});
+                   const ConfigFiles& files, const std::vector<std::string>& overrides = {});
 
 /// The run's config, tokenizer and task with a freshly initialised model (no checkpoint).
-LoadedRun open_run_untrained(const std::string& dir, const std::vector<std::string>& overrides = {});
+LoadedRun open_run_untrained(const std::string& dir, const ConfigFiles& files,
+                             const std::vector<std::string>& overrides = {});
 
 /// Empty when `assignment` (KEY=VALUE) may change a trained run's config: RoPE scaling
 /// (model.position.scaling.*, per stack too), model.position.rotary_impl, decode.* and

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/config/config.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/data/tokenizer.h"
 #include "ropelab/decode/search.h"
+#include "ropelab/options/config.h"
 
 namespace ropelab {
 

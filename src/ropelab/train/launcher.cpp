@@ -40,7 +40,7 @@ volatile std::sig_atomic_t g_forward_signal = 0;
 extern "C" void on_launcher_signal(int signal) { g_forward_signal = signal; }
 }  // namespace
 
-bool run_train_command(const TrainInvocation& in, const std::function<Config()>& load) {
+bool run_train_command(const TrainInvocation& in, const std::function<Config()>& load, const ConfigFiles& files) {
   const bool launcher = in.nproc > 1 && !std::getenv("RANK");
   const char* inherited = std::getenv(kRunLockFdVariable);
   const char* rank = std::getenv("RANK");
@@ -64,7 +64,7 @@ bool run_train_command(const TrainInvocation& in, const std::function<Config()>&
     if (request == RunRequest::resume) plan = plan_run(in.run_dir, request, false);
     config = load();
     if (request != RunRequest::resume)
-      plan = plan_run(in.run_dir, request, may_continue && run_started_with(in.run_dir, *config));
+      plan = plan_run(in.run_dir, request, may_continue && run_started_with(in.run_dir, *config, files));
     if (!plan.moved_to.empty()) lock = RunLock::acquire(in.run_dir, holder);
     if (!plan.message.empty()) std::cout << plan.message << std::endl;
   }
@@ -86,7 +86,7 @@ bool run_train_command(const TrainInvocation& in, const std::function<Config()>&
     }
     return true;
   }
-  train(config ? *config : load(), in.run_dir, plan.resume);
+  train(config ? *config : load(), files, in.run_dir, plan.resume);
   return !inherited && (!rank || std::atoi(rank) == 0);
 }
 

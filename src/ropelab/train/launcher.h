@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "ropelab/config/config.h"
+#include "ropelab/options/config.h"
 
 namespace ropelab {
 
@@ -22,12 +22,14 @@ struct TrainInvocation {
 
 /// Takes the run directory (RunLock, plan_run: continue, start, refuse or move aside), then
 /// trains here or launches `nproc` workers that share the lock and are told whether to
-/// resume. `load` gives the effective config (with --resume, the run's own). A worker of
+/// resume. `load` gives the effective config (with --resume, the run's own); `files` reads
+/// and writes the run's config.yaml. A worker of
 /// another launcher (RANK set) leaves the directory to rank 0, which then never continues
 /// a run by itself: its workers could not learn that it did. Returns whether this process
 /// owns the directory's files (the single process, the launcher, rank 0 of another
 /// launcher), so that one process alone writes what follows the training.
-bool run_train_command(const TrainInvocation& invocation, const std::function<Config()>& load);
+bool run_train_command(const TrainInvocation& invocation, const std::function<Config()>& load,
+                       const ConfigFiles& files);
 
 /// Runs `argv` (argv[0] a path) as N workers with the torchrun variables set (RANK,
 /// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT a free

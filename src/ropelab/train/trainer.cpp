@@ -206,7 +206,7 @@ TrainingData load_training_data(const Task& task, const RunPaths& paths, bool re
 /// early stopping or a stop signal.
 class Trainer {
  public:
-  Trainer(const Config& config, const std::string& run_dir, bool resume);
+  Trainer(const Config& config, const ConfigFiles& files, const std::string& run_dir, bool resume);
   void run();
 
  private:
@@ -241,7 +241,7 @@ class Trainer {
   bool stop_ = false;
 };
 
-Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
+Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::string& run_dir, bool resume)
     : config_(config), t_(config.train), paths_(run_dir), launch_(LaunchEnv::from_environment()) {
   // Each rank on its own GPU, made current before anything touches CUDA (NCCL's communicator,
   // the kernels' current stream).
@@ -264,7 +264,7 @@ Trainer::Trainer(const Config& config, const std::string& run_dir, bool resume)
   task_ = make_task(config);
   // The config first: a run killed in what follows is recognised as one that stopped before
   // its first checkpoint, and --resume can start it again.
-  if (!resume && writer_) write_file_atomically(paths_.config, dump_config(config), "config");
+  if (!resume && writer_) write_file_atomically(paths_.config, files.write(config), "config");
   std::optional<InitSource> init;
   if (!resume && !t_.init_from().empty()) init = init_source(t_.init_from());
   data_ = load_training_data(*task_, paths_, resume, group_.get(), init);
@@ -419,6 +419,8 @@ void Trainer::run() {
 
 }  // namespace
 
-void train(const Config& config, const std::string& run_dir, bool resume) { Trainer(config, run_dir, resume).run(); }
+void train(const Config& config, const ConfigFiles& files, const std::string& run_dir, bool resume) {
+  Trainer(config, files, run_dir, resume).run();
+}
 
 }  // namespace ropelab

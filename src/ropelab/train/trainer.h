@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/config/config.h"
 #include "ropelab/data/batching.h"
 #include "ropelab/eval/loss.h"
+#include "ropelab/options/config.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/task/task.h"
 #include "ropelab/train/distributed.h"
@@ -40,7 +40,8 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
                        const TrainOptions& options, double lr, DataParallel* group = nullptr, bool* stop = nullptr,
                        LossScale* loss_scale = nullptr);
 
-/// Trains from `config` into `run_dir`; with `resume`, continues the run found there.
-void train(const Config& config, const std::string& run_dir, bool resume);
+/// Trains from `config` into `run_dir`, writing its config.yaml with `files`; with
+/// `resume`, continues the run found there.
+void train(const Config& config, const ConfigFiles& files, const std::string& run_dir, bool resume);
 
 }  // namespace ropelab
