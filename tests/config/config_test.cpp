@@ -154,6 +154,15 @@ TEST_F(ConfigTest, NopeEveryAppliesToRotations) {
             "--set: model.encoder_position.nope_every=-1 must be >= 0 (0 = every layer rotates)");
 }
 
+// The learned table's initial scale: 1 unless given; a negative one names the key.
+TEST_F(ConfigTest, LearnedInitStdIsChecked) {
+  EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.type=learned"}}).model.decoder_position().learned_init_std(), 1);
+  EXPECT_DOUBLE_EQ(
+      load_config({{}, {"model.position.learned_init_std=0.02"}}).model.encoder_position().learned_init_std(), 0.02);
+  EXPECT_EQ(load_error({}, {"model.position.learned_init_std=-0.5"}),
+            "--set: model.encoder_position.learned_init_std=-0.5 must be >= 0");
+}
+
 // The forget gate goes with any encoder of a causal stack whose attention takes a logit bias.
 TEST_F(ConfigTest, ForgetGateNeedsCausalSoftmaxAttention) {
   const std::vector<std::string> lm = {"task=lm", "data.format=text", "model.position={type: none, forget_gate: true}"};

@@ -35,6 +35,7 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
         EXPECT_DOUBLE_EQ(p.fire_threshold(), 512);
         EXPECT_EQ(p.scaling().original_max(), 512);
         EXPECT_DOUBLE_EQ(p.t5_init_std(), 0);
+        EXPECT_DOUBLE_EQ(p.learned_init_std(), 1);
         EXPECT_EQ(p.kerple_bound(), KerpleBound::reset);
         EXPECT_EQ(p.scaling().ramp(), YarnRamp::reference);
         EXPECT_EQ(p.scaling().dynamic(), DynamicLength::token);
@@ -46,6 +47,7 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
       EXPECT_DOUBLE_EQ(p.scale_base(), 512);
       EXPECT_DOUBLE_EQ(p.fire_threshold(), 512);
       EXPECT_DOUBLE_EQ(p.t5_init_std(), 1);
+      EXPECT_DOUBLE_EQ(p.learned_init_std(), 0.02);
       EXPECT_EQ(p.kerple_bound(), KerpleBound::clamp);
       EXPECT_EQ(p.scaling().ramp(), YarnRamp::continuous);
       EXPECT_EQ(p.scaling().dynamic(), DynamicLength::call);

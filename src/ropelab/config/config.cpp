@@ -260,6 +260,7 @@ void validate(const Config& c, const Reader& r) {
                 " only, not " + key + ".type=" + traits.name);
     require(s.factor() >= 1, key + ".scaling.factor", s.factor(), "must be >= 1 (the extension ratio)");
     require(p.t5_init_std() >= 0, key + ".t5_init_std", p.t5_init_std(), "must be >= 0 (0 = d_model^-0.5)");
+    require(p.learned_init_std() >= 0, key + ".learned_init_std", p.learned_init_std(), "must be >= 0");
     for (const auto& [name, value] : {std::pair<const char*, double>{"max_len", p.max_len()},
                                       {"max_distance", p.max_distance()},
                                       {"scale_base", p.scale_base()},

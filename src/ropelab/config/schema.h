@@ -13,6 +13,7 @@ template <typename V>
 void describe(V& v, PositionOptions& p) {
   v.choice("type", p.type(), parse_position_type);
   v("max_len", p.max_len());
+  v("learned_init_std", p.learned_init_std());
   v.choice("sinusoid_layout", p.sinusoid_layout(), parse_sinusoid_layout);
   v("base", p.base());
   v.choice("layout", p.layout(), parse_rotary_layout);

@@ -42,11 +42,11 @@ torch::Tensor SinusoidalEncoder::embed(const torch::Tensor& x, const Positions& 
 
 LearnedEncoder::LearnedEncoder(const PositionOptions& options, const PositionGeometry& geometry) {
   TORCH_CHECK(options.max_len() > 0, "LearnedEncoder: max_len must be positive, got ", options.max_len());
+  TORCH_CHECK(options.learned_init_std() >= 0, "LearnedEncoder: learned_init_std must be >= 0, got ",
+              options.learned_init_std());
   table_ = register_module("table", torch::nn::Embedding(options.max_len(), geometry.d_model));
-  // Same scale as the token embeddings after their sqrt(D) factor would be too large;
-  // a small normal init keeps the positions from swamping the tokens at the start.
   torch::NoGradGuard no_grad;
-  table_->weight.normal_(0.0, 0.02);
+  table_->weight.normal_(0.0, options.learned_init_std());
 }
 
 torch::Tensor LearnedEncoder::embed(const torch::Tensor& x, const Positions& p) {
