@@ -1,8 +1,10 @@
 // The config loader: priority, shorthand, round trip, and one clear error per mistake.
 #include "ropelab/config/config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "../test_util.h"
 #include "ropelab/position/position_traits.h"
@@ -161,6 +163,57 @@ TEST_F(ConfigTest, LearnedInitStdIsChecked) {
       load_config({{}, {"model.position.learned_init_std=0.02"}}).model.encoder_position().learned_init_std(), 0.02);
   EXPECT_EQ(load_error({}, {"model.position.learned_init_std=-0.5"}),
             "--set: model.encoder_position.learned_init_std=-0.5 must be >= 0");
+}
+
+// A trained run's config.yaml written before a key existed means the behaviour from before
+// it; where the run's own type does not use the key, and in any other file, the default holds.
+TEST_F(ConfigTest, ATrainedRunsConfigKeepsTheBehaviourOfKeysItPredates) {
+  const auto saved = [&](const std::string& name, const std::vector<std::string>& settings,
+                         const std::vector<std::string>& predated, bool trained = true) {
+    auto lm = settings;
+    lm.insert(lm.begin(), {"task=lm", "data.format=text"});
+    std::istringstream lines(dump_config(load_config({{}, lm})));
+    std::string text, line;
+    size_t dropped = 0;
+    while (std::getline(lines, line)) {
+      const auto first = line.find_first_not_of(' ');
+      const bool drop = first != std::string::npos && std::any_of(predated.begin(), predated.end(),
+                                    [&](const std::string& key) { return line.compare(first, key.size() + 1, key + ":") == 0; });
+      dropped += drop;
+      if (!drop) text += line + "\n";
+    }
+    EXPECT_EQ(dropped, 2 * predated.size()) << name;  // once per stack
+    std::filesystem::create_directories(dir_ / name);
+    if (trained) write(name + "/checkpoint_last.pt", "");
+    return write(name + "/config.yaml", text);
+  };
+  const auto learned = saved("learned", {"model.position.type=learned"}, {"learned_init_std"});
+  EXPECT_DOUBLE_EQ(load_config({{learned}, {}}).model.decoder_position().learned_init_std(), 0.02);
+  EXPECT_DOUBLE_EQ(load_config({{learned}, {}}).model.encoder_position().learned_init_std(), 0.02);
+  EXPECT_DOUBLE_EQ(load_config({{learned}, {"model.position.learned_init_std=0.5"}}).model.decoder_position()
+                       .learned_init_std(), 0.5);  // a --set still wins
+  const auto untrained = saved("untrained", {"model.position.type=learned"}, {"learned_init_std"}, false);
+  EXPECT_DOUBLE_EQ(load_config({{untrained}, {}}).model.decoder_position().learned_init_std(), 1);
+  std::filesystem::copy_file(learned, dir_ / "learned" / "other.yaml");
+  EXPECT_DOUBLE_EQ(load_config({{(dir_ / "learned" / "other.yaml").string()}, {}}).model.decoder_position()
+                       .learned_init_std(), 1);
+  const auto sinusoidal = saved("sinusoidal", {}, {"learned_init_std"});
+  EXPECT_DOUBLE_EQ(load_config({{sinusoidal}, {}}).model.decoder_position().learned_init_std(), 1);
+
+  const auto t5 = saved("t5", {"model.position.type=t5_bias"}, {"t5_init_std"});
+  EXPECT_DOUBLE_EQ(load_config({{t5}, {}}).model.decoder_position().t5_init_std(), 1);
+  for (const char* type : {"kerple", "kerple_power"}) {
+    const auto kerple = saved(type, {std::string("model.position.type=") + type}, {"kerple_bound"});
+    EXPECT_EQ(load_config({{kerple}, {}}).model.decoder_position().kerple_bound(), KerpleBound::clamp) << type;
+  }
+  const auto yarn = saved("yarn", {"model.position={type: rotary, scaling: {type: yarn, factor: 2}}"}, {"ramp"});
+  EXPECT_EQ(load_config({{yarn}, {}}).model.decoder_position().scaling().ramp(), YarnRamp::continuous);
+  const auto dynamic =
+      saved("dynamic", {"model.position={type: rotary, scaling: {type: dynamic_ntk, factor: 2}}"}, {"dynamic"});
+  EXPECT_EQ(load_config({{dynamic}, {}}).model.decoder_position().scaling().dynamic(), DynamicLength::call);
+  const auto rotary = saved("rotary", {"model.position.type=rotary"}, {"ramp", "dynamic"});
+  EXPECT_EQ(load_config({{rotary}, {}}).model.decoder_position().scaling().ramp(), YarnRamp::reference);
+  EXPECT_EQ(load_config({{rotary}, {}}).model.decoder_position().scaling().dynamic(), DynamicLength::token);
 }
 
 // The forget gate goes with any encoder of a causal stack whose attention takes a logit bias.

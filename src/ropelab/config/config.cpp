@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -12,9 +13,12 @@
 #include "ropelab/config/yaml_merge.h"
 #include "ropelab/position/context_defaults.h"
 #include "ropelab/position/position_traits.h"
+#include "ropelab/run/ownership.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
+
+namespace fs = std::filesystem;
 
 // --- enum spellings -----------------------------------------------------------------
 
@@ -365,13 +369,77 @@ void validate(const Config& c, const Reader& r) {
           "must be >= 1 when decode.max_len_a is 0");
 }
 
+// A trained run's config.yaml holds every key the program that wrote it knew. A key added
+// since then changed what its absence means: the run was trained (and is evaluated) with the
+// behaviour from before the key, not with today's default. These are the keys whose default
+// differs from that behaviour, with the run's own type (or scaling) that they act on.
+struct SavedRunDefault {
+  const char* key;    // under model.encoder_position / model.decoder_position
+  const char* value;  // the behaviour before the key existed
+  const char* on;     // "type=..." or "scaling.type=...": where the key has an effect
+};
+const SavedRunDefault kSavedRunDefaults[] = {
+    {"learned_init_std", "0.02", "type=learned"},
+    {"t5_init_std", "1", "type=t5_bias"},
+    {"kerple_bound", "clamp", "type=kerple"},
+    {"kerple_bound", "clamp", "type=kerple_power"},
+    {"scaling.ramp", "continuous", "scaling.type=yarn"},
+    {"scaling.dynamic", "call", "scaling.type=dynamic_ntk"},
+};
+
+// The node at dotted `path` below `node`, or an undefined one; creates no entries.
+YAML::Node find_path(const YAML::Node& node, const std::string& path) {
+  YAML::Node at;
+  at.reset(node);  // rebind, not assign (assignment would write into `node`)
+  std::stringstream parts(path);
+  std::string part;
+  while (std::getline(parts, part, '.')) {
+    if (!at.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node& map = at;
+    const YAML::Node next = map[part];
+    if (!next) return YAML::Node(YAML::NodeType::Undefined);
+    at.reset(next);
+  }
+  return at;
+}
+
+// Fills the keys a trained run's config.yaml predates with the behaviour it was trained
+// with; any other file is left as written.
+void fill_saved_run_defaults(const std::string& file, YAML::Node root) {
+  const auto path = fs::path(file);
+  if (path.filename() != "config.yaml" || run_state(path.parent_path().string()) != RunState::trained) return;
+  YAML::Node model = root["model"];
+  if (!model.IsMap()) return;
+  for (const char* stack : {"encoder_position", "decoder_position"}) {
+    YAML::Node position = model[stack];
+    if (!position.IsMap()) continue;
+    for (const auto& saved : kSavedRunDefaults) {
+      const std::string on = saved.on;
+      const auto eq = on.find('=');
+      const YAML::Node acts_on = find_path(position, on.substr(0, eq));
+      if (!acts_on || !acts_on.IsScalar() || acts_on.Scalar() != on.substr(eq + 1)) continue;
+      if (find_path(position, saved.key)) continue;
+      const std::string key = saved.key;
+      const auto dot = key.find('.');
+      if (dot == std::string::npos)
+        position[key] = saved.value;
+      else if (position[key.substr(0, dot)].IsMap())
+        position[key.substr(0, dot)][key.substr(dot + 1)] = saved.value;
+    }
+  }
+}
+
 }  // namespace
 
 Config load_config(const ConfigSources& sources) {
   using namespace yaml_merge;
   YAML::Node root(YAML::NodeType::Map);
   Origins origins;
-  for (const auto& file : sources.files) merge_into(root, load_file(file), "", file, origins);
+  for (const auto& file : sources.files) {
+    auto node = load_file(file);
+    fill_saved_run_defaults(file, node);
+    merge_into(root, node, "", file, origins);
+  }
   expand_position_shorthand(root, origins);  // a file's shorthand; its per-stack keys win
   for (const auto& assignment : sources.overrides) {
     // On the command line the shorthand model.position.KEY (or model.position={KEY: ...})
