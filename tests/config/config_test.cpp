@@ -156,11 +156,11 @@ TEST_F(ConfigTest, NopeEveryAppliesToRotations) {
             "--set: model.encoder_position.nope_every=-1 must be >= 0 (0 = every layer rotates)");
 }
 
-// The learned table's initial scale: 1 unless given; a negative one names the key.
+// The learned table's initial scale: 0.02 unless given; a negative one names the key.
 TEST_F(ConfigTest, LearnedInitStdIsChecked) {
-  EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.type=learned"}}).model.decoder_position().learned_init_std(), 1);
+  EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.type=learned"}}).model.decoder_position().learned_init_std(), 0.02);
   EXPECT_DOUBLE_EQ(
-      load_config({{}, {"model.position.learned_init_std=0.02"}}).model.encoder_position().learned_init_std(), 0.02);
+      load_config({{}, {"model.position.learned_init_std=1"}}).model.encoder_position().learned_init_std(), 1);
   EXPECT_EQ(load_error({}, {"model.position.learned_init_std=-0.5"}),
             "--set: model.encoder_position.learned_init_std=-0.5 must be >= 0");
 }
@@ -187,21 +187,19 @@ TEST_F(ConfigTest, ATrainedRunsConfigKeepsTheBehaviourOfKeysItPredates) {
     if (trained) write(name + "/checkpoint_last.pt", "");
     return write(name + "/config.yaml", text);
   };
-  const auto learned = saved("learned", {"model.position.type=learned"}, {"learned_init_std"});
-  EXPECT_DOUBLE_EQ(load_config({{learned}, {}}).model.decoder_position().learned_init_std(), 0.02);
-  EXPECT_DOUBLE_EQ(load_config({{learned}, {}}).model.encoder_position().learned_init_std(), 0.02);
-  EXPECT_DOUBLE_EQ(load_config({{learned}, {"model.position.learned_init_std=0.5"}}).model.decoder_position()
-                       .learned_init_std(), 0.5);  // a --set still wins
-  const auto untrained = saved("untrained", {"model.position.type=learned"}, {"learned_init_std"}, false);
-  EXPECT_DOUBLE_EQ(load_config({{untrained}, {}}).model.decoder_position().learned_init_std(), 1);
-  std::filesystem::copy_file(learned, dir_ / "learned" / "other.yaml");
-  EXPECT_DOUBLE_EQ(load_config({{(dir_ / "learned" / "other.yaml").string()}, {}}).model.decoder_position()
-                       .learned_init_std(), 1);
-  const auto sinusoidal = saved("sinusoidal", {}, {"learned_init_std"});
-  EXPECT_DOUBLE_EQ(load_config({{sinusoidal}, {}}).model.decoder_position().learned_init_std(), 1);
-
   const auto t5 = saved("t5", {"model.position.type=t5_bias"}, {"t5_init_std"});
   EXPECT_DOUBLE_EQ(load_config({{t5}, {}}).model.decoder_position().t5_init_std(), 1);
+  EXPECT_DOUBLE_EQ(load_config({{t5}, {}}).model.encoder_position().t5_init_std(), 1);
+  EXPECT_DOUBLE_EQ(load_config({{t5}, {"model.position.t5_init_std=0.5"}}).model.decoder_position().t5_init_std(),
+                   0.5);  // a --set still wins
+  const auto untrained = saved("untrained", {"model.position.type=t5_bias"}, {"t5_init_std"}, false);
+  EXPECT_DOUBLE_EQ(load_config({{untrained}, {}}).model.decoder_position().t5_init_std(), 0);
+  std::filesystem::copy_file(t5, dir_ / "t5" / "other.yaml");
+  EXPECT_DOUBLE_EQ(load_config({{(dir_ / "t5" / "other.yaml").string()}, {}}).model.decoder_position().t5_init_std(),
+                   0);
+  const auto sinusoidal = saved("sinusoidal", {}, {"t5_init_std"});
+  EXPECT_DOUBLE_EQ(load_config({{sinusoidal}, {}}).model.decoder_position().t5_init_std(), 0);
+
   for (const char* type : {"kerple", "kerple_power"}) {
     const auto kerple = saved(type, {std::string("model.position.type=") + type}, {"kerple_bound"});
     EXPECT_EQ(load_config({{kerple}, {}}).model.decoder_position().kerple_bound(), KerpleBound::clamp) << type;

@@ -379,7 +379,6 @@ struct SavedRunDefault {
   const char* on;     // "type=..." or "scaling.type=...": where the key has an effect
 };
 const SavedRunDefault kSavedRunDefaults[] = {
-    {"learned_init_std", "0.02", "type=learned"},
     {"t5_init_std", "1", "type=t5_bias"},
     {"kerple_bound", "clamp", "type=kerple"},
     {"kerple_bound", "clamp", "type=kerple_power"},
