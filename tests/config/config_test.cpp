@@ -158,9 +158,10 @@ TEST_F(ConfigTest, NopeEveryAppliesToRotations) {
 
 // The learned table's initial scale: 0.02 unless given; a negative one names the key.
 TEST_F(ConfigTest, LearnedInitStdIsChecked) {
-  EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.type=learned"}}).model.decoder_position().learned_init_std(), 0.02);
-  EXPECT_DOUBLE_EQ(
-      load_config({{}, {"model.position.learned_init_std=1"}}).model.encoder_position().learned_init_std(), 1);
+  EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.type=learned"}}).model.decoder_position().learned_init_std(),
+                   0.02);
+  EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.learned_init_std=1"}}).model.encoder_position().learned_init_std(),
+                   1);
   EXPECT_EQ(load_error({}, {"model.position.learned_init_std=-0.5"}),
             "--set: model.encoder_position.learned_init_std=-0.5 must be >= 0");
 }
@@ -177,8 +178,10 @@ TEST_F(ConfigTest, ATrainedRunsConfigKeepsTheBehaviourOfKeysItPredates) {
     size_t dropped = 0;
     while (std::getline(lines, line)) {
       const auto first = line.find_first_not_of(' ');
-      const bool drop = first != std::string::npos && std::any_of(predated.begin(), predated.end(),
-                                    [&](const std::string& key) { return line.compare(first, key.size() + 1, key + ":") == 0; });
+      const bool drop =
+          first != std::string::npos && std::any_of(predated.begin(), predated.end(), [&](const std::string& key) {
+            return line.compare(first, key.size() + 1, key + ":") == 0;
+          });
       dropped += drop;
       if (!drop) text += line + "\n";
     }
