@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "ropelab/position/unused_settings.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/util/files.h"
 
@@ -44,10 +45,15 @@ RunPaths::PasskeyFiles RunPaths::passkey(const std::string& precision_suffix) co
 }
 
 bool run_started_with(const std::string& dir, const Config& config, const ConfigFiles& files) {
+  // Settings no encoder of the run reads are not part of its identity.
+  auto identity = [](Config c) {
+    for (auto* p : {&c.model.encoder_position(), &c.model.decoder_position()}) *p = with_unused_settings_cleared(*p);
+    return c;
+  };
   try {
     auto saved = files.read({RunPaths(dir).config}, {});
     saved.train.threads(config.train.threads()).device(config.train.device());
-    return files.write(saved) == files.write(config);
+    return files.write(identity(saved)) == files.write(identity(config));
   } catch (const std::exception&) {
     return false;
   }

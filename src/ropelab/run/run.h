@@ -53,8 +53,9 @@ struct RunPaths {
 };
 
 /// Whether the run in `dir` was started from `config`: its config.yaml (read with `files`)
-/// is `config` but for train.threads and train.device, which change no result. False
-/// without a readable one.
+/// is `config` but for train.threads and train.device, which change no result, and for the
+/// position settings its encoders do not read (position/unused_settings.h). False without
+/// a readable one.
 bool run_started_with(const std::string& dir, const Config& config, const ConfigFiles& files);
 
 /// A trained run loaded for inference, in eval mode on `device`.
