@@ -207,6 +207,8 @@ TEST_F(ConfigTest, ATrainedRunsConfigKeepsTheBehaviourOfKeysItPredates) {
     const auto kerple = saved(type, {std::string("model.position.type=") + type}, {"kerple_bound"});
     EXPECT_EQ(load_config({{kerple}, {}}).model.decoder_position().kerple_bound(), KerpleBound::clamp) << type;
   }
+  const auto written = saved("written", {"model.position.type=kerple"}, {});  // a key the file has is kept
+  EXPECT_EQ(load_config({{written}, {}}).model.decoder_position().kerple_bound(), KerpleBound::reset);
   const auto yarn = saved("yarn", {"model.position={type: rotary, scaling: {type: yarn, factor: 2}}"}, {"ramp"});
   EXPECT_EQ(load_config({{yarn}, {}}).model.decoder_position().scaling().ramp(), YarnRamp::continuous);
   const auto dynamic =

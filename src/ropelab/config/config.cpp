@@ -144,20 +144,7 @@ class Reader {
   }
 
  private:
-  YAML::Node lookup(const std::string& key) const {
-    YAML::Node node = root_;
-    std::stringstream parts(key);
-    std::string part;
-    while (std::getline(parts, part, '.')) {
-      if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-      // yaml-cpp: `node = child` would overwrite node's content; reset() rebinds, and
-      // indexing through a const Node inserts nothing.
-      const YAML::Node child = static_cast<const YAML::Node&>(node)[part];
-      if (!child) return YAML::Node(YAML::NodeType::Undefined);
-      node.reset(child);
-    }
-    return node;
-  }
+  YAML::Node lookup(const std::string& key) const { return yaml_merge::find_key(root_, key); }
 
   void walk(const YAML::Node& node, const std::string& prefix) const {
     for (const auto& entry : node) {
@@ -374,56 +361,33 @@ void validate(const Config& c, const Reader& r) {
 // behaviour from before the key, not with today's default. These are the keys whose default
 // differs from that behaviour, with the run's own type (or scaling) that they act on.
 struct SavedRunDefault {
-  const char* key;    // under model.encoder_position / model.decoder_position
-  const char* value;  // the behaviour before the key existed
-  const char* on;     // "type=..." or "scaling.type=...": where the key has an effect
+  const char* key;       // under model.encoder_position / model.decoder_position
+  const char* value;     // the behaviour before the key existed
+  const char* on_key;    // where the key has an effect: this key of the same stack ...
+  const char* on_value;  // ... has this value
 };
 const SavedRunDefault kSavedRunDefaults[] = {
-    {"t5_init_std", "1", "type=t5_bias"},
-    {"kerple_bound", "clamp", "type=kerple"},
-    {"kerple_bound", "clamp", "type=kerple_power"},
-    {"scaling.ramp", "continuous", "scaling.type=yarn"},
-    {"scaling.dynamic", "call", "scaling.type=dynamic_ntk"},
+    {"t5_init_std", "1", "type", "t5_bias"},
+    {"kerple_bound", "clamp", "type", "kerple"},
+    {"kerple_bound", "clamp", "type", "kerple_power"},
+    {"scaling.ramp", "continuous", "scaling.type", "yarn"},
+    {"scaling.dynamic", "call", "scaling.type", "dynamic_ntk"},
 };
-
-// The node at dotted `path` below `node`, or an undefined one; creates no entries.
-YAML::Node find_path(const YAML::Node& node, const std::string& path) {
-  YAML::Node at;
-  at.reset(node);  // rebind, not assign (assignment would write into `node`)
-  std::stringstream parts(path);
-  std::string part;
-  while (std::getline(parts, part, '.')) {
-    if (!at.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-    const YAML::Node& map = at;
-    const YAML::Node next = map[part];
-    if (!next) return YAML::Node(YAML::NodeType::Undefined);
-    at.reset(next);
-  }
-  return at;
-}
 
 // Fills the keys a trained run's config.yaml predates with the behaviour it was trained
 // with; any other file is left as written.
-void fill_saved_run_defaults(const std::string& file, YAML::Node root) {
+void fill_saved_run_defaults(const std::string& file, const YAML::Node& root) {
   const auto path = fs::path(file);
   if (path.filename() != "config.yaml" || run_state(path.parent_path().string()) != RunState::trained) return;
-  YAML::Node model = root["model"];
-  if (!model.IsMap()) return;
-  for (const char* stack : {"encoder_position", "decoder_position"}) {
-    YAML::Node position = model[stack];
-    if (!position.IsMap()) continue;
+  for (const char* stack : {"model.encoder_position", "model.decoder_position"}) {
+    const auto position = yaml_merge::find_key(root, stack);
     for (const auto& saved : kSavedRunDefaults) {
-      const std::string on = saved.on;
-      const auto eq = on.find('=');
-      const YAML::Node acts_on = find_path(position, on.substr(0, eq));
-      if (!acts_on || !acts_on.IsScalar() || acts_on.Scalar() != on.substr(eq + 1)) continue;
-      if (find_path(position, saved.key)) continue;
+      const auto acts_on = yaml_merge::find_key(position, saved.on_key);
+      if (!acts_on || !acts_on.IsScalar() || acts_on.Scalar() != saved.on_value) continue;
       const std::string key = saved.key;
-      const auto dot = key.find('.');
-      if (dot == std::string::npos)
-        position[key] = saved.value;
-      else if (position[key.substr(0, dot)].IsMap())
-        position[key.substr(0, dot)][key.substr(dot + 1)] = saved.value;
+      const auto dot = key.rfind('.');
+      auto parent = dot == std::string::npos ? position : yaml_merge::find_key(position, key.substr(0, dot));
+      if (parent.IsMap() && !yaml_merge::find_key(position, key)) parent[key.substr(dot + 1)] = saved.value;
     }
   }
 }

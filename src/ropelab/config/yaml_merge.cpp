@@ -62,6 +62,22 @@ YAML::Node load_file(const std::string& path) {
   return node;
 }
 
+YAML::Node find_key(const YAML::Node& root, const std::string& key) {
+  YAML::Node node;
+  node.reset(root);
+  std::stringstream parts(key);
+  std::string part;
+  while (std::getline(parts, part, '.')) {
+    if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    // yaml-cpp: `node = child` would overwrite node's content; reset() rebinds, and
+    // indexing through a const Node inserts nothing.
+    const YAML::Node child = static_cast<const YAML::Node&>(node)[part];
+    if (!child) return YAML::Node(YAML::NodeType::Undefined);
+    node.reset(child);
+  }
+  return node;
+}
+
 YAML::Node parse_override(const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -81,7 +97,7 @@ YAML::Node parse_override(const std::string& assignment) {
   std::getline(parts, part, '.');
   while (std::getline(parts, next, '.')) {
     node[part] = YAML::Node(YAML::NodeType::Map);
-    node.reset(node[part]);  // rebind, not assign (see lookup)
+    node.reset(node[part]);  // rebind, not assign (see find_key)
     part = next;
   }
   node[part] = value;

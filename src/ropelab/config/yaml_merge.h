@@ -24,6 +24,10 @@ void merge_into(YAML::Node dst, const YAML::Node& src, const std::string& prefix
 /// and line otherwise.
 YAML::Node load_file(const std::string& path);
 
+/// The node at dotted `key` below `root` (bound to it: assigning to its children changes
+/// `root`), or an undefined node where a part is missing; inserts nothing.
+YAML::Node find_key(const YAML::Node& root, const std::string& key);
+
 /// `--set a.b.c=v` as the tree {a: {b: {c: v}}}, the value read as YAML.
 YAML::Node parse_override(const std::string& assignment);
 
