@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "ropelab/ops/attention/chunked_attention.h"
+#include "ropelab/ops/cope/cope.h"
 
 namespace ropelab {
 
@@ -15,7 +15,7 @@ torch::Tensor contextual_attention(const AttentionInputs& in, double dropout, bo
               "contextual_attention: needs position embeddings (Dh, P) = (", in.q.size(-1), ", P), got ",
               E.defined() ? E.sizes() : torch::IntArrayRef{});
   TORCH_CHECK(!in.logit_bias.defined(), "contextual_attention: CoPE takes no other logit bias");
-  const int64_t B = in.q.size(0), H = in.q.size(1), tq = in.q.size(2), tk = in.k.size(2), P = E.size(1);
+  const int64_t B = in.q.size(0), H = in.q.size(1), tq = in.q.size(2), tk = in.k.size(2);
   const auto q = in.q * (1.0 / std::sqrt(static_cast<double>(in.q.size(-1))));
   const auto keys = in.k.transpose(-2, -1);
   const auto columns = E.to(q.dtype());  // E in the queries' type (fp32 under mixed precision)
@@ -27,19 +27,11 @@ torch::Tensor contextual_attention(const AttentionInputs& in, double dropout, bo
   for (int64_t i0 = 0; i0 < tq; i0 += rows) {
     const int64_t n = std::min(rows, tq - i0);
     const auto qb = q.narrow(2, i0, n);
-    const auto scores = torch::matmul(qb, keys);  // (B, H, n, Tk), scaled
-    auto hidden = hidden_keys(visibility, tq, tk, i0, n, 0, tk, q.device());
-    if (pad.defined()) hidden = hidden | pad;
-    // p_ij: the gates of the visible keys j..i (every later visible key of the row), capped
-    const auto gates = torch::sigmoid(scores).masked_fill(hidden, 0.0);
-    const auto positions = gates.flip(-1).cumsum(-1).flip(-1).clamp_max(static_cast<double>(P - 1));
-    const auto floor = positions.floor();
-    const auto weight = positions - floor;               // differentiable in the gates
-    const auto at_columns = torch::matmul(qb, columns);  // (B, H, n, P): q_i . E[c] / sqrt(Dh)
-    const auto bias = at_columns.gather(-1, positions.ceil().to(torch::kLong)) * weight +
-                      at_columns.gather(-1, floor.to(torch::kLong)) * (1 - weight);
-    auto probs = torch::softmax((scores + bias).masked_fill(hidden, std::numeric_limits<float>::lowest()), -1);
-    probs = probs.masked_fill(hidden.all(-1, true), 0.0);  // a query that sees no key: zeros
+    const auto scores = torch::matmul(qb, keys);                              // (B, H, n, Tk), scaled
+    auto hidden = hidden_keys(visibility, tq, tk, i0, n, 0, tk, q.device());  // (n, Tk)
+    if (pad.defined()) hidden = hidden | pad;                                 // (B, 1, n, Tk)
+    const auto at_columns = torch::matmul(qb, columns);                       // (B, H, n, P): q_i . E[c] / sqrt(Dh)
+    auto probs = cope_probabilities(scores, at_columns, hidden);
     if (dropout > 0.0 && training) probs = torch::dropout(probs, dropout, true);
     out.push_back(torch::matmul(probs, in.v));
   }

@@ -8,7 +8,9 @@
 /// with E (Dh, P) learned per layer and shared by its heads, as the authors' code. A row's
 /// positions need every score of that row, so the scores are materialised, a block of query
 /// rows at a time (rows are independent): memory O(rows x Tk), never the whole matrix at once
-/// in evaluation; in training autograd keeps each block's tensors.
+/// in evaluation. The gates, positions, interpolation and softmax of a block are one op
+/// (ops/cope/cope.h: fused row loops on the CPU), which keeps the positions and
+/// probabilities for the backward pass instead of a dozen intermediate tensors.
 
 #include <torch/torch.h>
 
