@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of ropelab on the same training step (`ropelab bench train`), alternating,
 # N rounds:
-#   bash bench/compare_builds.sh OLD_ROPELAB NEW_ROPELAB [ROUNDS] [STEPS] [-- BENCH_TRAIN_ARGS...]
+#   bash bench/compare_builds.sh OLD_ROPELAB NEW_ROPELAB [ROUNDS [STEPS]]
+#   bash bench/compare_builds.sh OLD_ROPELAB NEW_ROPELAB ROUNDS STEPS -- BENCH_TRAIN_ARGS...
 # for checking that a change of code leaves training speed where it was, or measuring what
 # it gains. Without BENCH_TRAIN_ARGS the step is the default model (d_model 256, 3+3
 # layers, 4 heads, d_ff 1024, synthetic 64 x 32-token batches) on 2 threads; with them,

@@ -30,9 +30,12 @@ def main():
         return 1
     differ = {}
     for name in sorted(a):
-        if not torch.equal(a[name], b[name]):
-            differ[name] = (a[name].double() - b[name].double()).abs().max().item()
-    print(f"{len(a)} tensors, {len(differ)} differ" + "".join(f"\n  {n}: max |a - b| = {d:g}" for n, d in differ.items()))
+        x, y = a[name], b[name]
+        if x.dtype != y.dtype or x.shape != y.shape:
+            differ[name] = f"{x.dtype} {tuple(x.shape)} against {y.dtype} {tuple(y.shape)}"
+        elif x.contiguous().numpy().tobytes() != y.contiguous().numpy().tobytes():  # bits: -0 != 0, NaN == NaN
+            differ[name] = f"max |a - b| = {(x.double() - y.double()).abs().max().item():g}"
+    print(f"{len(a)} tensors, {len(differ)} differ" + "".join(f"\n  {n}: {d}" for n, d in differ.items()))
     return 1 if set(differ) - set(args.ignore) else 0
 
 

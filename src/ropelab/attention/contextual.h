@@ -3,7 +3,7 @@
 /// Learning to Count What's Important"): positions counted by gates that the content sets.
 /// Query i and key j <= i get
 ///   g_it = sigmoid(q_i . k_t / sqrt(Dh)),   p_ij = min(sum of g_it over visible t in [j, i], P - 1),
-///   e(p) = (ceil(p) - p) E[floor(p)] + (p - floor(p)) E[ceil(p)]   (E[c] the c-th of P columns),
+///   e(p) = (1 - w) E[floor(p)] + w E[ceil(p)], w = p - floor(p)   (E[c] the c-th of P columns),
 ///   logit_ij = (q_i . k_j + q_i . e(p_ij)) / sqrt(Dh),
 /// with E (Dh, P) learned per layer and shared by its heads, as the authors' code. A row's
 /// positions need every score of that row, so the scores are materialised, a block of query

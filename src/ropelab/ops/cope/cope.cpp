@@ -77,7 +77,7 @@ class CopeProbabilities : public torch::autograd::Function<CopeProbabilities> {
                                const torch::Tensor& at_columns, const torch::Tensor& hidden) {
     auto s = scores.contiguous(), c = at_columns.contiguous();
     auto positions = torch::empty_like(s), probs = torch::empty_like(s);
-    kCope(s.device()).forward(s, c, hidden, positions, probs);
+    if (s.numel() > 0) kCope(s.device()).forward(s, c, hidden, positions, probs);
     ctx->save_for_backward({s, c, hidden, positions, probs});
     return probs;
   }
@@ -88,7 +88,9 @@ class CopeProbabilities : public torch::autograd::Function<CopeProbabilities> {
     const auto &s = saved[0], &c = saved[1], &hidden = saved[2], &positions = saved[3], &probs = saved[4];
     if (!grads[0].defined()) return {torch::Tensor(), torch::Tensor(), torch::Tensor()};
     const auto g = grads[0].to(s.scalar_type()).contiguous();
-    auto grad_scores = torch::empty_like(s), grad_columns = torch::empty_like(c);
+    auto grad_scores = torch::empty_like(s);
+    if (s.numel() == 0) return {grad_scores, torch::zeros_like(c), torch::Tensor()};  // no keys: no gradient
+    auto grad_columns = torch::empty_like(c);
     kCope(s.device()).backward(s, c, hidden, positions, probs, g, grad_scores, grad_columns);
     return {grad_scores, grad_columns, torch::Tensor()};
   }

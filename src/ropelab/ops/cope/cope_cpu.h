@@ -5,10 +5,10 @@
 // Per row r = (b, h, i) of scores s (rows, Tk) = q_i . k_j / sqrt(Dh), columns c (rows, P)
 // = q_i . E[.] / sqrt(Dh) and the row's hidden keys (Golovneva et al. 2024):
 //   g_j = sigmoid(s_j) (0 where hidden),  p_j = min(g_j + ... + g_{Tk-1}, P - 1),
-//   z_j = s_j + (ceil(p_j) - p_j) c[floor(p_j)] + (p_j - floor(p_j)) c[ceil(p_j)],
+//   z_j = s_j + (1 - w_j) c[floor(p_j)] + w_j c[ceil(p_j)],  w_j = p_j - floor(p_j),
 //   probs = softmax of z over the visible keys (0 where hidden; a row with none: zeros).
 // Backward, from dprobs (dz the softmax's adjoint):
-//   dc[floor(p_j)] += dz_j (1 - w_j), dc[ceil(p_j)] += dz_j w_j   (w_j = p_j - floor(p_j)),
+//   dc[floor(p_j)] += dz_j (1 - w_j), dc[ceil(p_j)] += dz_j w_j,
 //   dp_j = dz_j (c[ceil] - c[floor]),  ds_t = dz_t + g_t (1 - g_t) (dp_0 + ... + dp_t).
 // A capped p_j (P - 1, an integer) has floor = ceil, so its dp_j is 0 as the cap's.
 
