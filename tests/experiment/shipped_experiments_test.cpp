@@ -35,8 +35,9 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
         EXPECT_DOUBLE_EQ(p.fire_threshold(), 512);
         EXPECT_EQ(p.scaling().original_max(), 512);
         EXPECT_DOUBLE_EQ(p.t5_init_std(), 0);
-        if (variant.name.find("learned_init_std") == std::string::npos)  // unless the grid varies it
+        if (variant.name.find("learned_init_std") == std::string::npos) {  // unless the grid varies it
           EXPECT_DOUBLE_EQ(p.learned_init_std(), 0.02);
+        }
         EXPECT_EQ(p.kerple_bound(), KerpleBound::reset);
         EXPECT_EQ(p.scaling().ramp(), YarnRamp::reference);
         EXPECT_EQ(p.scaling().dynamic(), DynamicLength::token);

@@ -88,7 +88,7 @@ struct AttentionInputs {
   int64_t window = 0;  // self-attention's sliding window (AttentionOptions::window); 0: none
   int64_t sinks = 0;   // with a window: keys [0, sinks) always visible
   /// CoPE's position embeddings (Dh, P) (attention/contextual.h); undefined: no CoPE.
-  torch::Tensor contextual;
+  torch::Tensor contextual = {};
 };
 
 /// What a backend keeps between incremental decoding steps of one attention, per layer.
