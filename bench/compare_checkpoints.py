@@ -1,8 +1,8 @@
-"""Whether two ropelab checkpoints hold the same tensors, bit for bit: every parameter,
-buffer and saved state (optimizer moments, progress) of each, by name. Prints the count and
-the tensors that differ with their largest absolute difference; exits 1 if the names or any
-tensor other than those given with --ignore differ. For checking that a change of code
-leaves training exactly where it was.
+"""Whether two ropelab checkpoints hold the same tensors, bit for bit: the model's
+parameters and buffers, the training progress, and the optimizer's state per parameter
+(Adam's step and moments). Prints the count and the tensors that differ with their largest
+absolute difference; exits 1 if the names or any tensor other than those given with
+--ignore differ. For checking that a change of code leaves training exactly where it was.
   /usr/bin/python3 bench/compare_checkpoints.py A.pt B.pt [--ignore progress.seconds]"""
 import argparse
 import sys
@@ -10,11 +10,29 @@ import sys
 import torch
 
 
+def optimizer_state(archive):
+    """The optimizer's state as optimizer.state.G.I.NAME for parameter I of group G. The
+    archive keys each parameter's state by its address in the process that saved it, which
+    differs between two runs; the groups' parameter lists give those keys in order."""
+    if not hasattr(archive, "optimizer"):
+        return {}
+    groups = dict(archive.optimizer.param_groups.named_children())
+    states = dict(archive.optimizer.state.named_children())
+    found = {}
+    for g in range(int(archive.optimizer.param_groups._c.getattr("param_groups/size"))):
+        group = groups[f"param_groups/{g}"]._c
+        for i in range(int(group.getattr("params/size"))):
+            state = states.get(group.getattr(f"params/{i}"))
+            for name in ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+                if state is not None and state._c.hasattr(name):
+                    found[f"optimizer.state.{g}.{i}.{name}"] = torch.as_tensor(state._c.getattr(name))
+    return found
+
+
 def tensors(path):
     archive = torch.jit.load(path, map_location="cpu")
-    found = dict(archive.state_dict())
-    found.update({name: t.detach() for name, t in archive.named_parameters()})
-    found.update({name: t.detach() for name, t in archive.named_buffers()})
+    found = {name: t.detach() for name, t in archive.state_dict().items()}  # parameters, buffers, progress
+    found.update(optimizer_state(archive))
     return found
 
 
