@@ -87,9 +87,8 @@ TEST_P(CopeKernel, AQueryThatSeesNoKeyGetsZeros) {
   EXPECT_GT(columns.grad().select(2, 0).abs().sum().item<double>(), 0.0);
 }
 
-// A NaN score (a diverged model) spoils its own row only: the position it makes never
-// indexes outside the row's columns (the AVX2 build's -ffast-math may let the NaN through
-// the cap), and every other row is as without it.
+// A NaN score (a diverged model) touches its own row only: every other row, of its head
+// and of the other head, is as without it, and nothing reads outside a row.
 TEST_P(CopeKernel, ANanScoreStaysInItsRow) {
   auto scores = torch::randn({1, 2, 6, 6}, options());
   scores[0][1][5][2] = std::numeric_limits<double>::quiet_NaN();
