@@ -158,6 +158,31 @@ inline void expect_cached_decoding_matches_full(const TransformerOptions& option
   for (int64_t t = 2; t < 6; ++t)
     EXPECT_LT(max_diff(lm(tgt.narrow(1, t, 1), &lm_state), lm(tgt.narrow(1, 0, t + 1)).narrow(1, t, 1)), tolerance)
         << "lm step " << t;
+  // the last positions' outputs alone (StackInputs::outputs) are the full pass's last rows,
+  // in one call, and as a cached prompt whose last output alone is computed, then steps
+  const auto full = lm(tgt), teacher_forced = model(src, tgt);
+  for (int64_t n : {1, 4}) {
+    const auto last = lm->forward(tgt, nullptr, {}, n), decoded = model->decode(tgt, memory, nullptr, {}, n);
+    ASSERT_EQ(last.size(1), n);
+    ASSERT_EQ(decoded.size(1), n);
+    EXPECT_LT(max_diff(last, full.narrow(1, 6 - n, n)), tolerance) << "lm, the last " << n;
+    EXPECT_LT(max_diff(decoded, teacher_forced.narrow(1, 6 - n, n)), tolerance) << "seq2seq, the last " << n;
+  }
+  // positions given (a dense bias for the last rows' positions; seq2seq's rotated cross-attention queries)
+  const auto given = Positions::range(3, 6, lm->decoder->position()->axes(), device);
+  EXPECT_LT(max_diff(lm->forward(tgt, nullptr, given, 2), lm->forward(tgt, nullptr, given).narrow(1, 4, 2)), tolerance)
+      << "lm, the last 2 at given positions";
+  EXPECT_LT(max_diff(model->decode(tgt, memory, nullptr, given, 2),
+                     model->decode(tgt, memory, nullptr, given).narrow(1, 4, 2)),
+            tolerance)
+      << "seq2seq, the last 2 at given positions";
+  DecoderCache prompt;
+  const auto first = lm->forward(tgt.narrow(1, 0, 4), &prompt, {}, 1);
+  ASSERT_EQ(first.size(1), 1);
+  EXPECT_LT(max_diff(first, full.narrow(1, 3, 1)), tolerance) << "lm prompt";
+  for (int64_t t = 4; t < 6; ++t)
+    EXPECT_LT(max_diff(lm(tgt.narrow(1, t, 1), &prompt), full.narrow(1, t, 1)), tolerance)
+        << "lm step " << t << " after the prompt";
 }
 
 }  // namespace ropelab::testing

@@ -128,6 +128,10 @@ class AttentionBackendImpl : public torch::nn::Module {
   /// Whether the backend can add a logit bias (T5, ALiBi, Kerple, FIRE, a forget gate);
   /// validated at config time.
   virtual bool accepts_logit_bias() const = 0;
+  /// Whether a self-attention call may hold fewer new queries than new keys (the last
+  /// ones, query i aligned with key i + Tk - Tq), so that only the outputs wanted are
+  /// computed (StackInputs::outputs); otherwise every query runs and the rest are dropped.
+  virtual bool takes_last_queries() const { return true; }
   /// Called in training before each optimizer update with the number of updates done so
   /// far (0 before the first). Nothing is called after the last update, so validation and
   /// checkpoints see the state the last update trained with.

@@ -38,6 +38,8 @@ class PerformerAttention : public AttentionBackendImpl {
   torch::Tensor forward(const AttentionInputs& inputs) override;
   torch::Tensor forward_cached(AttentionInputs inputs, AttentionCachePtr& cache) override;
   bool accepts_logit_bias() const override { return false; }
+  /// No: its causal prefix sums run over the queries that the keys do.
+  bool takes_last_queries() const override { return false; }
   void before_update(int64_t done) override;
 
   /// Draws a new feature matrix (torch's default generator).

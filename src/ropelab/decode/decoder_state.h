@@ -40,7 +40,9 @@ class TransformerDecoderState : public DecoderState {
   void select(const torch::Tensor& index) final;
 
  protected:
-  /// tokens (R, T) -> logits (R, T, V); `cache` is null when recomputing the prefix.
+  /// tokens (R, T) -> logits (R, T', V) of the last T' >= 1 positions, the next token's
+  /// last (a search reads no other: models compute the last alone, StackInputs::outputs);
+  /// `cache` is null when recomputing the prefix.
   virtual torch::Tensor run(const torch::Tensor& tokens, DecoderCache* cache) = 0;
   /// Keeps rows `index` of the model inputs beside the tokens (an encoder's memory).
   virtual void select_inputs(const torch::Tensor& index) { (void)index; }

@@ -59,6 +59,11 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     auto qkv = split_heads(torch::linear(x, in_proj_weight, in_proj_bias), 3);
     q = qkv[0], k = qkv[1], v = qkv[2];
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
+    // the last queries alone, where the backend takes fewer queries than keys; else all,
+    // and the other rows dropped from its output
+    const int64_t t = q.size(2), n = call.queries > 0 && call.queries < t ? call.queries : t;
+    const bool subset = n < t && backend_->takes_last_queries();
+    if (subset) q = q.narrow(2, t - n, n);
     const auto& a = options.attention();  // the window and sinks apply to self-attention only
     AttentionInputs in{q, k, v, call.key_padding_mask, call.logit_bias, call.causal, a.window(), a.sinks()};
     if (forget_gate) {
@@ -69,10 +74,11 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
       TORCH_CHECK(call.causal, "MultiHeadAttention: CoPE needs causal self-attention");
       in.contextual = cope_embedding;
     }
+    auto last_rows = [&](const torch::Tensor& out) { return subset || n == t ? out : out.narrow(2, t - n, n); };
     if (call.cache)  // the backend keeps what later steps need (keys and values, or sums)
       return attend(std::move(in),
-                    [&](const AttentionInputs& in) { return backend_->forward_cached(in, *call.cache); });
-    return attend(std::move(in), [&](const AttentionInputs& in) { return backend_->forward(in); });
+                    [&](const AttentionInputs& in) { return last_rows(backend_->forward_cached(in, *call.cache)); });
+    return attend(std::move(in), [&](const AttentionInputs& in) { return last_rows(backend_->forward(in)); });
   } else {
     q = split_heads(torch::linear(x, in_proj_weight.narrow(0, 0, d), in_proj_bias.narrow(0, 0, d)), 1)[0];
     if (rotation_) q = rotation_->rotate(q, call.positions);

@@ -34,6 +34,9 @@ struct AttentionCall {
   LogitBias logit_bias;            // from the stack's position encoder
   bool causal = false;
   AttentionCachePtr* cache = nullptr;  // incremental decoding: this attention's backend state
+  /// Self-attention: only the last `queries` rows of x query (0: every row); keys and
+  /// values still come from every row. The output has those rows alone.
+  int64_t queries = 0;
 };
 
 class MultiHeadAttentionImpl : public torch::nn::Module {

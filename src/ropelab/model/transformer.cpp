@@ -48,32 +48,37 @@ TransformerLayerImpl::TransformerLayerImpl(const LayerOptions& options, bool cau
 }
 
 template <typename Sublayer>
-torch::Tensor TransformerLayerImpl::residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, Sublayer&& sublayer) {
+torch::Tensor TransformerLayerImpl::residual(const torch::Tensor& x, const torch::Tensor& rows,
+                                             torch::nn::LayerNorm& norm, Sublayer&& sublayer) {
   // A sublayer's output comes back in the residual stream's type (fp32 when its matrix
   // products ran in bf16: model/precision.h), so dropout, the sum and the norm run in fp32.
   auto out = [&](const torch::Tensor& in) { return dropout(sublayer(in).to(x.scalar_type())); };
-  if (norm_ == NormPosition::pre) return x + out(norm(x));
-  return norm(x + out(x));  // the paper's LayerNorm(x + Sublayer(x))
+  if (norm_ == NormPosition::pre) return rows + out(norm(x));
+  return norm(rows + out(x));  // the paper's LayerNorm(x + Sublayer(x))
 }
 
 torch::Tensor TransformerLayerImpl::forward(const torch::Tensor& x, const StackInputs& in,
                                             AttentionCachePtr* self_cache, AttentionCachePtr* cross_cache) {
+  // only the last `outputs` rows go on past self-attention's keys and values
+  const int64_t t = x.size(1), n = in.outputs > 0 && in.outputs < t ? in.outputs : t;
   AttentionCall self_call;
   self_call.key_padding_mask = in.padding_mask;
   self_call.positions = in.positions;
   self_call.logit_bias = in.logit_bias;
   self_call.causal = causal_;
   self_call.cache = self_cache;
-  auto h = residual(x, self_norm, [&](const torch::Tensor& y) { return self_attn(y, torch::Tensor(), self_call); });
+  self_call.queries = n;
+  auto h = residual(x, x.narrow(1, t - n, n), self_norm,
+                    [&](const torch::Tensor& y) { return self_attn(y, torch::Tensor(), self_call); });
   if (cross_attn) {
     AttentionCall cross_call;  // no position bias across sequences (Raffel et al. 2020)
     cross_call.key_padding_mask = in.memory_padding_mask;
-    cross_call.positions = in.positions;
+    cross_call.positions = in.positions.defined() && n < t ? in.positions.last(n) : in.positions;
     cross_call.key_positions = in.memory_positions;
     cross_call.cache = cross_cache;
-    h = residual(h, cross_norm, [&](const torch::Tensor& y) { return cross_attn(y, in.memory, cross_call); });
+    h = residual(h, h, cross_norm, [&](const torch::Tensor& y) { return cross_attn(y, in.memory, cross_call); });
   }
-  return residual(h, ffn_norm, [&](const torch::Tensor& y) { return ffn(y); });
+  return residual(h, h, ffn_norm, [&](const torch::Tensor& y) { return ffn(y); });
 }
 
 // --- stack ----------------------------------------------------------------------------
@@ -128,6 +133,12 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
     }
   }
   auto h = dropout_(position_->embed(x, in.positions));
+  // the last layer's inputs: with fewer outputs than tokens, its queries are the last ones
+  const int64_t outputs = in.outputs > 0 && in.outputs < tq ? in.outputs : tq;
+  const int64_t n_layers = static_cast<int64_t>(layers->size());
+  StackInputs last = in;
+  last.outputs = outputs;
+  in.outputs = 0;
   if (position_->has_logit_bias()) {
     auto key_positions = in.positions;
     bool windowed = false;  // a window dropped cached keys: key index and position differ
@@ -136,25 +147,31 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
       given = state->given_positions = state->given_positions || given;
       windowed = key_positions.length() < offset + tq;
     }
-    // default positions and a bias of the distance alone: an (H, Tq + Tk - 1) table
-    FireTileBias factored;
-    if (position_->bias_is_relative() && !given && !windowed)
-      in.logit_bias =
-          LogitBias::relative_table(relative_bias_table(*position_, tq, offset + tq, x.device()).to(x.dtype()));
-    else if (!given && !windowed && (factored = position_->factored_bias(tq, offset + tq)).defined())
-      in.logit_bias = LogitBias::factored(std::move(factored));  // FIRE: evaluated per tile
-    else
+    auto bias = [&](int64_t rows) -> LogitBias {  // for the last `rows` of this call's queries
+      // default positions and a bias of the distance alone: an (H, Tq + Tk - 1) table
+      FireTileBias factored;
+      if (position_->bias_is_relative() && !given && !windowed)
+        return LogitBias::relative_table(relative_bias_table(*position_, rows, offset + tq, x.device()).to(x.dtype()));
+      if (!given && !windowed && (factored = position_->factored_bias(rows, offset + tq)).defined())
+        return LogitBias::factored(std::move(factored));  // FIRE: evaluated per tile
       // contiguous once here, not in each layer's attention
-      in.logit_bias = position_->logit_bias(in.positions, key_positions).to(x.dtype()).contiguous();
+      const auto queries = rows < tq ? in.positions.last(rows) : in.positions;
+      return position_->logit_bias(queries, key_positions).to(x.dtype()).contiguous();
+    };
+    if (n_layers > 1 || outputs == tq) in.logit_bias = bias(tq);
+    last.logit_bias = outputs == tq ? in.logit_bias : bias(outputs);
   }
   if (state && state->self.empty()) {
     state->self.resize(layers->size());
     state->cross.resize(layers->size());
   }
-  for (size_t i = 0; i < layers->size(); ++i) {
-    auto layer = layers[i]->as<TransformerLayerImpl>();
-    h = layer->forward(h, in, state ? &state->self[i] : nullptr, state ? &state->cross[i] : nullptr);
+  for (int64_t i = 0; i < n_layers; ++i) {
+    const auto l = static_cast<size_t>(i);
+    auto layer = layers[l]->as<TransformerLayerImpl>();
+    h = layer->forward(h, i + 1 < n_layers ? in : last, state ? &state->self[l] : nullptr,
+                       state ? &state->cross[l] : nullptr);
   }
+  if (h.size(1) > outputs) h = h.narrow(1, tq - outputs, outputs);  // a stack without layers
   if (state) {
     state->offset += x.size(1);
     // the keys a windowed self-attention dropped from its caches (forward_cached)
@@ -221,13 +238,14 @@ Memory Seq2SeqImpl::encode(const torch::Tensor& src, const Positions& src_positi
 }
 
 torch::Tensor Seq2SeqImpl::decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state,
-                                  const Positions& tgt_positions) {
-  return embedding->logits(decode_hidden(tgt_in, memory, state, tgt_positions));
+                                  const Positions& tgt_positions, int64_t outputs) {
+  return embedding->logits(decode_hidden(tgt_in, memory, state, tgt_positions, outputs));
 }
 
 torch::Tensor Seq2SeqImpl::decode_hidden(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state,
-                                         const Positions& tgt_positions) {
+                                         const Positions& tgt_positions, int64_t outputs) {
   StackInputs in;
+  in.outputs = outputs;
   if (!state) in.padding_mask = tgt_in.eq(options.pad_id());
   in.positions = tgt_positions;
   in.memory = memory.out;
@@ -249,12 +267,15 @@ LanguageModelImpl::LanguageModelImpl(const TransformerOptions& options_) : optio
                                                  .causal(true)));
 }
 
-torch::Tensor LanguageModelImpl::forward(const torch::Tensor& tokens, DecoderCache* state, const Positions& positions) {
-  return embedding->logits(hidden(tokens, state, positions));
+torch::Tensor LanguageModelImpl::forward(const torch::Tensor& tokens, DecoderCache* state, const Positions& positions,
+                                         int64_t outputs) {
+  return embedding->logits(hidden(tokens, state, positions, outputs));
 }
 
-torch::Tensor LanguageModelImpl::hidden(const torch::Tensor& tokens, DecoderCache* state, const Positions& positions) {
+torch::Tensor LanguageModelImpl::hidden(const torch::Tensor& tokens, DecoderCache* state, const Positions& positions,
+                                        int64_t outputs) {
   StackInputs in;
+  in.outputs = outputs;
   if (!state) in.padding_mask = tokens.eq(options.pad_id());
   in.positions = positions;
   return decoder(embedding(tokens), in, state);

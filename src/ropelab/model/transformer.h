@@ -54,6 +54,11 @@ struct StackInputs {
   torch::Tensor memory;               // decoder: encoder output (B, S, D)
   torch::Tensor memory_padding_mask;  // decoder: (B, S)
   Positions memory_positions;         // decoder: source positions (cross-attention rotation)
+  /// Only the last `outputs` positions' outputs are wanted (0: all): a prompt's next token,
+  /// the scored end of a sliding window. The last layer then queries, normalises and feeds
+  /// forward those rows alone (its keys and values, and its caches, still cover every
+  /// token), and the stack returns (B, outputs, D).
+  int64_t outputs = 0;
 };
 
 /// Self-attention and FFN sub-layers (encoder layer; also the LM's layer without memory).
@@ -63,7 +68,8 @@ class TransformerLayerImpl : public torch::nn::Module {
   /// `causal`: masked self-attention; `cross_attention`: attend to a memory.
   TransformerLayerImpl(const LayerOptions& options, bool causal, bool cross_attention, const PositionEncoder& position,
                        bool rotate_cross);
-  /// x (B, T, D) -> (B, T, D). `self_cache`/`cross_cache` for incremental decoding.
+  /// x (B, T, D) -> (B, T', D): T' = in.outputs when 0 < in.outputs < T (the last rows
+  /// only), else T. `self_cache`/`cross_cache` for incremental decoding.
   torch::Tensor forward(const torch::Tensor& x, const StackInputs& in, AttentionCachePtr* self_cache = nullptr,
                         AttentionCachePtr* cross_cache = nullptr);
 
@@ -73,8 +79,11 @@ class TransformerLayerImpl : public torch::nn::Module {
   Dropout dropout{nullptr};
 
  private:
+  /// The sub-layer's output added to `rows` (x's last rows, or x) and normalised as the
+  /// norm position says; the sub-layer reads all of x (normalised first with pre-LN).
   template <typename Sublayer>
-  torch::Tensor residual(const torch::Tensor& x, torch::nn::LayerNorm& norm, Sublayer&& sublayer);
+  torch::Tensor residual(const torch::Tensor& x, const torch::Tensor& rows, torch::nn::LayerNorm& norm,
+                         Sublayer&& sublayer);
   bool causal_;
   NormPosition norm_;
 };
@@ -107,8 +116,9 @@ struct DecoderCache {
 class StackImpl : public torch::nn::Module {
  public:
   explicit StackImpl(const StackOptions& options);
-  /// x (B, T, D) embedded tokens -> (B, T, D). `state`: incremental decoding caches
-  /// (causal stacks only); their offset sets the default positions.
+  /// x (B, T, D) embedded tokens -> (B, T, D), or (B, in.outputs, D) for the last rows
+  /// (StackInputs::outputs). `state`: incremental decoding caches (causal stacks only);
+  /// their offset sets the default positions.
   torch::Tensor forward(const torch::Tensor& x, StackInputs in = {}, DecoderCache* state = nullptr);
 
   const PositionEncoder& position() const { return position_; }
@@ -176,12 +186,13 @@ class Seq2SeqImpl : public torch::nn::Module {
   explicit Seq2SeqImpl(const TransformerOptions& options);
   /// src (B, S) -> Memory
   Memory encode(const torch::Tensor& src, const Positions& src_positions = {});
-  /// tgt_in (B, T), the target shifted right -> logits (B, T, V).
+  /// tgt_in (B, T), the target shifted right -> logits (B, T, V); with `outputs` in
+  /// (0, T), those of the last `outputs` positions alone (StackInputs::outputs).
   torch::Tensor decode(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state = nullptr,
-                       const Positions& tgt_positions = {});
+                       const Positions& tgt_positions = {}, int64_t outputs = 0);
   /// The decoder's output (B, T, D) that decode() projects: decode = embedding->logits(this).
   torch::Tensor decode_hidden(const torch::Tensor& tgt_in, const Memory& memory, DecoderCache* state = nullptr,
-                              const Positions& tgt_positions = {});
+                              const Positions& tgt_positions = {}, int64_t outputs = 0);
   /// Teacher-forced logits (B, T, V).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in);
 
@@ -197,10 +208,13 @@ class LanguageModelImpl : public torch::nn::Module {
   /// Uses vocab_size, d_model, heads, d_ff, decoder_layers, dropout, norm,
   /// decoder_position and attention.
   explicit LanguageModelImpl(const TransformerOptions& options);
-  /// tokens (B, T) -> logits (B, T, V)
-  torch::Tensor forward(const torch::Tensor& tokens, DecoderCache* state = nullptr, const Positions& positions = {});
+  /// tokens (B, T) -> logits (B, T, V); with `outputs` in (0, T), those of the last
+  /// `outputs` positions alone (StackInputs::outputs).
+  torch::Tensor forward(const torch::Tensor& tokens, DecoderCache* state = nullptr, const Positions& positions = {},
+                        int64_t outputs = 0);
   /// The stack's output (B, T, D) that forward() projects: forward = embedding->logits(this).
-  torch::Tensor hidden(const torch::Tensor& tokens, DecoderCache* state = nullptr, const Positions& positions = {});
+  torch::Tensor hidden(const torch::Tensor& tokens, DecoderCache* state = nullptr, const Positions& positions = {},
+                       int64_t outputs = 0);
 
   TransformerOptions options;
   TiedEmbedding embedding{nullptr};

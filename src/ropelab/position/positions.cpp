@@ -27,6 +27,14 @@ Positions Positions::index_time(const torch::Tensor& index) const {
   return Positions(values_.index_select(batched() ? 1 : 0, index), axes_);
 }
 
+Positions Positions::last(int64_t n) const {
+  const int64_t t = length();
+  TORCH_CHECK(n >= 0 && n <= t, "Positions: the last ", n, " of ", t, " positions");
+  Positions out(values_.narrow(batched() ? 1 : 0, t - n, n), axes_);
+  out.origin_ = origin_;
+  return out;
+}
+
 Positions Positions::with_origin(int64_t origin) const {
   Positions out(values_, axes_);
   out.origin_ = origin;

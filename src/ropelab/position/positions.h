@@ -34,6 +34,8 @@ class Positions {
   Positions index_select(const torch::Tensor& index) const;
   /// The positions at `index` (1-D) along the time dimension (a windowed decoder cache).
   Positions index_time(const torch::Tensor& index) const;
+  /// The last `n` positions along the time dimension, counted from the same origin.
+  Positions last(int64_t n) const;
   /// These positions followed by `next` along the time dimension (decoder caches).
   Positions cat(const Positions& next) const;
   /// The position xPos's scales count from, zeta^((n - origin) / scale_base): a shift

@@ -12,7 +12,9 @@ class LanguageModelState : public TransformerDecoderState {
       : TransformerDecoderState(use_cache && net->decoder->decodes_incrementally()), net_(std::move(net)) {}
 
  private:
-  torch::Tensor run(const torch::Tensor& tokens, DecoderCache* cache) override { return net_->forward(tokens, cache); }
+  torch::Tensor run(const torch::Tensor& tokens, DecoderCache* cache) override {
+    return net_->forward(tokens, cache, {}, 1);
+  }
   LanguageModel net_;
 };
 

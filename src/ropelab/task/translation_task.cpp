@@ -26,7 +26,7 @@ class TranslationState : public TransformerDecoderState {
 
  private:
   torch::Tensor run(const torch::Tensor& tokens, DecoderCache* cache) override {
-    return net_->decode(tokens, memory_, cache);
+    return net_->decode(tokens, memory_, cache, {}, 1);
   }
   void select_inputs(const torch::Tensor& index) override { memory_ = memory_.index_select(index); }
   Seq2Seq net_;
