@@ -39,49 +39,70 @@ double direct_nll(const TaskModel& model, const std::vector<int64_t>& stream, si
 
 }  // namespace
 
+// Windows after the first score their last `stride` tokens alone, and the model computes
+// the outputs of those positions alone in its last layer (StackInputs::outputs): two
+// layers, a rotation and a logit bias.
 TEST_F(LmEval, SlidingWindowPerplexityEqualsADirectPerTokenComputation) {
   const auto text = write("text.txt", "the cat sat on the mat\nand the dog sat on the log\nbirds sing\n");
-  const auto config = load_config({{},
-                                   {"task=lm", "data.format=text", "tokenizer.type=byte", "data.context=8",
-                                    "data.test=" + text, "model.d_model=16", "model.heads=2", "model.d_ff=16",
-                                    "model.decoder_layers=1", "model.position.type=rotary", "train.max_tokens=24"}});
-  LanguageModelTask task(config);
-  const auto tokenizer =
-      train_tokenizer(config.tokenizer, std::vector<std::string>{"the cat sat on the mat"}, dir_.string());
-  torch::manual_seed(1);
-  const auto model = task.build_model(tokenizer->vocab_size());
-  (*model)->eval();
-  // the stream: one window as long as the text
-  const auto stream = lm_windows(read_text_lines(text), *tokenizer, 1000, 1000)[0].target;
-  ASSERT_EQ(stream.size(), 61u);  // three lines of 22, 26 and 10 bytes, each with its EOS
-  for (const int64_t stride : {8, 5, 3, 1}) {
-    SCOPED_TRACE("stride " + std::to_string(stride));
-    const EvalProtocol protocol = WindowPerplexity{8, stride, true};
-    const auto report = evaluate(task, *model, *tokenizer, "test", text, DecodeRequest{}, protocol, torch::kCPU);
-    EXPECT_EQ(report.fields.at("tokens").get<int64_t>(), 60);  // every token after the first, once
-    EXPECT_EQ(report.fields.at("stride").get<int64_t>(), stride);
-    const double expected = std::exp(direct_nll(*model, stream, 8, static_cast<size_t>(stride)) / 60.0);
-    // float32 logits from batches of different shapes: agreement to float32 rounding; a window
-    // with the wrong history would be off by percents
-    EXPECT_NEAR(report.fields.at("perplexity").get<double>(), expected, 1e-6 * expected);
-    EXPECT_EQ(report.file_tag, stride == 8 ? "test.ctx8" : "test.ctx8.stride" + std::to_string(stride));
-    // one loss per window position; weighted by their tokens, they give the overall NLL
-    ASSERT_EQ(report.position_loss.size(), 8u);
-    double nll = 0, tokens = 0;
-    for (size_t j = 0; j < 8; ++j) {
-      tokens += report.position_tokens[j];
-      if (report.position_tokens[j] > 0) nll += report.position_loss[j] * report.position_tokens[j];
+  for (const std::string position : {"rotary", "alibi"}) {
+    SCOPED_TRACE(position);
+    const auto config =
+        load_config({{},
+                     {"task=lm", "data.format=text", "tokenizer.type=byte", "data.context=8", "data.test=" + text,
+                      "model.d_model=16", "model.heads=2", "model.d_ff=16", "model.decoder_layers=2",
+                      "model.position.type=" + position, "train.max_tokens=24"}});
+    LanguageModelTask task(config);
+    const auto tokenizer =
+        train_tokenizer(config.tokenizer, std::vector<std::string>{"the cat sat on the mat"}, dir_.string());
+    torch::manual_seed(1);
+    const auto model = task.build_model(tokenizer->vocab_size());
+    (*model)->eval();
+    // the stream: one window as long as the text
+    const auto stream = lm_windows(read_text_lines(text), *tokenizer, 1000, 1000)[0].target;
+    ASSERT_EQ(stream.size(), 61u);  // three lines of 22, 26 and 10 bytes, each with its EOS
+    // the first window's NLL at each of its 8 positions
+    Batch first;
+    first.target_in =
+        torch::tensor(std::vector<int64_t>(stream.begin(), stream.begin() + 8), torch::kLong).unsqueeze(0);
+    const auto targets = torch::tensor(std::vector<int64_t>(stream.begin() + 1, stream.begin() + 9), torch::kLong);
+    const auto first_window = [&] {
+      torch::NoGradGuard no_grad;
+      return -model->logits(first).to(torch::kDouble).log_softmax(-1)[0].gather(1, targets.unsqueeze(1)).squeeze(1);
+    }();
+    for (const int64_t stride : {8, 5, 3, 1}) {
+      SCOPED_TRACE("stride " + std::to_string(stride));
+      const EvalProtocol protocol = WindowPerplexity{8, stride, true};
+      const auto report = evaluate(task, *model, *tokenizer, "test", text, DecodeRequest{}, protocol, torch::kCPU);
+      EXPECT_EQ(report.fields.at("tokens").get<int64_t>(), 60);  // every token after the first, once
+      EXPECT_EQ(report.fields.at("stride").get<int64_t>(), stride);
+      const double expected = std::exp(direct_nll(*model, stream, 8, static_cast<size_t>(stride)) / 60.0);
+      // float32 logits from batches of different shapes: agreement to float32 rounding; a window
+      // with the wrong history would be off by percents
+      EXPECT_NEAR(report.fields.at("perplexity").get<double>(), expected, 1e-6 * expected);
+      EXPECT_EQ(report.file_tag, stride == 8 ? "test.ctx8" : "test.ctx8.stride" + std::to_string(stride));
+      // one loss per window position; weighted by their tokens, they give the overall NLL
+      ASSERT_EQ(report.position_loss.size(), 8u);
+      double nll = 0, tokens = 0;
+      for (size_t j = 0; j < 8; ++j) {
+        tokens += report.position_tokens[j];
+        if (report.position_tokens[j] > 0) nll += report.position_loss[j] * report.position_tokens[j];
+      }
+      EXPECT_EQ(tokens, 60.0);
+      for (size_t j = 0; j < static_cast<size_t>(8 - stride); ++j) {  // scored in the first window alone
+        EXPECT_EQ(report.position_tokens[j], 1.0) << "position " << j;
+        EXPECT_NEAR(report.position_loss[j], first_window[static_cast<int64_t>(j)].item<double>(), 1e-5)
+            << "position " << j;
+      }
+      EXPECT_NEAR(std::exp(nll / tokens), report.fields.at("perplexity").get<double>(), 1e-6 * expected);
+      // the windows' items: one row per window, summing to the same
+      double item_nll = 0;
+      for (const auto& row : report.items) item_nll += row[0];
+      EXPECT_NEAR(item_nll, nll, 1e-9 * nll);
     }
-    EXPECT_EQ(tokens, 60.0);
-    EXPECT_NEAR(std::exp(nll / tokens), report.fields.at("perplexity").get<double>(), 1e-6 * expected);
-    // the windows' items: one row per window, summing to the same
-    double item_nll = 0;
-    for (const auto& row : report.items) item_nll += row[0];
-    EXPECT_NEAR(item_nll, nll, 1e-9 * nll);
+    const EvalProtocol bad = WindowPerplexity{4, 5, false};
+    EXPECT_EQ(error_of([&] { evaluate(task, *model, *tokenizer, "test", text, DecodeRequest{}, bad, torch::kCPU); }),
+              "--stride 5 is longer than the context 4: windows would skip tokens");
   }
-  const EvalProtocol bad = WindowPerplexity{4, 5, false};
-  EXPECT_EQ(error_of([&] { evaluate(task, *model, *tokenizer, "test", text, DecodeRequest{}, bad, torch::kCPU); }),
-            "--stride 5 is longer than the context 4: windows would skip tokens");
 }
 
 TEST_F(LmEval, WindowsScoreEveryTokenOnceWithTheirHistory) {

@@ -8,6 +8,16 @@ namespace {
 /// Target tokens whose logits are held at once: a (B, T, V) batch is projected in pieces of
 /// positions of at most this many rows x positions (128 MiB of fp32 logits at V = 8192).
 constexpr int64_t kProjectedTokens = 4096;
+
+/// Leading positions of `targets` (B, T) at which no row has a target (padding in every
+/// row: the context of sliding windows); 0 when none has one at all.
+int64_t unscored_prefix(const torch::Tensor& targets) {
+  const auto scored = targets.ne(kPadId).any(0).cpu();
+  const auto s = scored.accessor<bool, 1>();
+  for (int64_t j = 0; j < scored.size(0); ++j)
+    if (s[j]) return j;
+  return 0;
+}
 }  // namespace
 
 LossTotals evaluate_loss(const Task& task, const TaskModel& model, const ExampleSet& examples, int64_t max_tokens,
@@ -21,7 +31,12 @@ LossTotals evaluate_loss(const Task& task, const TaskModel& model, const Example
   if (per_position) per_position->clear();
   for (const auto& indices : plan_batches(examples, max_tokens, true, 0)) {
     auto batch = task.collate(examples, indices, device);
-    const auto hidden = model.hidden(batch);  // (B, T, D)
+    // positions that no row scores (a sliding window's context) need no output: the
+    // model computes the rest alone, and the loss reads targets from `skip` on
+    const int64_t skip = unscored_prefix(batch.target_out);
+    const int64_t width = batch.target_out.size(1);
+    const auto hidden = model.hidden(batch, width - skip);  // (B, T, D)
+    const auto targets = batch.target_out.narrow(1, skip, width - skip);
     const int64_t B = hidden.size(0), T = hidden.size(1);
     const int64_t piece = std::max<int64_t>(1, kProjectedTokens / B);
     auto loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device)), nll = loss.clone();
@@ -30,7 +45,7 @@ LossTotals evaluate_loss(const Task& task, const TaskModel& model, const Example
     for (int64_t start = 0; start < T; start += piece) {
       const int64_t n = std::min(piece, T - start);
       const auto logits = model.project(hidden.narrow(1, start, n));  // (B, n, V)
-      const auto target_out = batch.target_out.narrow(1, start, n);
+      const auto target_out = targets.narrow(1, start, n);
       auto [piece_loss, piece_nll] = smoothed_loss(logits, target_out, label_smoothing, kPadId);
       loss += piece_loss.to(torch::kDouble), nll += piece_nll.to(torch::kDouble);
       if (!per_example && !per_position) continue;
@@ -54,13 +69,13 @@ LossTotals evaluate_loss(const Task& task, const TaskModel& model, const Example
         (*per_example)[indices[b]] = {r[static_cast<int64_t>(b)][0], r[static_cast<int64_t>(b)][1]};
     }
     if (per_position) {
-      const auto columns = torch::cat(column_sums).cpu();  // (T, 2)
+      const auto columns = torch::cat(column_sums).cpu();  // (T, 2): positions skip, skip + 1, ...
       const auto c = columns.accessor<double, 2>();
-      if (per_position->size() < static_cast<size_t>(columns.size(0)))
-        per_position->resize(static_cast<size_t>(columns.size(0)));
+      if (per_position->size() < static_cast<size_t>(skip + columns.size(0)))
+        per_position->resize(static_cast<size_t>(skip + columns.size(0)));
       for (int64_t j = 0; j < columns.size(0); ++j)
-        (*per_position)[static_cast<size_t>(j)].nll += c[j][0],
-            (*per_position)[static_cast<size_t>(j)].tokens += c[j][1];
+        (*per_position)[static_cast<size_t>(skip + j)].nll += c[j][0],
+            (*per_position)[static_cast<size_t>(skip + j)].tokens += c[j][1];
     }
   }
   model->train(was_training);

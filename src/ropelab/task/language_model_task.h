@@ -16,7 +16,9 @@ class LanguageModelTask : public Task {
    public:
     explicit Model(LanguageModel net) : net(std::move(net)) {}
     torch::nn::Module& module() const override { return *net.ptr(); }
-    torch::Tensor hidden(const Batch& batch) const override { return net.ptr()->hidden(batch.target_in); }
+    torch::Tensor hidden(const Batch& batch, int64_t outputs) const override {
+      return net.ptr()->hidden(batch.target_in, nullptr, {}, outputs);
+    }
     torch::Tensor project(const torch::Tensor& hidden) const override { return net.ptr()->embedding->logits(hidden); }
     Decoding start_decoding(const Batch& inputs, const DecodeOptions& options, bool use_cache) const override;
     LanguageModel net;

@@ -33,8 +33,9 @@ class TaskModel {
   torch::Tensor logits(const Batch& batch) const { return project(hidden(batch)); }
   /// The teacher-forced decoder output (B, T, D) that the output projection turns into
   /// logits: evaluation projects it a few positions at a time, so that a long window never
-  /// holds all its (B, T, V) logits.
-  virtual torch::Tensor hidden(const Batch& batch) const = 0;
+  /// holds all its (B, T, V) logits. With `outputs` in (0, T), the last `outputs` positions'
+  /// alone (B, outputs, D), which the model then computes alone (StackInputs::outputs).
+  virtual torch::Tensor hidden(const Batch& batch, int64_t outputs = 0) const = 0;
   /// hidden states (..., D) -> logits (..., V)
   virtual torch::Tensor project(const torch::Tensor& hidden) const = 0;
   /// Starts decoding a batch of inputs (see Task::decode_inputs): the decoder state, the

@@ -35,10 +35,11 @@ class TranslationState : public TransformerDecoderState {
 
 }  // namespace
 
-torch::Tensor TranslationTask::Model::hidden(const Batch& batch) const {
+torch::Tensor TranslationTask::Model::hidden(const Batch& batch, int64_t outputs) const {
   auto model = net;
   return model->decode_hidden(batch.target_in,
-                              model->encode(batch.source, encoder_positions(model, batch.source_positions)));
+                              model->encode(batch.source, encoder_positions(model, batch.source_positions)), nullptr,
+                              {}, outputs);
 }
 
 Decoding TranslationTask::Model::start_decoding(const Batch& inputs, const DecodeOptions& options,

@@ -16,7 +16,7 @@ class TranslationTask : public Task {
    public:
     explicit Model(Seq2Seq net) : net(std::move(net)) {}
     torch::nn::Module& module() const override { return *net.ptr(); }
-    torch::Tensor hidden(const Batch& batch) const override;
+    torch::Tensor hidden(const Batch& batch, int64_t outputs) const override;
     torch::Tensor project(const torch::Tensor& hidden) const override { return net.ptr()->embedding->logits(hidden); }
     Decoding start_decoding(const Batch& inputs, const DecodeOptions& options, bool use_cache) const override;
     Seq2Seq net;
