@@ -168,10 +168,19 @@ inline void expect_cached_decoding_matches_full(const TransformerOptions& option
     EXPECT_LT(max_diff(last, full.narrow(1, 6 - n, n)), tolerance) << "lm, the last " << n;
     EXPECT_LT(max_diff(decoded, teacher_forced.narrow(1, 6 - n, n)), tolerance) << "seq2seq, the last " << n;
   }
-  // positions given (a dense bias for the last rows' positions; seq2seq's rotated cross-attention queries)
+  // positions given (a dense bias for the last rows' positions; seq2seq's rotated
+  // cross-attention queries, where enabled), shared and per row; padded keys
   const auto given = Positions::range(3, 6, lm->decoder->position()->axes(), device);
   EXPECT_LT(max_diff(lm->forward(tgt, nullptr, given, 2), lm->forward(tgt, nullptr, given).narrow(1, 4, 2)), tolerance)
       << "lm, the last 2 at given positions";
+  const Positions per_row(torch::stack({given.values(), given.values() + 1}), given.axes());
+  EXPECT_LT(max_diff(lm->forward(tgt, nullptr, per_row, 2), lm->forward(tgt, nullptr, per_row).narrow(1, 4, 2)),
+            tolerance)
+      << "lm, the last 2 at positions per row";
+  auto padded = tgt.clone();
+  padded[0].narrow(0, 0, 2).fill_(options.pad_id());
+  EXPECT_LT(max_diff(lm->forward(padded, nullptr, {}, 2), lm->forward(padded).narrow(1, 4, 2)), tolerance)
+      << "lm, the last 2 after padded keys";
   EXPECT_LT(max_diff(model->decode(tgt, memory, nullptr, given, 2),
                      model->decode(tgt, memory, nullptr, given).narrow(1, 4, 2)),
             tolerance)

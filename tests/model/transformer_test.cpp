@@ -347,6 +347,16 @@ TEST_F(Transformer, CachedDecodingEqualsFullRecomputation) {
       continue;  // below
     ropelab::testing::expect_cached_decoding_matches_full(tiny_options().decoder_position(position), 1e-5);
   }
+  // pre-LN; rotary in cross-attention too (the queries of the last rows rotate at their positions)
+  for (auto type : {PositionType::rotary, PositionType::alibi, PositionType::fire}) {
+    SCOPED_TRACE(to_string(type) + " pre-LN");
+    auto position = PositionOptions().type(type);
+    ropelab::testing::expect_cached_decoding_matches_full(
+        tiny_options().encoder_position(position).decoder_position(position).norm(NormPosition::pre), 1e-5);
+  }
+  auto cross = PositionOptions().type(PositionType::rotary).rotate_cross_attention(true);
+  ropelab::testing::expect_cached_decoding_matches_full(tiny_options().encoder_position(cross).decoder_position(cross),
+                                                        1e-5);
 }
 
 // Dynamic NTK per call follows the whole sequence's length: with two layers, a cache would
@@ -362,6 +372,9 @@ TEST_F(Transformer, DynamicNtkDecodesByRecomputingThePrefix) {
   LanguageModel plain(tiny_options().decoder_position(PositionOptions().type(PositionType::rotary)));
   EXPECT_FALSE(lm->decoder->decodes_incrementally());
   EXPECT_TRUE(plain->decoder->decodes_incrementally());
+  // recomputed, the last output alone follows the whole sequence's length as the full pass does
+  auto tokens = torch::randint(1, 23, {2, 7});
+  EXPECT_LT(max_diff(lm->forward(tokens, nullptr, {}, 1), lm(tokens).narrow(1, 6, 1)), 1e-5);
   DecoderCache state;
   auto message = ropelab::testing::error_of([&] { lm(torch::tensor({{3, 4}}), &state); });
   EXPECT_NE(message.find("follows the sequence's length (dynamic NTK)"), std::string::npos) << message;

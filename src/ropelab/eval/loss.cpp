@@ -35,7 +35,7 @@ LossTotals evaluate_loss(const Task& task, const TaskModel& model, const Example
     // model computes the rest alone, and the loss reads targets from `skip` on
     const int64_t skip = unscored_prefix(batch.target_out);
     const int64_t width = batch.target_out.size(1);
-    const auto hidden = model.hidden(batch, width - skip);  // (B, T, D)
+    const auto hidden = model.hidden(batch, width - skip);  // (B, width - skip, D)
     const auto targets = batch.target_out.narrow(1, skip, width - skip);
     const int64_t B = hidden.size(0), T = hidden.size(1);
     const int64_t piece = std::max<int64_t>(1, kProjectedTokens / B);

@@ -64,6 +64,9 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     const int64_t t = q.size(2), n = call.queries > 0 && call.queries < t ? call.queries : t;
     const bool subset = n < t && backend_->takes_last_queries();
     if (subset) q = q.narrow(2, t - n, n);
+    // the stack made the bias for the last rows alone: a backend that needs every query takes none
+    TORCH_INTERNAL_ASSERT(subset || n == t || !call.logit_bias.defined(),
+                          "MultiHeadAttention: a logit bias for the last queries alone, and a backend that takes all");
     const auto& a = options.attention();  // the window and sinks apply to self-attention only
     AttentionInputs in{q, k, v, call.key_padding_mask, call.logit_bias, call.causal, a.window(), a.sinks()};
     if (forget_gate) {

@@ -57,7 +57,8 @@ struct StackInputs {
   /// Only the last `outputs` positions' outputs are wanted (0: all): a prompt's next token,
   /// the scored end of a sliding window. The last layer then queries, normalises and feeds
   /// forward those rows alone (its keys and values, and its caches, still cover every
-  /// token), and the stack returns (B, outputs, D).
+  /// token; a backend that cannot take fewer queries than keys, the Performer, computes
+  /// every row and drops the rest), and the stack returns (B, outputs, D).
   int64_t outputs = 0;
 };
 
