@@ -39,8 +39,8 @@ TEST_P(AdamKernel, EqualsTorchAdamOnItsOwnState) {
     }
     for (size_t i = 0; i < ours.size(); ++i) {
       EXPECT_LT(max_diff(ours[i], theirs[i]), 1e-5) << i;
-      const auto key = c10::guts::to_string(ours[i].unsafeGetTensorImpl());
-      const auto key_ref = c10::guts::to_string(theirs[i].unsafeGetTensorImpl());
+      const auto key = ropelab::adam_state_key(ours[i]);
+      const auto key_ref = ropelab::adam_state_key(theirs[i]);
       auto& a = static_cast<torch::optim::AdamParamState&>(*fused.state().at(key));
       auto& b = static_cast<torch::optim::AdamParamState&>(*reference.state().at(key_ref));
       EXPECT_EQ(a.step(), b.step());

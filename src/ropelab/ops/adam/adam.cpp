@@ -3,11 +3,28 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <sstream>
+#include <string>
 
 #include "ropelab/ops/adam/adam_cpu.h"
 #include "ropelab/ops/dispatch.h"
 
 namespace ropelab {
+
+namespace {
+template <typename Key>  // a template, so that only the branch of this LibTorch's key compiles
+Key state_key(c10::TensorImpl* impl) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream key;  // the pointer as LibTorch 1.x prints it into its key
+    key << impl;
+    return key.str();
+  } else {
+    return impl;
+  }
+}
+}  // namespace
+
+AdamStateKey adam_state_key(const at::Tensor& p) { return state_key<AdamStateKey>(p.unsafeGetTensorImpl()); }
 
 namespace {
 
@@ -30,7 +47,7 @@ bool fusable(torch::optim::Adam& optimizer) {
     for (const auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       if (!p.device().is_cpu() || !fp32_contiguous(p) || !fp32_contiguous(p.grad())) return false;
-      const auto it = states.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      const auto it = states.find(adam_state_key(p));
       if (it == states.end()) continue;
       const auto& state = static_cast<const torch::optim::AdamParamState&>(*it->second);
       if (!fp32_contiguous(state.exp_avg()) || !fp32_contiguous(state.exp_avg_sq())) return false;
@@ -57,7 +74,7 @@ void adam_step(torch::optim::Adam& optimizer, double grad_scale) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       // the state torch::optim::Adam keeps, under its key, created as it creates it
-      auto& slot = states[c10::guts::to_string(p.unsafeGetTensorImpl())];
+      auto& slot = states[adam_state_key(p)];
       if (!slot) {
         auto fresh = std::make_unique<torch::optim::AdamParamState>();
         fresh->step(0);

@@ -5,6 +5,8 @@
 
 #include <torch/torch.h>
 
+#include <type_traits>
+
 namespace ropelab {
 
 /// One update of every parameter of `optimizer` that has a gradient, the gradient multiplied
@@ -13,5 +15,10 @@ namespace ropelab {
 /// loop (ops/adam/adam_cpu.h); any other parameter set scales its gradients and calls
 /// optimizer.step().
 void adam_step(torch::optim::Adam& optimizer, double grad_scale);
+
+/// The key under which torch::optim::Adam keeps a parameter's state: its TensorImpl's
+/// address, printed as a string in LibTorch 1.x, the pointer itself in 2.x.
+using AdamStateKey = std::decay_t<decltype(std::declval<torch::optim::Adam&>().state())>::key_type;
+AdamStateKey adam_state_key(const at::Tensor& p);
 
 }  // namespace ropelab
