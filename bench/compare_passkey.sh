@@ -14,21 +14,12 @@ trap 'rm -rf "$work"' EXIT
 cut -f1 "$work/prompts.tsv" >"$work/prompts.txt"
 lscpu | sed -n 's/^Model name: *//p'
 echo "generate --run $run --max-new 7 --threads 1: $docs prompts of $length characters"
-timed() {  # BUILD OUTPUT -> wall seconds
-  local start end
-  start=$(date +%s.%N)
-  "$1" generate --run "$run" --max-new 7 --threads 1 <"$work/prompts.txt" >"$2"
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc -l
-}
-for r in $(seq "$rounds"); do
-  if [ $((r % 2)) -eq 1 ]; then
-    a=$(timed "$old" "$work/old.txt")
-    b=$(timed "$new" "$work/new.txt")
-  else
-    b=$(timed "$new" "$work/new.txt")
-    a=$(timed "$old" "$work/old.txt")
-  fi
+source bench/alternate.sh
+decode() { "$1" generate --run "$run" --max-new 7 --threads 1 <"$work/prompts.txt" >"$work/$2.txt"; }  # BUILD NAME
+timed() { wall_seconds decode "$1" "$2"; }
+report() {
+  local same
   same=$(cmp -s "$work/old.txt" "$work/new.txt" && echo "same text" || echo "TEXT DIFFERS")
-  printf 'round %d: old %.2f s | new %.2f s (old/new %.3f), %s\n' "$r" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$same"
-done
+  printf 'round %d: old %.2f s | new %.2f s (old/new %.3f), %s\n' "$1" "$2" "$3" "$(echo "$2 / $3" | bc -l)" "$same"
+}
+alternate "$rounds" "$old" "$new"

@@ -11,22 +11,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 lscpu | sed -n 's/^Model name: *//p'
 echo "eval --run $run --context $context --stride $stride --set data.eval_tokens=$tokens --threads 1"
-timed() {  # BUILD NAME -> wall seconds; the perplexity in $work/NAME
-  local start end
-  start=$(date +%s.%N)
+source bench/alternate.sh
+perplexity() {  # BUILD NAME: the build's evaluation, its perplexity line kept in $work/NAME
   "$1" eval --run "$run" --context "$context" --stride "$stride" --set "data.eval_tokens=$tokens" --threads 1 2>&1 |
     grep -o 'perplexity = [0-9.]*' | head -1 >"$work/$2"
-  end=$(date +%s.%N)
-  echo "$end - $start" | bc -l
 }
-for r in $(seq "$rounds"); do
-  if [ $((r % 2)) -eq 1 ]; then
-    a=$(timed "$old" old)
-    b=$(timed "$new" new)
-  else
-    b=$(timed "$new" new)
-    a=$(timed "$old" old)
-  fi
-  printf 'round %d: old %.1f s (%s) | new %.1f s (%s), old/new %.3f\n' "$r" "$a" "$(cat "$work/old")" "$b" \
-    "$(cat "$work/new")" "$(echo "$a / $b" | bc -l)"
-done
+timed() { wall_seconds perplexity "$1" "$2"; }
+report() {
+  printf 'round %d: old %.1f s (%s) | new %.1f s (%s), old/new %.3f\n' "$1" "$2" "$(cat "$work/old")" "$3" \
+    "$(cat "$work/new")" "$(echo "$2 / $3" | bc -l)"
+}
+alternate "$rounds" "$old" "$new"
