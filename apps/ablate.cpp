@@ -17,7 +17,7 @@ void add_ablate(CLI::App& cli) {
     AblationOptions options;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("experiment", a->experiment, "experiment YAML (base, set, grid, seeds, eval_contexts)")
+  cmd->add_option("EXPERIMENT", a->experiment, "experiment YAML (base, set, grid, seeds, eval_contexts)")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_option("-o,--out", a->out_dir, "output directory (default: runs/ablate/EXPERIMENT_NAME)");

@@ -25,7 +25,7 @@ struct ModelArgs {
   TrainBenchOptions options;
 
   void add_to(CLI::App& cmd) {
-    cmd.add_option("config", sources.files,
+    cmd.add_option("CONFIG", sources.files,
                    "YAML config(s) for the model (default: d_model 256, 3+3 layers, "
                    "4 heads, d_ff 1024)")
         ->check(CLI::ExistingFile);

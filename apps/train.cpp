@@ -23,7 +23,7 @@ void add_train(CLI::App& cli) {
     int64_t nproc = 1;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("config", a->sources.files, "YAML config file(s); later files win")->check(CLI::ExistingFile);
+  cmd->add_option("CONFIG", a->sources.files, "YAML config file(s); later files win")->check(CLI::ExistingFile);
   cmd->add_option("-c,--config", a->more, "further YAML config files, applied after CONFIG (repeatable)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--set", a->sources.overrides, "override a key: --set model.d_model=256 (repeatable)");

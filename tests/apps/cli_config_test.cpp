@@ -40,21 +40,21 @@ TEST(Cli, BadFlagsAndDevicesFail) {
   // flag mistakes: one line naming the flag, exit 2
   const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
   const std::pair<std::string, std::string> flag_cases[] = {
-      {"train " + demo + " --no-such-flag",
-       "ropelab: usage error: The following argument was not expected: --no-such-flag"},
-      {"frobnicate", "ropelab: usage error: unknown command 'frobnicate' (expected train | translate | eval"},
-      {"train /nonexistent/config.yaml", "ropelab: usage error: config: File does not exist: /nonexistent/config.yaml"},
-      {"train " + demo + " --threads -1", "ropelab: usage error: --threads: must be >= 0, got -1"},
-      {"eval --run /tmp --beam 0", "ropelab: usage error: --beam: must be > 0, got 0"},
-      {"eval --run /tmp --beam two", "ropelab: usage error: --beam: 'two' is not a number"},
-      {"bench attention --tiles 64x0",
-       "ropelab: usage error: --tiles: expected QxK with positive Q and K (e.g. 64x256), got '64x0'"},
-      {"generate --run /tmp --min-new -1", "ropelab: usage error: --min-new: must be >= 0, got -1"},
+      {"train " + demo + " --no-such-flag", "The following argument was not expected: --no-such-flag"},
+      {"frobnicate", "unknown command 'frobnicate' (expected train | translate | eval"},
+      {"train /nonexistent/config.yaml", "CONFIG: File does not exist: /nonexistent/config.yaml"},
+      {"train " + demo + " --threads -1", "--threads: must be >= 0, got -1"},
+      {"eval --run /tmp --beam 0", "--beam: must be > 0, got 0"},
+      {"eval --run /tmp --beam two", "--beam: 'two' is not a number"},
+      {"bench attention --tiles 64x0", "--tiles: expected QxK with positive Q and K (e.g. 64x256), got '64x0'"},
+      {"generate --run /tmp --min-new -1", "--min-new: must be >= 0, got -1"},
   };
   for (const auto& [args, line] : flag_cases) {
     const auto r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
-    EXPECT_EQ(r.output.rfind(line, 0), 0u) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("ropelab: usage error: ", 0), 0u) << args << "\n" << r.output;
+    // anywhere in the line: newer CLI11 releases name the command first ("train: The following ...")
+    EXPECT_NE(r.output.find(line), std::string::npos) << args << "\n" << r.output;
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << "\n" << r.output;
   }
   EXPECT_EQ(run("--help").code, 0);

@@ -203,7 +203,9 @@ TEST(Cuda, TrainingUpdatesEqualTheCpuUpdates) {
 }
 
 // bf16 and fp16 (with its loss scale) updates on the GPU: finite, close to the fp32 update's
-// loss, the weights fp32 afterwards.
+// loss, the weights fp32 afterwards. The loss scale multiplies summed token losses, so fp16's
+// first updates from kLossScaleInitial may overflow: each such update must report the
+// overflow, leave the weights alone and halve the scale, until one is taken.
 TEST(Cuda, ReducedPrecisionUpdatesTrackFp32) {
   const torch::Device gpu(torch::kCUDA, 0);
   ROPELAB_SKIP_WITHOUT(gpu);
@@ -217,9 +219,30 @@ TEST(Cuda, ReducedPrecisionUpdatesTrackFp32) {
     const TranslationTask::Model task(model);
     torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
     LossScale scale{kLossScaleInitial, 0};
-    const auto totals = update_step(task, adam, {batch}, TrainOptions().precision(precision), 1e-3, nullptr, nullptr,
-                                    precision == Precision::fp16 ? &scale : nullptr);
-    EXPECT_FALSE(totals.skipped) << to_string(precision);
+    auto weights = [&] {
+      std::vector<torch::Tensor> flat;
+      for (const auto& p : model->parameters()) flat.push_back(p.detach().flatten().clone());
+      return torch::cat(flat);
+    };
+    const auto initial = weights();
+    LossTotals totals;
+    for (int overflows = 0;; ++overflows) {
+      const double before = scale.scale;
+      totals = update_step(task, adam, {batch}, TrainOptions().precision(precision), 1e-3, nullptr, nullptr,
+                           precision == Precision::fp16 ? &scale : nullptr);
+      if (!totals.skipped) break;
+      if (precision != Precision::fp16 || !totals.overflow) {
+        ADD_FAILURE() << to_string(precision) << ": update skipped for a non-finite loss or gradient";
+        break;
+      }
+      EXPECT_EQ(scale.scale, before / 2);
+      EXPECT_TRUE(torch::equal(weights(), initial)) << "a skipped update changed the weights";
+      if (overflows == 16) {
+        ADD_FAILURE() << "fp16: 17 overflows in a row, loss scale now " << scale.scale;
+        break;
+      }
+    }
+    EXPECT_FALSE(torch::equal(weights(), initial)) << to_string(precision) << ": the update left the weights alone";
     for (const auto& p : model->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat);
     return totals.loss;
   };
