@@ -128,6 +128,9 @@ if [ -x "$cli" ]; then
   # streaming attention in chunks of device ops against the whole score matrix (ATen ops)
   bench attention:chunked "'; '.join(f\"T={r['T']} chunked {r['chunked_ms']:.2f} ms {r['chunked_peak_mib']:.0f} MiB, materialized {r['materialized_ms']:.2f} ms {r['materialized_peak_mib']:.0f} MiB\" for r in rows)" --compare chunked,materialized --bias alibi --seq 4096 16384 --mode causal
   bench train "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, {r['parameters']} parameters\" for r in rows)" --steps 20 --warmup 5
+  # fp16 with its loss scale: the updates skipped while the scale settles are not timed
+  [ "$device" = cpu ] ||
+    bench train:fp16 "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, scale settled after {r['settling_updates']} skipped updates, {r['skipped_updates']} timed updates skipped\" for r in rows)" --steps 20 --warmup 5 --set train.precision=fp16
 fi
 
 # --- the table -------------------------------------------------------------------------------

@@ -50,6 +50,8 @@ nlohmann::ordered_json to_json(const TrainBenchReport& r) {
                                 {"precision", to_string(r.precision)},
                                 {"parameters", r.result.parameters},
                                 {"dropout_sites", r.result.dropout_sites},
+                                {"settling_updates", r.result.settling_updates},
+                                {"skipped_updates", r.result.skipped_updates},
                                 {"batch", r.options.batch},
                                 {"length", r.options.length},
                                 {"step_median_s", r.result.step.median},
@@ -77,6 +79,14 @@ void print(const TrainBenchReport& r) {
   print_machine(r.machine);
   std::printf("  step median %.1f ms (min %.1f, max %.1f, %ld steps)\n  %.0f target tokens/s\n", 1e3 * step.median,
               1e3 * step.min, 1e3 * step.max, static_cast<long>(step.repeats), r.result.target_tokens_per_second);
+  if (r.result.settling_updates > 0)
+    std::printf("  fp16 loss scale settled after %ld skipped updates (not timed)\n",
+                static_cast<long>(r.result.settling_updates));
+  if (r.result.skipped_updates > 0)
+    std::printf(
+        "  WARNING: %ld warm-up and timed updates were skipped (non-finite loss or gradients): they ran no "
+        "optimizer step\n",
+        static_cast<long>(r.result.skipped_updates));
   if (r.gemms.empty()) {
     std::printf("  utilisation: not counted (%s)\n", r.no_count.c_str());
     return;

@@ -56,15 +56,21 @@ TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& opti
   LossScale loss_scale{kLossScaleInitial, 0};
   LossScale* scaling = t.precision() == Precision::fp16 ? &loss_scale : nullptr;
   auto update = [&] {
-    update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step), nullptr, nullptr,
-                scaling);
+    return update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step), nullptr,
+                       nullptr, scaling)
+        .skipped;
   };
+  // From kLossScaleInitial the scaled summed losses' gradients overflow fp16 until the scale
+  // has come down: those updates are skipped, and are not the ones timed.
+  if (scaling)
+    while (result.settling_updates < kMaxLossScaleSettling && update()) ++result.settling_updates;
+  auto timed_update = [&] { result.skipped_updates += update(); };
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profiler;
   if (!options.profile.empty()) {
-    for (int64_t i = 0; i < options.warmup; ++i) update();
+    for (int64_t i = 0; i < options.warmup; ++i) timed_update();
     profiler = std::make_unique<torch::autograd::profiler::RecordProfile>(options.profile);
   }
-  result.step = time_repeats(update, options.warmup, options.steps, device);
+  result.step = time_repeats(timed_update, options.warmup, options.steps, device);
   result.target_tokens_per_second = static_cast<double>(batch.target_tokens) / result.step.median;
   int64_t drops = 0;
   for (const auto& m : module.modules())

@@ -61,10 +61,18 @@ struct TrainBenchResult {
   double target_tokens_per_second = 0;
   int64_t parameters = 0;
   int64_t dropout_sites = 0;  // dropout applications per update (Dropout::drops / updates)
+  /// fp16: updates skipped before timing while the loss scale came down from its initial
+  /// value to one whose gradients fit fp16 (at most kMaxLossScaleSettling).
+  int64_t settling_updates = 0;
+  /// Warm-up and timed updates skipped (non-finite loss or gradients, fp16 overflow): they
+  /// run no optimizer step, so a timing with any is not a training update's.
+  int64_t skipped_updates = 0;
 };
+constexpr int64_t kMaxLossScaleSettling = 32;
 
 /// Times full training updates (forward, loss, backward, Adam) of the configured task's
-/// model on fixed-shape synthetic batches, exactly as the trainer runs them.
+/// model on fixed-shape synthetic batches, exactly as the trainer runs them. fp16 first
+/// lets its loss scale settle (settling_updates), as a training run's first updates do.
 TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& options, const torch::Device& device);
 
 struct DecodeBenchResult {
