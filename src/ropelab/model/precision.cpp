@@ -1,10 +1,37 @@
 #include "ropelab/model/precision.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/version.h>
 
 #include <stdexcept>
 
 namespace ropelab {
+
+namespace {
+
+// LibTorch 2.4 made autocast's C++ calls take the device type and deprecated the calls per
+// device, which then warn on every use (every training update); 1.x has only those.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool autocast_enabled(at::DeviceType type) { return at::autocast::is_autocast_enabled(type); }
+void set_autocast_enabled(at::DeviceType type, bool enabled) { at::autocast::set_autocast_enabled(type, enabled); }
+at::ScalarType autocast_dtype(at::DeviceType type) { return at::autocast::get_autocast_dtype(type); }
+void set_autocast_dtype(at::DeviceType type, at::ScalarType dtype) { at::autocast::set_autocast_dtype(type, dtype); }
+#else
+bool autocast_enabled(at::DeviceType type) {
+  return type == at::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+}
+void set_autocast_enabled(at::DeviceType type, bool enabled) {
+  type == at::kCUDA ? at::autocast::set_enabled(enabled) : at::autocast::set_cpu_enabled(enabled);
+}
+at::ScalarType autocast_dtype(at::DeviceType type) {
+  return type == at::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+void set_autocast_dtype(at::DeviceType type, at::ScalarType dtype) {
+  type == at::kCUDA ? at::autocast::set_autocast_gpu_dtype(dtype) : at::autocast::set_autocast_cpu_dtype(dtype);
+}
+#endif
+
+}  // namespace
 
 torch::Dtype matmul_dtype(Precision precision) {
   switch (precision) {
@@ -23,31 +50,19 @@ PrecisionScope::PrecisionScope(Precision precision, const torch::Device& device)
   if (precision == Precision::fp16 && !device.is_cuda())
     throw std::invalid_argument("precision fp16 runs on CUDA only (LibTorch's CPU autocast runs bf16); use bf16");
   active_ = true;
-  cuda_ = device.is_cuda();
-  if (cuda_) {
-    was_enabled_ = at::autocast::is_enabled();
-    was_dtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_autocast_gpu_dtype(matmul_dtype(precision));
-    at::autocast::set_enabled(true);
-  } else {
-    was_enabled_ = at::autocast::is_cpu_enabled();
-    was_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_autocast_cpu_dtype(matmul_dtype(precision));
-    at::autocast::set_cpu_enabled(true);
-  }
+  type_ = device.is_cuda() ? at::kCUDA : at::kCPU;
+  was_enabled_ = autocast_enabled(type_);
+  was_dtype_ = autocast_dtype(type_);
+  set_autocast_dtype(type_, matmul_dtype(precision));
+  set_autocast_enabled(type_, true);
   at::autocast::increment_nesting();
 }
 
 PrecisionScope::~PrecisionScope() {
   if (!active_) return;
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();  // the cached weight casts
-  if (cuda_) {
-    at::autocast::set_enabled(was_enabled_);
-    at::autocast::set_autocast_gpu_dtype(was_dtype_);
-  } else {
-    at::autocast::set_cpu_enabled(was_enabled_);
-    at::autocast::set_autocast_cpu_dtype(was_dtype_);
-  }
+  set_autocast_enabled(type_, was_enabled_);
+  set_autocast_dtype(type_, was_dtype_);
 }
 
 }  // namespace ropelab

@@ -47,7 +47,8 @@ class PrecisionScope {
   PrecisionScope& operator=(const PrecisionScope&) = delete;
 
  private:
-  bool active_ = false, cuda_ = false, was_enabled_ = false;
+  bool active_ = false, was_enabled_ = false;
+  at::DeviceType type_ = at::kCPU;  // autocast's device: CUDA or CPU
   at::ScalarType was_dtype_ = at::kFloat;
 };
 
