@@ -32,14 +32,14 @@ CXX_FILES = $(shell git ls-files '*.cpp' '*.h' '*.cu' '*.inc')
 # The build-config switches are 0 or 1 (ropelab/build_config.h): test them with #if, which
 # -Werror=undef turns into an error where the header is missing; #ifdef would be always true.
 # Positional arguments are named in capitals (CONFIG): CLI11 2.4 and later refuse a positional
-# whose name equals a long option's, as `train config` beside `--config` was.
+# whose name equals a long option's, as `train config` beside `--config` was
+# (scripts/check_cli_names.py reads every literal option name of apps/).
 lint: deps
 	@clang-format --dry-run --Werror $(CXX_FILES)
 	@echo "lint: $(words $(CXX_FILES)) C++ files follow .clang-format"
 	@! git grep -n -E '#\s*if(n?def\s+|.*defined\s*\(?\s*)ROPELAB_WITH_' -- $(CXX_FILES) || \
 	  { echo "lint: ROPELAB_WITH_* is always defined (0 or 1): use #if, not #ifdef or defined()"; exit 1; }
-	@! git grep -n -E 'add_option(_function<[^>]*>)?\(\s*"[a-z]' -- apps || \
-	  { echo "lint: name positional arguments in capitals (CLI11 2.4+ refuses one that equals an option's name)"; exit 1; }
+	@python3 scripts/check_cli_names.py
 	@python3 scripts/check_layers.py
 
 demo: build

@@ -10,7 +10,8 @@
 #      Gloo headers; NCCL from the wheel's nvidia-nccl package when present);
 #   2. runs the device tests (tests/devices, Device.*, the CUDA tests of the other suites);
 #   3. runs bench rotary, bench attention (softmax against Performer, and the chunked streaming
-#      attention against the whole score matrix) and bench train with --device cuda;
+#      attention against the whole score matrix) and bench train (fp32, and fp16 with its loss
+#      scale) with --device cuda;
 #   4. prints one table (also written to build-gpu/gpu_check.md) and exits non-zero if a
 #      step failed.
 # CLI11, yaml-cpp, nlohmann-json, GoogleTest and SentencePiece come from the system when
@@ -130,7 +131,7 @@ if [ -x "$cli" ]; then
   bench train "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, {r['parameters']} parameters\" for r in rows)" --steps 20 --warmup 5
   # fp16 with its loss scale: the updates skipped while the scale settles are not timed
   [ "$device" = cpu ] ||
-    bench train:fp16 "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, scale settled after {r['settling_updates']} skipped updates, {r['skipped_updates']} timed updates skipped\" for r in rows)" --steps 20 --warmup 5 --set train.precision=fp16
+    bench train:fp16 "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, loss scale {'settled' if r['loss_scale_settled'] else 'NOT settled'} after {r['settling_updates']} overflows, {r['skipped_updates']} updates skipped\" for r in rows)" --steps 20 --warmup 5 --set train.precision=fp16
 fi
 
 # --- the table -------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ TEST(TrainBench, CountsTheUpdatesThatRanNoOptimizerStep) {
   const auto fine = bench_tiny("0.001");
   EXPECT_EQ(fine.skipped_updates, 0);
   EXPECT_EQ(fine.settling_updates, 0);  // fp32: no loss scale
+  EXPECT_TRUE(fine.loss_scale_settled);
   EXPECT_EQ(fine.step.repeats, 3);
   // Adam moves every weight by about lr: from the second update on the logits are not finite
   const auto blown = bench_tiny("1e30");

@@ -51,6 +51,7 @@ nlohmann::ordered_json to_json(const TrainBenchReport& r) {
                                 {"parameters", r.result.parameters},
                                 {"dropout_sites", r.result.dropout_sites},
                                 {"settling_updates", r.result.settling_updates},
+                                {"loss_scale_settled", r.result.loss_scale_settled},
                                 {"skipped_updates", r.result.skipped_updates},
                                 {"batch", r.options.batch},
                                 {"length", r.options.length},
@@ -79,12 +80,16 @@ void print(const TrainBenchReport& r) {
   print_machine(r.machine);
   std::printf("  step median %.1f ms (min %.1f, max %.1f, %ld steps)\n  %.0f target tokens/s\n", 1e3 * step.median,
               1e3 * step.min, 1e3 * step.max, static_cast<long>(step.repeats), r.result.target_tokens_per_second);
-  if (r.result.settling_updates > 0)
-    std::printf("  fp16 loss scale settled after %ld skipped updates (not timed)\n",
+  if (!r.result.loss_scale_settled)
+    std::printf("  WARNING: the fp16 loss scale did not settle: %ld updates overflowed, then %s\n",
+                static_cast<long>(r.result.settling_updates),
+                r.result.settling_updates < kMaxLossScaleSettling ? "one had a non-finite loss" : "it stopped trying");
+  else if (r.result.settling_updates > 0)
+    std::printf("  fp16 loss scale settled after %ld overflowed updates (not timed)\n",
                 static_cast<long>(r.result.settling_updates));
   if (r.result.skipped_updates > 0)
     std::printf(
-        "  WARNING: %ld warm-up and timed updates were skipped (non-finite loss or gradients): they ran no "
+        "  WARNING: %ld updates were skipped (non-finite loss or gradients, or an overflow once settled): they ran no "
         "optimizer step\n",
         static_cast<long>(r.result.skipped_updates));
   if (r.gemms.empty()) {

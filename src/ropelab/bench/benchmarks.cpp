@@ -57,14 +57,27 @@ TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& opti
   LossScale* scaling = t.precision() == Precision::fp16 ? &loss_scale : nullptr;
   auto update = [&] {
     return update_step(*model, optimizer, batches, t, learning_rate(t, config.model.d_model(), ++step), nullptr,
-                       nullptr, scaling)
-        .skipped;
+                       nullptr, scaling);
   };
   // From kLossScaleInitial the scaled summed losses' gradients overflow fp16 until the scale
-  // has come down: those updates are skipped, and are not the ones timed.
-  if (scaling)
-    while (result.settling_updates < kMaxLossScaleSettling && update()) ++result.settling_updates;
-  auto timed_update = [&] { result.skipped_updates += update(); };
+  // has come down: those updates are skipped, and are not the ones timed. Settling ends at
+  // the first update taken; a skip for a non-finite loss counts as skipped, not settling.
+  if (scaling) {
+    result.loss_scale_settled = false;
+    while (result.settling_updates < kMaxLossScaleSettling) {
+      const auto totals = update();
+      if (!totals.skipped) {
+        result.loss_scale_settled = true;
+        break;
+      }
+      if (!totals.overflow) {
+        ++result.skipped_updates;
+        break;
+      }
+      ++result.settling_updates;
+    }
+  }
+  auto timed_update = [&] { result.skipped_updates += update().skipped; };
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profiler;
   if (!options.profile.empty()) {
     for (int64_t i = 0; i < options.warmup; ++i) timed_update();

@@ -61,11 +61,12 @@ struct TrainBenchResult {
   double target_tokens_per_second = 0;
   int64_t parameters = 0;
   int64_t dropout_sites = 0;  // dropout applications per update (Dropout::drops / updates)
-  /// fp16: updates skipped before timing while the loss scale came down from its initial
-  /// value to one whose gradients fit fp16 (at most kMaxLossScaleSettling).
+  /// fp16: updates skipped for an overflow before timing while the loss scale came down from
+  /// its initial value (at most kMaxLossScaleSettling), and whether an update was then taken.
   int64_t settling_updates = 0;
-  /// Warm-up and timed updates skipped (non-finite loss or gradients, fp16 overflow): they
-  /// run no optimizer step, so a timing with any is not a training update's.
+  bool loss_scale_settled = true;
+  /// Updates skipped otherwise (non-finite loss or gradients, fp16 overflow while warming up
+  /// or timed): they run no optimizer step, so a timing with any is not a training update's.
   int64_t skipped_updates = 0;
 };
 constexpr int64_t kMaxLossScaleSettling = 32;

@@ -10,7 +10,7 @@ namespace ropelab {
 namespace {
 
 // LibTorch 2.4 made autocast's C++ calls take the device type and deprecated the calls per
-// device, which then warn on every use (every training update); 1.x has only those.
+// device, which then warn on every use (every training update); before 2.4 there are only those.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
 bool autocast_enabled(at::DeviceType type) { return at::autocast::is_autocast_enabled(type); }
 void set_autocast_enabled(at::DeviceType type, bool enabled) { at::autocast::set_autocast_enabled(type, enabled); }
