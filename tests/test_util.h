@@ -74,6 +74,41 @@ inline TransformerOptions tiny_options(int64_t vocab = 23) {
       .dropout(0.0);
 }
 
+/// Every position encoder type, with options that fit tiny_options (Dh = 8).
+inline std::vector<PositionOptions> all_position_types() {
+  return {PositionOptions().type(PositionType::none),
+          PositionOptions().type(PositionType::sinusoidal),
+          PositionOptions().type(PositionType::learned).max_len(64),
+          PositionOptions().type(PositionType::t5_bias).num_buckets(8).max_distance(16),
+          PositionOptions().type(PositionType::rotary),
+          PositionOptions().type(PositionType::rotary).layout(RotaryLayout::interleaved).fraction(0.5),
+          PositionOptions().type(PositionType::rotary_nd).axes(2),
+          PositionOptions().type(PositionType::alibi),
+          PositionOptions().type(PositionType::kerple),
+          PositionOptions().type(PositionType::fire).fire_hidden(4)};
+}
+
+/// Encoders for causal stacks only (xPos; the forget gate and CoPE, alone and with rotary)
+/// and rotary under each RoPE scaling.
+inline std::vector<PositionOptions> causal_position_types() {
+  std::vector<PositionOptions> out{PositionOptions().type(PositionType::xpos),
+                                   PositionOptions().type(PositionType::none).forget_gate(true),
+                                   PositionOptions().type(PositionType::rotary).forget_gate(true),
+                                   PositionOptions().type(PositionType::none).cope(true).cope_positions(5),
+                                   PositionOptions().type(PositionType::rotary).cope(true).cope_positions(5)};
+  for (auto scaling :
+       {RopeScalingType::linear, RopeScalingType::ntk, RopeScalingType::dynamic_ntk, RopeScalingType::yarn})
+    out.push_back(PositionOptions()
+                      .type(PositionType::rotary)
+                      .scaling(RopeScalingOptions().type(scaling).factor(2).original_max(4)));
+  out.push_back(
+      PositionOptions()
+          .type(PositionType::rotary)
+          .scaling(
+              RopeScalingOptions().type(RopeScalingType::dynamic_ntk).original_max(4).dynamic(DynamicLength::call)));
+  return out;
+}
+
 /// Runs `f` and returns the message of the exception it throws ("" if none).
 template <typename F>
 std::string error_of(F&& f) {

@@ -157,13 +157,19 @@ class ModelOnDevice : public ::testing::TestWithParam<torch::Device> {
 TEST_P(ModelOnDevice, CachedDecodingEqualsRecomputation) {
   const auto device = GetParam();
   ROPELAB_SKIP_WITHOUT(device);
-  for (auto position :
-       {PositionOptions().type(PositionType::rotary),
-        PositionOptions().type(PositionType::rotary).layout(RotaryLayout::interleaved).fraction(0.5),
-        PositionOptions().type(PositionType::alibi), PositionOptions().type(PositionType::sinusoidal)}) {
+  // every encoder of the CPU test (tests/model/transformer_test.cpp), on this device
+  for (const auto& position : ropelab::testing::all_position_types()) {
     SCOPED_TRACE(to_string(position.type()));
     ropelab::testing::expect_cached_decoding_matches_full(
         ropelab::testing::tiny_options().encoder_position(position).decoder_position(position), 1e-5, device);
+  }
+  for (const auto& position : ropelab::testing::causal_position_types()) {
+    SCOPED_TRACE(to_string(position.type()) + "/" + to_string(position.scaling().type()));
+    if (position.scaling().type() == RopeScalingType::dynamic_ntk &&
+        position.scaling().dynamic() == DynamicLength::call)
+      continue;  // the prefix is recomputed at every step: DynamicNtkDecodesByRecomputingThePrefix
+    ropelab::testing::expect_cached_decoding_matches_full(ropelab::testing::tiny_options().decoder_position(position),
+                                                          1e-5, device);
   }
 }
 

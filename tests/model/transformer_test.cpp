@@ -7,47 +7,14 @@
 #include "ropelab/position/position_traits.h"
 
 using namespace ropelab;
+using ropelab::testing::all_position_types;
+using ropelab::testing::causal_position_types;
 using ropelab::testing::max_diff;
 using ropelab::testing::tiny_options;
 
 namespace {
 
 class Transformer : public ropelab::testing::Seeded {};
-
-/// Every position encoder type, with options that fit tiny_options (Dh = 8).
-std::vector<PositionOptions> all_position_types() {
-  return {PositionOptions().type(PositionType::none),
-          PositionOptions().type(PositionType::sinusoidal),
-          PositionOptions().type(PositionType::learned).max_len(64),
-          PositionOptions().type(PositionType::t5_bias).num_buckets(8).max_distance(16),
-          PositionOptions().type(PositionType::rotary),
-          PositionOptions().type(PositionType::rotary).layout(RotaryLayout::interleaved).fraction(0.5),
-          PositionOptions().type(PositionType::rotary_nd).axes(2),
-          PositionOptions().type(PositionType::alibi),
-          PositionOptions().type(PositionType::kerple),
-          PositionOptions().type(PositionType::fire).fire_hidden(4)};
-}
-
-/// Encoders for causal stacks only (xPos; the forget gate and CoPE, alone and with rotary)
-/// and rotary under each RoPE scaling.
-std::vector<PositionOptions> causal_position_types() {
-  std::vector<PositionOptions> out{PositionOptions().type(PositionType::xpos),
-                                   PositionOptions().type(PositionType::none).forget_gate(true),
-                                   PositionOptions().type(PositionType::rotary).forget_gate(true),
-                                   PositionOptions().type(PositionType::none).cope(true).cope_positions(5),
-                                   PositionOptions().type(PositionType::rotary).cope(true).cope_positions(5)};
-  for (auto scaling :
-       {RopeScalingType::linear, RopeScalingType::ntk, RopeScalingType::dynamic_ntk, RopeScalingType::yarn})
-    out.push_back(PositionOptions()
-                      .type(PositionType::rotary)
-                      .scaling(RopeScalingOptions().type(scaling).factor(2).original_max(4)));
-  out.push_back(
-      PositionOptions()
-          .type(PositionType::rotary)
-          .scaling(
-              RopeScalingOptions().type(RopeScalingType::dynamic_ntk).original_max(4).dynamic(DynamicLength::call)));
-  return out;
-}
 
 /// (loss(x + eps) - loss(x - eps)) / 2 eps at element `index` of the parameter `p`, which
 /// is left as it was.
