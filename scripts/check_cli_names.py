@@ -14,18 +14,19 @@ import sys
 CALL = re.compile(r'\badd_option(?:_function\s*<(?:[^()"]|\([^()]*\))*?>)?\s*\(\s*"([^"]*)"', re.S)
 
 
-def problems(root):
-    found = []
+def check(root):
+    """Returns (problems, the number of option names read)."""
+    found, calls = [], 0
     for path in sorted((root / "apps").glob("*.[ch]*")):
         text = path.read_text()
         for match in CALL.finditer(text):
-            names = [n for n in match.group(1).split(",") if n and not n.startswith("-")]
-            for name in names:
+            calls += 1
+            for name in (n for n in match.group(1).split(",") if n and not n.startswith("-")):
                 if name != name.upper():
                     line = text.count("\n", 0, match.start(1)) + 1
                     found.append(f"{path.relative_to(root)}:{line}: positional '{name}': name it in capitals "
                                  f"({name.upper()}); CLI11 2.4+ refuses a positional named like an option")
-    return found
+    return found, calls
 
 
 def main():
@@ -33,10 +34,9 @@ def main():
     if not (root / "apps").is_dir():
         print(f"check_cli_names: {root}/apps: no such folder")
         return 1
-    found = problems(root)
+    found, calls = check(root)
     for line in found:
         print(line)
-    calls = sum(len(CALL.findall(p.read_text())) for p in (root / "apps").glob("*.[ch]*"))
     if not found:
         print(f"lint: {calls} options of apps/ checked; every positional is named in capitals")
     return 1 if found or calls == 0 else 0
