@@ -185,6 +185,92 @@ TEST_F(Attention, KernelSettingPicksThePathAndEveryPathWindowsAlike) {
   EXPECT_EQ(SoftmaxAttention(AttentionOptions().kernel(AttentionKernel::chunked)).path(in), Path::aten);
 }
 
+/// Sinks at cache positions by their definition, row by row in double: query i (aligned with
+/// key a) sees its window's keys a - W < j <= a with q_i and the other forms' bias, and each
+/// sink j < S beyond its window (j <= a - W) with the sink query q'_i and the sinks' bias; the
+/// forget gate's c[a] - c[j] on both. Padded keys are skipped.
+torch::Tensor cache_sinks_reference(const AttentionInputs& in) {
+  auto q = in.q.to(torch::kDouble), k = in.k.to(torch::kDouble), v = in.v.to(torch::kDouble);
+  auto q2 = in.sink_queries.to(torch::kDouble);
+  const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2), S = in.sinks, W = in.window;
+  auto bias =
+      in.logit_bias.relative.defined()
+          ? LogitBias::relative_table(in.logit_bias.relative).to_dense(Tq, Tk).to(torch::kDouble).expand({B, H, Tq, Tk})
+          : torch::zeros({B, H, Tq, Tk}, torch::kDouble);
+  auto sink_bias = in.logit_bias.sinks.to(torch::kDouble).expand({B, H, Tq, S});
+  const auto& c = in.logit_bias.forget;
+  std::vector<torch::Tensor> rows;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Tq; ++i) {
+        const int64_t a = i + Tk - Tq;
+        std::vector<torch::Tensor> scores, values;
+        for (int64_t j = 0; j <= a; ++j) {
+          if (in.key_padding_mask[b][j].item<bool>()) continue;
+          torch::Tensor s;
+          if (j > a - W)
+            s = (q[b][h][i] * k[b][h][j]).sum() / std::sqrt(double(q.size(3))) + bias[b][h][i][j];
+          else if (j < S)
+            s = (q2[b][h][i] * k[b][h][j]).sum() / std::sqrt(double(q.size(3))) + sink_bias[b][h][i][j];
+          else
+            continue;
+          if (c.defined()) s = s + (c[b][h][a] - c[b][h][j]).to(torch::kDouble);
+          scores.push_back(s);
+          values.push_back(v[b][h][j]);
+        }
+        rows.push_back(torch::matmul(torch::softmax(torch::stack(scores), 0), torch::stack(values)));
+      }
+  return torch::stack(rows).view({B, H, Tq, -1});
+}
+
+// Sinks at cache positions (WindowPositions::cache): every kernel path gives the definition
+// above, with the sink queries, the sinks' own bias, a relative table, the forget gate and
+// padding (down to a query that sees a sink alone), queries fewer than keys; so do the
+// gradients (the chunked form's log-sum-exp gradient) of every input.
+TEST_F(Attention, SinksAtCachePositionsOnEveryPath) {
+  const int64_t B = 2, H = 2, Tq = 14, Tk = 17, S = 2, W = 4;
+  auto q = torch::randn({B, H, Tq, 8}, torch::kDouble), k = torch::randn({B, H, Tk, 8}, torch::kDouble);
+  auto v = torch::randn({B, H, Tk, 8}, torch::kDouble), q2 = torch::randn({B, H, Tq, 8}, torch::kDouble);
+  auto pad = torch::zeros({B, Tk}, torch::kBool);
+  pad[1][1] = true;                     // a padded sink
+  pad[1].narrow(0, 13, 4).fill_(true);  // the last query sees no window key, a sink only
+  auto bias = LogitBias::relative_table(torch::randn({H, Tq + Tk - 1}, torch::kDouble));
+  bias.sinks = torch::randn({1, H, Tq, S}, torch::kDouble);
+  bias.forget = torch::randn({B, H, Tk}, torch::kDouble).mul(0.3).cumsum(-1);
+  for (auto* t : {&q, &k, &v, &q2, &bias.relative, &bias.sinks, &bias.forget}) t->requires_grad_(true);
+  AttentionInputs in{q, k, v, pad, bias, true, W, S};
+  in.window_positions = WindowPositions::cache;
+  in.sink_queries = q2;
+  ASSERT_TRUE(in.sinks_at_cache_positions());
+  const auto expected = cache_sinks_reference(in);
+  const auto weights = torch::randn_like(expected);
+  const std::vector<torch::Tensor> inputs{q, k, v, q2, bias.relative, bias.sinks, bias.forget};
+  const auto expected_grads = torch::autograd::grad({(expected * weights).sum()}, inputs);
+  // the sinks' positions matter: at sequence positions the output differs
+  AttentionInputs sequence = in;
+  sequence.window_positions = WindowPositions::sequence;
+  EXPECT_GT(max_diff(SoftmaxAttention(AttentionOptions{}).forward(sequence), expected), 1e-2);
+  for (auto kernel : {AttentionKernel::automatic, AttentionKernel::chunked, AttentionKernel::materialized}) {
+    SCOPED_TRACE(to_string(kernel));
+    SoftmaxAttention attention(AttentionOptions().kernel(kernel));
+    {
+      torch::NoGradGuard no_grad;  // the streaming kernel's forward
+      EXPECT_LT(max_diff(attention.forward(in), expected), 1e-10);
+    }
+    const auto out = attention.forward(in);
+    EXPECT_LT(max_diff(out, expected), 1e-10);
+    const auto grads = torch::autograd::grad({(out * weights).sum()}, inputs);
+    for (size_t i = 0; i < grads.size(); ++i) EXPECT_LT(max_diff(grads[i], expected_grads[i]), 1e-9) << "input " << i;
+  }
+  SoftmaxAttention dropping(AttentionOptions().dropout(0.5));  // ATen ops in training; eval as the kernels
+  dropping.eval();
+  EXPECT_LT(max_diff(dropping.forward(in), expected), 1e-10);
+  dropping.train();
+  torch::manual_seed(3);
+  const auto dropped = dropping.forward(in);
+  EXPECT_GT(max_diff(dropped, expected), 1e-2);
+}
+
 // Off the CPU (meta tensors stand for a GPU's: shapes without data) the streaming setting
 // takes the chunked form; auto takes it once one call's scores exceed one chunk, and ATen
 // ops below that; materialized and attention dropout in training take ATen ops.

@@ -309,6 +309,12 @@ TEST_F(ConfigTest, AttentionKernelWindowAndSinks) {
   EXPECT_EQ(c.model.attention().kernel(), AttentionKernel::materialized);
   EXPECT_EQ(c.model.attention().window(), 64);
   EXPECT_EQ(c.model.attention().sinks(), 4);
+  EXPECT_EQ(c.model.attention().window_positions(), WindowPositions::cache);  // StreamingLLM's, by default
+  EXPECT_EQ(load_config({{}, {"model.attention.window_positions=sequence"}}).model.attention().window_positions(),
+            WindowPositions::sequence);
+  EXPECT_EQ(load_error({}, {"model.attention.window_positions=absolute"}),
+            "--set: model.attention.window_positions: unknown window positions 'absolute' (expected cache | "
+            "sequence)");
   EXPECT_EQ(load_config({{}, {}}).model.attention().kernel(), AttentionKernel::automatic);
   EXPECT_EQ(load_error({}, {"model.attention.kernel=flash"}),
             "--set: model.attention.kernel: unknown attention kernel 'flash' (expected auto | streaming | "

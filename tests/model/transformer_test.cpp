@@ -275,13 +275,63 @@ TEST_F(Transformer, WindowedCachedDecodingEqualsWindowedRecomputation) {
   }
 }
 
+// Sinks at cache positions are StreamingLLM's cache (Xiao et al. 2024): with one layer, the
+// output at token i equals running the model without a window on the tokens the cache keeps,
+// the S sinks and the W most recent, numbered 0, 1, ... as the cache numbers them; at
+// sequence positions it does not (rotary, biases of the distance, FIRE's normaliser, CoPE's
+// counts over the kept keys). FIRE's threshold is small so that its normaliser grows, and
+// its MLP wide enough that some of its units are live.
+TEST_F(Transformer, SinksAtCachePositionsAreTheKeptTokensRecomputed) {
+  std::vector<PositionOptions> types = {
+      PositionOptions().type(PositionType::rotary),
+      PositionOptions().type(PositionType::rotary).layout(RotaryLayout::interleaved).fraction(0.5).unrotated(0.5),
+      PositionOptions()
+          .type(PositionType::rotary)
+          .scaling(RopeScalingOptions().type(RopeScalingType::yarn).factor(2).original_max(4)),
+      PositionOptions().type(PositionType::xpos).scale_base(8),
+      PositionOptions().type(PositionType::t5_bias).num_buckets(8).max_distance(16),
+      PositionOptions().type(PositionType::alibi),
+      PositionOptions().type(PositionType::kerple),
+      PositionOptions().type(PositionType::kerple_power),
+      PositionOptions().type(PositionType::fire).fire_hidden(32).fire_threshold(2),
+      PositionOptions().type(PositionType::none).cope(true).cope_positions(6)};
+  const int64_t T = 16, S = 2, W = 4;
+  for (const auto& position : types) {
+    SCOPED_TRACE(to_string(position.type()) + (position.cope() ? " + cope" : ""));
+    auto options = tiny_options().decoder_position(position).decoder_layers(1).norm(NormPosition::pre);
+    torch::manual_seed(0);
+    LanguageModel plain(options);
+    options.attention(AttentionOptions().window(W).sinks(S));
+    torch::manual_seed(0);
+    LanguageModel cached(options);
+    options.attention(AttentionOptions().window(W).sinks(S).window_positions(WindowPositions::sequence));
+    torch::manual_seed(0);
+    LanguageModel sequence(options);
+    plain->eval(), cached->eval(), sequence->eval();
+    torch::NoGradGuard no_grad;
+    auto tokens = torch::randint(1, options.vocab_size(), {2, T});
+    const auto out = cached(tokens), out_sequence = sequence(tokens);
+    double sequence_differs = 0;
+    for (int64_t i = 0; i < T; ++i) {
+      std::vector<int64_t> kept;
+      for (int64_t j = 0; j <= i; ++j)
+        if (j < S || j > i - W) kept.push_back(j);
+      const auto recomputed = plain(tokens.index_select(1, torch::tensor(kept))).narrow(1, -1, 1);
+      EXPECT_LT(max_diff(out.narrow(1, i, 1), recomputed), 1e-5) << "token " << i;
+      sequence_differs = std::max(sequence_differs, max_diff(out_sequence.narrow(1, i, 1), recomputed));
+    }
+    if (!position.cope()) EXPECT_GT(sequence_differs, 1e-4);  // CoPE counts the kept keys either way
+  }
+}
+
 // With a window, the caches keep the sinks and the window - 1 most recent keys between
 // steps, however long decoding runs, and a logit bias follows the kept keys' positions:
 // each step still equals the windowed teacher-forced pass.
 TEST_F(Transformer, WindowedDecodingKeepsBoundedCaches) {
   for (auto type : {PositionType::alibi, PositionType::fire, PositionType::rotary}) {
     SCOPED_TRACE(to_string(type));
-    auto options = tiny_options().decoder_position(PositionOptions().type(type));
+    // FIRE's threshold below the length, so that its normaliser reads the cache positions
+    auto options = tiny_options().decoder_position(PositionOptions().type(type).fire_threshold(2));
     options.attention(AttentionOptions().window(4).sinks(2));
     LanguageModel lm(options);
     lm->eval();

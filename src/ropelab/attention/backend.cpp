@@ -2,6 +2,8 @@
 
 #include <ATen/OpMathType.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "ropelab/attention/contextual.h"
@@ -88,6 +90,11 @@ torch::Tensor AttentionBackendImpl::forward_cached(AttentionInputs in, Attention
   return out;
 }
 
+int64_t last_cache_position(const AttentionOptions& options) {
+  if (options.window() <= 0 || options.window_positions() != WindowPositions::cache) return 0;
+  return options.sinks() + options.window() - 1;
+}
+
 torch::Tensor windowed_cache_keep(int64_t length, int64_t window, int64_t sinks, const torch::Device& device) {
   if (window <= 0 || length <= sinks + window - 1) return {};
   auto options = torch::TensorOptions().dtype(torch::kLong).device(device);
@@ -108,7 +115,7 @@ torch::Tensor attend_in_fp32(AttentionInputs in, const std::function<torch::Tens
   };
   if (!reduced(in.q) && !reduced(in.k) && !reduced(in.v)) return attend(in);
   c10::impl::ExcludeDispatchKeyGuard no_autocast(c10::autocast_dispatch_keyset);
-  for (auto* t : {&in.q, &in.k, &in.v})
+  for (auto* t : {&in.q, &in.k, &in.v, &in.sink_queries})
     if (reduced(*t)) *t = t->to(torch::kFloat);
   return attend(in);
 }
@@ -148,6 +155,7 @@ SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
 }
 
 torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
+  if (in.sinks_at_cache_positions()) return forward_sinks_at_cache_positions(in);
   const KeyVisibility visibility{in.causal, in.window, in.sinks};
   const auto& bias = in.logit_bias;
   switch (path(in)) {
@@ -170,7 +178,55 @@ torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
   return reference_forward(in);
 }
 
-torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
+std::pair<torch::Tensor, torch::Tensor> SoftmaxAttention::forward_lse(const AttentionInputs& in) {
+  const KeyVisibility visibility{in.causal, in.window, in.sinks};
+  const auto& bias = in.logit_bias;
+  const auto p = path(in);
+  if (p == Path::streaming && !torch::GradMode::is_enabled())
+    return streaming_attention_cpu_lse(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative,
+                                       tiles_, bias.fire, bias.forget);
+  if ((p == Path::streaming || p == Path::chunked || p == Path::materialized) &&
+      chunked_attention_available(in.q, in.k, in.v, bias.dense, bias.relative, bias.fire, bias.forget))
+    return chunked_attention_lse(in.q, in.k, in.v, in.key_padding_mask, visibility, bias.dense, bias.relative,
+                                 bias.fire, {}, bias.forget);
+  TORCH_CHECK(p != Path::contextual, "SoftmaxAttention: CoPE gives no log-sum-exp");
+  return reference(in, true);
+}
+
+torch::Tensor SoftmaxAttention::forward_sinks_at_cache_positions(const AttentionInputs& in) {
+  constexpr double lowest = std::numeric_limits<float>::lowest();
+  const int64_t tq = in.q.size(-2), tk = in.k.size(-2), sinks = std::min(in.sinks, tk);
+  // the window alone: sinks inside a query's window are window keys at their own distance
+  AttentionInputs window = in;
+  window.sinks = 0;
+  auto [out, window_lse] = forward_lse(window);
+  window_lse = window_lse.unsqueeze(-1);  // (B, H, Tq, 1); a row that sees no window key: lowest
+  window_lse = torch::where(window_lse > 1e29, torch::full_like(window_lse, lowest), window_lse);
+  // the sinks beyond each query's window: query i (aligned with key a = i + Tk - Tq) scores
+  // sink j < a - W + 1 at its cache position
+  const auto& queries = in.sink_queries.defined() ? in.sink_queries : in.q;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(in.q.size(-1)));
+  auto logits = torch::matmul(queries * scale, in.k.narrow(2, 0, sinks).transpose(-2, -1));  // (B, H, Tq, S)
+  const auto& bias = in.logit_bias;
+  if (bias.sinks.defined()) logits = logits + bias.sinks.to(logits.scalar_type());
+  if (bias.forget.defined())  // c[a] - c[j]: the gates of every token between them
+    logits =
+        logits + (bias.forget.narrow(2, tk - tq, tq).unsqueeze(-1) - bias.forget.narrow(2, 0, sinks).unsqueeze(-2));
+  auto options = torch::TensorOptions().dtype(torch::kLong).device(in.q.device());
+  auto aligned = torch::arange(tk - tq, tk, options).unsqueeze(1);
+  auto hidden = torch::arange(sinks, options).unsqueeze(0) > aligned - in.window;  // (Tq, S): in the window, or later
+  if (in.key_padding_mask.defined())
+    hidden = hidden | in.key_padding_mask.narrow(1, 0, sinks).to(torch::kBool).view({-1, 1, 1, sinks});
+  logits = logits.masked_fill(hidden, lowest);
+  const auto lse = torch::logaddexp(window_lse, torch::logsumexp(logits, -1, true));
+  auto probs = (logits - lse).exp().masked_fill(hidden, 0.0);
+  if (dropout_ > 0.0 && is_training()) probs = torch::dropout(probs, dropout_, true);
+  return out * (window_lse - lse).exp() + torch::matmul(probs, in.v.narrow(2, 0, sinks));
+}
+
+torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) { return reference(in, false).first; }
+
+std::pair<torch::Tensor, torch::Tensor> SoftmaxAttention::reference(const AttentionInputs& in, bool lse) {
   const int64_t tq = in.q.size(-2);
   const int64_t tk = in.k.size(-2);
   // scale q (Tq x Dh) rather than the scores (Tq x Tk)
@@ -191,8 +247,10 @@ torch::Tensor SoftmaxAttention::reference_forward(const AttentionInputs& in) {
   auto probs = torch::softmax(scores, -1, at::toOpMathType(scores.scalar_type()));  // fp32 for bf16 and fp16
   if (mask.defined())  // a query that sees no key gets a zero output, as from the CPU kernels
     probs = probs.masked_fill(mask.all(-1, true), 0.0);
+  torch::Tensor row_lse;  // (B, H, Tq)
+  if (lse) row_lse = torch::logsumexp(scores.to(probs.scalar_type()), -1);
   if (dropout_ > 0.0 && is_training()) probs = torch::dropout(probs, dropout_, true);
-  return torch::matmul(probs, in.v);  // (B, H, Tq, Dh)
+  return {torch::matmul(probs, in.v), row_lse};  // (B, H, Tq, Dh)
 }
 
 AttentionBackend make_attention_backend(const AttentionOptions& options, int64_t head_dim) {
@@ -213,8 +271,15 @@ const EnumNames<AttentionKernel, 4> kKernelNames{{{AttentionKernel::automatic, "
                                                   {AttentionKernel::streaming, "streaming"},
                                                   {AttentionKernel::chunked, "chunked"},
                                                   {AttentionKernel::materialized, "materialized"}}};
+
+const EnumNames<WindowPositions, 2> kWindowPositionNames{
+    {{WindowPositions::cache, "cache"}, {WindowPositions::sequence, "sequence"}}};
 }  // namespace
 
+std::string to_string(WindowPositions positions) { return enum_name(positions, kWindowPositionNames); }
+WindowPositions parse_window_positions(const std::string& name) {
+  return parse_enum(name, kWindowPositionNames, "window positions");
+}
 std::string to_string(AttentionType type) { return enum_name(type, kAttentionNames); }
 std::string to_string(AttentionKernel kernel) { return enum_name(kernel, kKernelNames); }
 AttentionKernel parse_attention_kernel(const std::string& name) {

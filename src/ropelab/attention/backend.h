@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "ropelab/ops/attention/chunked_attention.h"
 #include "ropelab/ops/attention/fire_tile_bias.h"
@@ -30,6 +31,17 @@ enum class AttentionType { softmax, performer };
 /// other dtypes take the ATen path (SoftmaxAttention::reference_forward) under any setting.
 enum class AttentionKernel { automatic, streaming, chunked, materialized };
 
+/// Where a causal sliding window with sinks places positions. `cache`: as StreamingLLM
+/// (Xiao et al. 2024), within the cache of kept keys: with S sinks and a window of W keys,
+/// P = S + W - 1 is the last cache position, a query i past it scores the sinks as if it
+/// stood at min(i, P) (distance min(i, P) - j to sink j), the window keys keep their distance
+/// i - j, and a normaliser of the query's position (FIRE's) reads min(i, P). `sequence`: every
+/// key keeps its position in the sequence (a sink j at distance i - j). Rotations and logit
+/// biases follow the rule; additive encodings (sinusoidal, learned) are in the tokens' states
+/// and keep sequence positions; the forget gate's decay sums the gates of every token between
+/// key and query, kept or not; CoPE counts its positions over the kept keys in either.
+enum class WindowPositions { cache, sequence };
+
 struct AttentionOptions {
   /// Which backend.
   TORCH_ARG(AttentionType, type) = AttentionType::softmax;
@@ -49,6 +61,8 @@ struct AttentionOptions {
   /// Softmax self-attention with a window: the first `sinks` keys of the sequence stay
   /// visible to every query (Xiao et al. 2023, "StreamingLLM").
   TORCH_ARG(int64_t, sinks) = 0;
+  /// Softmax self-attention with a causal window: the positions the sinks and the query take.
+  TORCH_ARG(WindowPositions, window_positions) = WindowPositions::cache;
   /// The streaming kernel's queries x keys per tile (measured: bench/README.md); not a
   /// config key, `ropelab bench attention --tiles` sets it.
   TORCH_ARG(StreamingTiles, tiles);
@@ -63,7 +77,9 @@ struct AttentionOptions {
 ///   forget    a forget gate's cumulative log values c (B, H, Tk), Tq <= Tk (Lin et al. 2025):
 ///             query i, aligned with key a = i + Tk - Tq, and key j get c[a] - c[j], the sum
 ///             of log f_l over l in (j, a]; made per layer by its attention, O(H T) memory.
-/// Forms set together are summed.
+/// Forms set together are summed. `sinks` (1|B, H, Tq, S) is the bias of each query, at its
+/// cache position, to the S sinks (WindowPositions::cache), which replaces the other forms'
+/// bias for the sinks a query sees beyond its window; set only with sinks at cache positions.
 struct LogitBias {
   LogitBias(torch::Tensor dense = {}) : dense(std::move(dense)) {}  // NOLINT: a dense bias converts
   static LogitBias relative_table(torch::Tensor table);
@@ -71,6 +87,7 @@ struct LogitBias {
   torch::Tensor dense, relative;
   FireTileBias fire;
   torch::Tensor forget;
+  torch::Tensor sinks;
   bool defined() const { return dense.defined() || relative.defined() || fire.defined() || forget.defined(); }
   /// The bias (every form set, summed) as a tensor broadcastable to (B, H, Tq, Tk).
   torch::Tensor to_dense(int64_t tq, int64_t tk) const;
@@ -89,6 +106,16 @@ struct AttentionInputs {
   int64_t sinks = 0;   // with a window: keys [0, sinks) always visible
   /// CoPE's position embeddings (Dh, P) (attention/contextual.h); undefined: no CoPE.
   torch::Tensor contextual = {};
+  /// Causal, with a window and sinks: where they take positions (WindowPositions). At `cache`
+  /// the sinks a query sees beyond its window are scored with `sink_queries`, the queries
+  /// rotated at their cache positions (undefined: q, for an encoder that rotates nothing),
+  /// plus logit_bias.sinks.
+  WindowPositions window_positions = WindowPositions::sequence;
+  torch::Tensor sink_queries = {};
+  /// Whether the sinks take cache positions in this call: causal, window and sinks, no CoPE.
+  bool sinks_at_cache_positions() const {
+    return causal && window > 0 && sinks > 0 && window_positions == WindowPositions::cache && !contextual.defined();
+  }
 };
 
 /// What a backend keeps between incremental decoding steps of one attention, per layer.
@@ -156,8 +183,18 @@ class SoftmaxAttention : public AttentionBackendImpl {
   bool accepts_logit_bias() const override { return true; }
   /// The same computation with ATen ops (any device, bias, dropout).
   torch::Tensor reference_forward(const AttentionInputs& inputs);
+  /// The output and each row's log-sum-exp of its visible logits (B, H, Tq) (a huge value, or
+  /// float's lowest, for a row that sees no key), by the kernel path() picks where it gives
+  /// one (the streaming kernel without gradient, else the chunked form), else ATen ops.
+  std::pair<torch::Tensor, torch::Tensor> forward_lse(const AttentionInputs& inputs);
 
  private:
+  /// Sinks at cache positions (AttentionInputs::sinks_at_cache_positions): the window's keys
+  /// by forward_lse, the sinks beyond each query's window by ATen ops, and the two parts of one
+  /// softmax merged by their log-sum-exps, which is exact (the key sets are disjoint).
+  torch::Tensor forward_sinks_at_cache_positions(const AttentionInputs& inputs);
+  std::pair<torch::Tensor, torch::Tensor> reference(const AttentionInputs& inputs, bool lse);
+
   double dropout_;
   AttentionKernel kernel_;
   StreamingTiles tiles_;
@@ -176,6 +213,10 @@ void attention_before_update(torch::nn::Module& model, int64_t done);
 /// fp32. Without reduced inputs it calls `attend(in)` as it is.
 torch::Tensor attend_in_fp32(AttentionInputs in, const std::function<torch::Tensor(const AttentionInputs&)>& attend);
 
+/// The last position a query takes in a causal sliding window's cache at
+/// WindowPositions::cache, P = sinks + window - 1; 0 without a window or at `sequence`.
+int64_t last_cache_position(const AttentionOptions& options);
+
 /// Incremental decoding under a sliding window: of `length` cached keys, the indices that a
 /// later query can still see (keys [0, sinks) and the window - 1 most recent; the next
 /// query's own key makes the window whole), or undefined when every key stays. Caches
@@ -193,5 +234,7 @@ std::string to_string(AttentionType type);
 AttentionType parse_attention_type(const std::string& name);
 std::string to_string(AttentionKernel kernel);
 AttentionKernel parse_attention_kernel(const std::string& name);
+std::string to_string(WindowPositions positions);
+WindowPositions parse_window_positions(const std::string& name);
 
 }  // namespace ropelab

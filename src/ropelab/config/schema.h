@@ -55,6 +55,7 @@ void describe(V& v, AttentionOptions& a) {
   v.choice("kernel", a.kernel(), parse_attention_kernel);
   v("window", a.window());
   v("sinks", a.sinks());
+  v.choice("window_positions", a.window_positions(), parse_window_positions);
 }
 
 template <typename V>

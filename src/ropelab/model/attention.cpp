@@ -58,6 +58,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   if (self) {
     auto qkv = split_heads(torch::linear(x, in_proj_weight, in_proj_bias), 3);
     q = qkv[0], k = qkv[1], v = qkv[2];
+    const auto unrotated = q;
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
     // the last queries alone, where the backend takes fewer queries than keys; else all,
     // and the other rows dropped from its output
@@ -69,6 +70,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
                           "MultiHeadAttention: a logit bias for the last queries alone, and a backend that takes all");
     const auto& a = options.attention();  // the window and sinks apply to self-attention only
     AttentionInputs in{q, k, v, call.key_padding_mask, call.logit_bias, call.causal, a.window(), a.sinks()};
+    in.window_positions = a.window_positions();
     if (forget_gate) {
       TORCH_CHECK(call.causal, "MultiHeadAttention: a forget gate needs causal self-attention");
       in.logit_bias.forget = forget_sums(x);
@@ -76,6 +78,14 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     if (cope_embedding.defined()) {
       TORCH_CHECK(call.causal, "MultiHeadAttention: CoPE needs causal self-attention");
       in.contextual = cope_embedding;
+    }
+    // sinks at cache positions: the queries as they score the sinks, rotated at min(i, P)
+    if (in.sinks_at_cache_positions() && rotation_ && rotation_->rotates()) {
+      TORCH_CHECK(call.positions.defined(), "MultiHeadAttention: sinks at cache positions need the query positions");
+      const auto positions = subset ? call.positions.last(n) : call.positions;
+      // rotate_pair: xPos scales queries and keys differently, and this is a query
+      const auto queries = subset ? unrotated.narrow(2, t - n, n) : unrotated;
+      in.sink_queries = rotation_->rotate_pair(queries, queries, positions.capped(last_cache_position(a))).first;
     }
     auto last_rows = [&](const torch::Tensor& out) { return subset || n == t ? out : out.narrow(2, t - n, n); };
     if (call.cache)  // the backend keeps what later steps need (keys and values, or sums)

@@ -96,7 +96,8 @@ StackImpl::StackImpl(const StackOptions& options) : options_(options) {
   const auto& p = options.position();
   const auto layer =
       LayerOptions(options.layer()).forget_gate(p.forget_gate()).cope_positions(p.cope() ? p.cope_positions() : 0);
-  PositionGeometry geometry{layer.d_model(), layer.heads(), options.causal()};
+  PositionGeometry geometry{layer.d_model(), layer.heads(), options.causal(),
+                            options.causal() ? last_cache_position(layer.attention()) : 0};
   position_ = register_module("position", make_position_encoder(options.position(), geometry));
   layers = register_module("layers", torch::nn::ModuleList());
   const int64_t nope_every = options.position().nope_every();
@@ -139,6 +140,7 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   StackInputs last = in;
   last.outputs = outputs;
   in.outputs = 0;
+  const auto& a = options_.layer().attention();
   if (position_->has_logit_bias()) {
     auto key_positions = in.positions;
     bool windowed = false;  // a window dropped cached keys: key index and position differ
@@ -147,16 +149,26 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
       given = state->given_positions = state->given_positions || given;
       windowed = key_positions.length() < offset + tq;
     }
+    const bool sinks_at_cache = options_.causal() && a.sinks() > 0 && last_cache_position(a) > 0;
     auto bias = [&](int64_t rows) -> LogitBias {  // for the last `rows` of this call's queries
-      // default positions and a bias of the distance alone: an (H, Tq + Tk - 1) table
-      FireTileBias factored;
-      if (position_->bias_is_relative() && !given && !windowed)
-        return LogitBias::relative_table(relative_bias_table(*position_, rows, offset + tq, x.device()).to(x.dtype()));
-      if (!given && !windowed && (factored = position_->factored_bias(rows, offset + tq)).defined())
-        return LogitBias::factored(std::move(factored));  // FIRE: evaluated per tile
-      // contiguous once here, not in each layer's attention
       const auto queries = rows < tq ? in.positions.last(rows) : in.positions;
-      return position_->logit_bias(queries, key_positions).to(x.dtype()).contiguous();
+      auto made = [&]() -> LogitBias {
+        // default positions and a bias of the distance alone: an (H, Tq + Tk - 1) table
+        FireTileBias factored;
+        if (position_->bias_is_relative() && !given && !windowed)
+          return LogitBias::relative_table(
+              relative_bias_table(*position_, rows, offset + tq, x.device()).to(x.dtype()));
+        if (!given && !windowed && (factored = position_->factored_bias(rows, offset + tq)).defined())
+          return LogitBias::factored(std::move(factored));  // FIRE: evaluated per tile
+        // contiguous once here, not in each layer's attention
+        return position_->logit_bias(queries, key_positions).to(x.dtype()).contiguous();
+      }();
+      if (sinks_at_cache) {  // each query, at its cache position, to the sinks (the first keys kept)
+        const auto sink_keys = key_positions.index_time(
+            torch::arange(std::min(a.sinks(), key_positions.length()), torch::dtype(torch::kLong).device(x.device())));
+        made.sinks = position_->logit_bias(queries.capped(last_cache_position(a)), sink_keys).to(x.dtype());
+      }
+      return made;
     };
     if (n_layers > 1 || outputs == tq) in.logit_bias = bias(tq);
     last.logit_bias = outputs == tq ? in.logit_bias : bias(outputs);
@@ -175,7 +187,6 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   if (state) {
     state->offset += x.size(1);
     // the keys a windowed self-attention dropped from its caches (forward_cached)
-    const auto& a = options_.layer().attention();
     if (state->key_positions.defined())
       if (auto keep = windowed_cache_keep(state->key_positions.length(), a.window(), a.sinks(), x.device());
           keep.defined())

@@ -142,7 +142,7 @@ torch::Tensor KerpleEncoder::relative_bias(const torch::Tensor& relative) {
 // --- FIRE ------------------------------------------------------------------------------
 
 FireEncoder::FireEncoder(const PositionOptions& options, const PositionGeometry& geometry)
-    : threshold_(options.fire_threshold()) {
+    : threshold_(options.fire_threshold()), last_cache_position_(geometry.last_cache_position) {
   TORCH_CHECK(options.fire_hidden() > 0, "FireEncoder: fire_hidden must be positive, got ", options.fire_hidden());
   TORCH_CHECK(threshold_ > 0, "FireEncoder: fire_threshold must be positive, got ", threshold_);
   hidden = register_module("hidden", torch::nn::Linear(1, options.fire_hidden()));
@@ -154,7 +154,8 @@ FireEncoder::FireEncoder(const PositionOptions& options, const PositionGeometry&
 FireTileBias FireEncoder::factored_bias(int64_t tq, int64_t tk) {
   auto psi = [&](const torch::Tensor& x) { return torch::log(c.abs() * x + 1.0); };
   const auto threshold = (threshold_scale * threshold_).abs();
-  const auto queries = torch::arange(tk - tq, tk, c.options());
+  auto queries = torch::arange(tk - tq, tk, c.options());
+  if (last_cache_position_ > 0) queries = queries.clamp_max(static_cast<double>(last_cache_position_));
   FireTileBias f;
   f.psi = psi(torch::arange(std::max(tq, tk), c.options()));
   f.inv_norm = 1.0 / (psi(torch::maximum(queries, threshold)) + 1e-6);
@@ -171,7 +172,8 @@ torch::Tensor FireEncoder::logit_bias(const Positions& q, const Positions& k) {
               qp.sizes(), " and ", kp.sizes());
   auto psi = [&](const torch::Tensor& x) { return torch::log(c.abs() * x + 1.0); };
   const auto threshold = (threshold_scale * threshold_).abs();
-  auto normaliser = (psi(torch::maximum(qp, threshold)) + 1e-6).unsqueeze(-1);  // (..., Tq, 1)
+  const auto at = last_cache_position_ > 0 ? qp.clamp_max(static_cast<double>(last_cache_position_)) : qp;
+  auto normaliser = (psi(torch::maximum(at, threshold)) + 1e-6).unsqueeze(-1);  // (..., Tq, 1)
   const int64_t tq = qp.size(-1);
   auto rows_of_bias = [&](int64_t start, int64_t n) {  // query rows [start, start + n) -> (..., H, n, Tk)
     auto distance = (qp.narrow(-1, start, n).unsqueeze(-1) - kp.unsqueeze(-2)).abs();  // (..., n, Tk)

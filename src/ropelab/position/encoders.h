@@ -157,7 +157,9 @@ class KerpleEncoder : public RelativeBiasEncoder {
 /// L = |l| * fire_threshold (l init 1) learned. Causal stacks see j <= i; bidirectional
 /// stacks use the symmetric form psi(|i - j|) / psi(max(L, i)). The normaliser depends
 /// on the query position, so the bias is not a function of i - j alone: it is dense,
-/// (1|B, H, Tq, Tk), computed once per stack call and shared by its layers.
+/// (1|B, H, Tq, Tk), computed once per stack call and shared by its layers. In a sliding
+/// window's cache (PositionGeometry::last_cache_position P > 0) the normaliser is
+/// psi(max(L, min(i, P))).
 class FireEncoder : public PositionEncoderImpl {
  public:
   FireEncoder(const PositionOptions& options, const PositionGeometry& geometry);
@@ -170,6 +172,7 @@ class FireEncoder : public PositionEncoderImpl {
 
  private:
   double threshold_;
+  int64_t last_cache_position_;
 };
 
 /// Bucket index of relative = key_pos - query_pos (HF modeling_t5 semantics).

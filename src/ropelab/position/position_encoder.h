@@ -117,6 +117,10 @@ struct PositionGeometry {
   int64_t d_model = 0;
   int64_t heads = 0;
   bool causal = false;  // a decoder stack: T5 buckets are one-directional
+  /// A causal sliding window at cache positions (attention/backend.h, WindowPositions): the
+  /// last position a query takes in the cache, which a normaliser of the query's position
+  /// (FIRE's) reads instead of a later one; 0: none.
+  int64_t last_cache_position = 0;
 };
 
 class PositionEncoderImpl : public torch::nn::Module {

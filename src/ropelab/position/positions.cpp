@@ -41,6 +41,12 @@ Positions Positions::with_origin(int64_t origin) const {
   return out;
 }
 
+Positions Positions::capped(int64_t last) const {
+  Positions out(values_.clamp_max(last), axes_);
+  out.origin_ = origin_;
+  return out;
+}
+
 Positions Positions::cat(const Positions& next) const {
   if (!defined()) return next;
   TORCH_CHECK(next.axes_ == axes_, "Positions: cannot join ", axes_, " and ", next.axes_, " axes");

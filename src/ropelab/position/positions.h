@@ -44,6 +44,9 @@ class Positions {
   int64_t origin() const { return origin_; }
   /// These positions counted from `origin`, with tables of their own.
   Positions with_origin(int64_t origin) const;
+  /// Each position p as min(p, last) (the same origin): the positions within a sliding
+  /// window's cache whose last position is `last` (attention/backend.h, WindowPositions).
+  Positions capped(int64_t last) const;
 
   /// Tables an encoder derives from these positions (rotary cos/sin for a dtype), made
   /// once by `make` and shared by every layer and copy that sees the same positions.

@@ -171,12 +171,13 @@ void fire_backward(const Chunked& c, const torch::Tensor& g, int64_t i0, int64_t
 class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
  public:
   /// pad, dense, relative, FIRE's psi, inv_norm, w1, b1, w2, b2 and forget: empty when absent.
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const torch::Tensor& pad, const torch::Tensor& dense,
-                               const torch::Tensor& relative, const torch::Tensor& psi, const torch::Tensor& inv_norm,
-                               const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2,
-                               const torch::Tensor& b2, const torch::Tensor& forget, bool causal, int64_t window,
-                               int64_t sinks, int64_t chunk_queries, int64_t chunk_keys, int64_t budget) {
+  /// -> the output (B, H, Tq, Dh) and each row's log-sum-exp (B, H, Tq), both differentiable.
+  static torch::autograd::variable_list forward(
+      torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+      const torch::Tensor& pad, const torch::Tensor& dense, const torch::Tensor& relative, const torch::Tensor& psi,
+      const torch::Tensor& inv_norm, const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2,
+      const torch::Tensor& b2, const torch::Tensor& forget, bool causal, int64_t window, int64_t sinks,
+      int64_t chunk_queries, int64_t chunk_keys, int64_t budget) {
     const KeyVisibility vis{causal, window, sinks};
     const AttentionChunks chunks{chunk_queries, chunk_keys, budget};
     const auto c = chunked_of(q, k, vis, chunks, {pad, dense, relative, psi, inv_norm, w1, b1, w2, b2, forget});
@@ -206,7 +207,7 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
     ctx->saved_data["chunk_queries"] = chunk_queries;
     ctx->saved_data["chunk_keys"] = chunk_keys;
     ctx->saved_data["budget"] = budget;
-    return out;
+    return {out, lse.squeeze(-1)};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -219,7 +220,7 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
     const auto c = chunked_of(
         q, k, vis, chunks,
         {saved[3], saved[4], saved[5], saved[8], saved[9], saved[10], saved[11], saved[12], saved[13], saved[14]});
-    const auto& grad_out = grads[0];
+    const auto grad_out = grads[0].defined() ? grads[0] : torch::zeros_like(out);
     auto dq = torch::zeros({c.B, c.H, c.Tq, c.Dh}, q.options());
     auto dk = torch::zeros({c.B, c.H, c.Tk, c.Dh}, q.options());
     auto dv = torch::zeros({c.B, c.H, c.Tk, c.Dh}, q.options());
@@ -232,7 +233,11 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
     std::vector<torch::Tensor> d_fire;  // psi, inv_norm, w1, b1, w2, b2
     if (c.fire() && needs_fire_gradient(ctx))
       for (const auto* t : {&c.psi, &c.inv_norm, &c.w1, &c.b1, &c.w2, &c.b2}) d_fire.push_back(torch::zeros_like(*t));
-    const auto d = (grad_out * out).sum(-1, true);  // (B, H, Tq, 1)
+    // d = rowsum(dO * O); a gradient g of the log-sum-exp adds P g to dS (d lse / d S = P),
+    // which is dS = P (dP - (d - g))
+    auto d = (grad_out * out).sum(-1, true);  // (B, H, Tq, 1)
+    const bool lse_gradient = grads.size() > 1 && grads[1].defined();
+    if (lse_gradient) d = d - grads[1].unsqueeze(-1);
     c.for_query_chunks([&](int64_t i0, int64_t rows) {
       const auto qs = q.narrow(2, i0, rows) * c.scale;
       const auto g_out = grad_out.narrow(2, i0, rows), row_lse = lse.narrow(2, i0, rows), row_d = d.narrow(2, i0, rows);
@@ -244,8 +249,12 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
         dv.narrow(2, j0, cols).add_(torch::matmul(p.transpose(-2, -1), g_out));
         auto ds = p.mul_(torch::matmul(g_out, values.transpose(-2, -1)).sub_(row_d));  // dS = P (dP - d)
         if (d_dense.defined()) d_dense.narrow(2, i0, rows).narrow(3, j0, cols).copy_(ds);
-        // minus the column sums; a row's own c[a] changes no probability (its row sum of dS is 0)
-        if (d_forget.defined()) d_forget.narrow(2, j0, cols).sub_(ds.sum(-2));
+        // minus the column sums; a row's own c[a] changes no probability (its row sum of dS is
+        // 0), but it does change the log-sum-exp: with its gradient, plus the row sums at a
+        if (d_forget.defined()) {
+          d_forget.narrow(2, j0, cols).sub_(ds.sum(-2));
+          if (lse_gradient) d_forget.narrow(2, i0 + c.offset(), rows).add_(ds.sum(-1));
+        }
         if (d_relative.defined() || !d_fire.empty()) {
           const auto per_head = ds.sum(0);  // (H, rows, cols)
           if (d_relative.defined())
@@ -299,10 +308,10 @@ torch::Tensor hidden_keys(const KeyVisibility& visibility, int64_t tq, int64_t t
   return hidden;
 }
 
-torch::Tensor chunked_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
-                                const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-                                const FireTileBias& fire, const AttentionChunks& chunks, const torch::Tensor& forget) {
+std::pair<torch::Tensor, torch::Tensor> chunked_attention_lse(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_padding_mask,
+    const KeyVisibility& visibility, const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
+    const FireTileBias& fire, const AttentionChunks& chunks, const torch::Tensor& forget) {
   TORCH_CHECK(chunked_attention_available(q, k, v, dense_bias, relative_bias, fire, forget),
               "chunked_attention: needs float or double q, k, v (B, H, T, Dh) on one device and biases of their ",
               "type, device and shape; got q ", q.sizes(), " ", q.scalar_type(), " on ", q.device());
@@ -316,9 +325,18 @@ torch::Tensor chunked_attention(const torch::Tensor& q, const torch::Tensor& k, 
               "chunked_attention: key_padding_mask must be (B, Tk) = (", q.size(0), ", ", k.size(2), "), got ",
               key_padding_mask.sizes());
   const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias, fire, forget);
-  return ChunkedAttention::apply(q, k, v, x.pad, x.dense, x.relative, x.psi, x.inv_norm, x.w1, x.b1, x.w2, x.b2,
-                                 x.forget, visibility.causal, visibility.window, visibility.sinks, chunks.queries,
-                                 chunks.keys, chunks.budget);
+  auto outputs = ChunkedAttention::apply(q, k, v, x.pad, x.dense, x.relative, x.psi, x.inv_norm, x.w1, x.b1, x.w2, x.b2,
+                                         x.forget, visibility.causal, visibility.window, visibility.sinks,
+                                         chunks.queries, chunks.keys, chunks.budget);
+  return {outputs[0], outputs[1]};
+}
+
+torch::Tensor chunked_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
+                                const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
+                                const FireTileBias& fire, const AttentionChunks& chunks, const torch::Tensor& forget) {
+  return chunked_attention_lse(q, k, v, key_padding_mask, visibility, dense_bias, relative_bias, fire, chunks, forget)
+      .first;
 }
 
 }  // namespace ropelab

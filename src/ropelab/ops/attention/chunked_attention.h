@@ -18,6 +18,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 #include "ropelab/ops/attention/fire_tile_bias.h"
 #include "ropelab/ops/attention/key_visibility.h"
 
@@ -58,5 +60,14 @@ torch::Tensor chunked_attention(const torch::Tensor& q, const torch::Tensor& k, 
                                 const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
                                 const FireTileBias& fire = {}, const AttentionChunks& chunks = {},
                                 const torch::Tensor& forget = {});
+
+/// chunked_attention, also giving each row's log-sum-exp of its visible logits (B, H, Tq),
+/// +float max for a row that sees no key; the output and the log-sum-exp are both
+/// differentiable, so that attention over disjoint key sets merges exactly (the window and
+/// the sinks of attention/backend.h).
+std::pair<torch::Tensor, torch::Tensor> chunked_attention_lse(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_padding_mask,
+    const KeyVisibility& visibility, const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
+    const FireTileBias& fire = {}, const AttentionChunks& chunks = {}, const torch::Tensor& forget = {});
 
 }  // namespace ropelab

@@ -431,6 +431,25 @@ int64_t backward_groups(const Problem& p) {
   return std::max<int64_t>(1, std::min<int64_t>(p.query_tiles(), (threads + heads - 1) / heads));
 }
 
+/// The forward pass: -> the output (B, Tq, H, Dh), contiguous, and each row's log-sum-exp
+/// (B, H, Tq).
+std::pair<torch::Tensor, torch::Tensor> streaming_forward(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& pad,
+    const torch::Tensor& dense, const torch::Tensor& relative, const torch::Tensor& psi, const torch::Tensor& inv_norm,
+    const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2, const torch::Tensor& b2,
+    const torch::Tensor& forget, const KeyVisibility& vis, const StreamingTiles& tiles) {
+  const auto p = problem_of(q, k, pad, vis, tiles);
+  auto out = torch::empty({p.B, p.Tq, p.H, p.Dh}, q.options());
+  auto lse = torch::empty({p.B, p.H, p.Tq}, q.options());
+  AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "streaming_attention_forward", [&] {
+    std::optional<FirePieces<scalar_t>> fire;
+    if (psi.numel()) fire = fire_pieces<scalar_t>(psi, inv_norm, w1, b1, w2, b2, p.Tq);
+    forward_kernel<scalar_t>(q, k, v, bias_of<scalar_t>(dense, relative, forget, p.B, fire ? &*fire : nullptr), p, out,
+                             lse);
+  });
+  return {out, lse};
+}
+
 class StreamingAttention : public torch::autograd::Function<StreamingAttention> {
  public:
   /// pad, dense, relative, FIRE's psi, inv_norm, w1, b1, w2, b2 and forget: empty when
@@ -442,15 +461,8 @@ class StreamingAttention : public torch::autograd::Function<StreamingAttention> 
                                const torch::Tensor& b2, const torch::Tensor& forget, bool causal, int64_t window,
                                int64_t sinks, int64_t tile_queries, int64_t tile_keys) {
     const KeyVisibility vis{causal, window, sinks};
-    const auto p = problem_of(q, k, pad, vis, {tile_queries, tile_keys});
-    auto out = torch::empty({p.B, p.Tq, p.H, p.Dh}, q.options());
-    auto lse = torch::empty({p.B, p.H, p.Tq}, q.options());
-    AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "streaming_attention_forward", [&] {
-      std::optional<FirePieces<scalar_t>> fire;
-      if (psi.numel()) fire = fire_pieces<scalar_t>(psi, inv_norm, w1, b1, w2, b2, p.Tq);
-      forward_kernel<scalar_t>(q, k, v, bias_of<scalar_t>(dense, relative, forget, p.B, fire ? &*fire : nullptr), p,
-                               out, lse);
-    });
+    auto [out, lse] = streaming_forward(q, k, v, pad, dense, relative, psi, inv_norm, w1, b1, w2, b2, forget, vis,
+                                        {tile_queries, tile_keys});
     ctx->save_for_backward({q, k, v, pad, dense, relative, out, lse, psi, inv_norm, w1, b1, w2, b2, forget});
     save_visibility(ctx, vis);
     ctx->saved_data["tile_queries"] = tile_queries;
@@ -571,11 +583,12 @@ torch::Tensor fire_tile_bias_dense(const FireTileBias& fire, int64_t tq, int64_t
   return bias.unsqueeze(0);  // (1, H, Tq, Tk)
 }
 
-torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                      const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
-                                      const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-                                      const StreamingTiles& tiles, const FireTileBias& fire,
-                                      const torch::Tensor& forget) {
+namespace {
+/// The checks of every entry point; -> the optional operands as the kernel takes them.
+AttentionExtras checked_extras(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
+                               const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
+                               const StreamingTiles& tiles, const FireTileBias& fire, const torch::Tensor& forget) {
   TORCH_CHECK(streaming_attention_available(q, k, v, dense_bias, relative_bias, fire, forget),
               "streaming_attention_cpu: needs CPU float or double q, k, v (B, H, T, Dh) with unit last strides ",
               "and biases of their type and shape; got q ", q.sizes(), " ", q.scalar_type(), " on ", q.device());
@@ -588,10 +601,29 @@ torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tenso
                                               key_padding_mask.size(1) == k.size(2)),
               "streaming_attention_cpu: key_padding_mask must be (B, Tk) = (", q.size(0), ", ", k.size(2), "), got ",
               key_padding_mask.sizes());
-  const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias, fire, forget);
+  return AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias, fire, forget);
+}
+}  // namespace
+
+torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                      const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
+                                      const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
+                                      const StreamingTiles& tiles, const FireTileBias& fire,
+                                      const torch::Tensor& forget) {
+  const auto x = checked_extras(q, k, v, key_padding_mask, visibility, dense_bias, relative_bias, tiles, fire, forget);
   return StreamingAttention::apply(q, k, v, x.pad, x.dense, x.relative, x.psi, x.inv_norm, x.w1, x.b1, x.w2, x.b2,
                                    x.forget, visibility.causal, visibility.window, visibility.sinks, tiles.queries,
                                    tiles.keys);
+}
+
+std::pair<torch::Tensor, torch::Tensor> streaming_attention_cpu_lse(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_padding_mask,
+    const KeyVisibility& visibility, const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
+    const StreamingTiles& tiles, const FireTileBias& fire, const torch::Tensor& forget) {
+  const auto x = checked_extras(q, k, v, key_padding_mask, visibility, dense_bias, relative_bias, tiles, fire, forget);
+  auto [out, lse] = streaming_forward(q, k, v, x.pad, x.dense, x.relative, x.psi, x.inv_norm, x.w1, x.b1, x.w2, x.b2,
+                                      x.forget, visibility, tiles);
+  return {out.permute({0, 2, 1, 3}), lse};
 }
 
 }  // namespace ropelab

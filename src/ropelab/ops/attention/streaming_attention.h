@@ -26,6 +26,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 #include "ropelab/ops/attention/fire_tile_bias.h"
 #include "ropelab/ops/attention/key_visibility.h"
 
@@ -58,5 +60,13 @@ torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tenso
                                       const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
                                       const StreamingTiles& tiles = {}, const FireTileBias& fire = {},
                                       const torch::Tensor& forget = {});
+
+/// The forward alone (no gradient), also giving each row's log-sum-exp of its visible logits
+/// (B, H, Tq), +float max for a row that sees no key: attention over disjoint key sets then
+/// merges exactly (the window and the sinks of attention/backend.h).
+std::pair<torch::Tensor, torch::Tensor> streaming_attention_cpu_lse(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_padding_mask,
+    const KeyVisibility& visibility, const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
+    const StreamingTiles& tiles = {}, const FireTileBias& fire = {}, const torch::Tensor& forget = {});
 
 }  // namespace ropelab
