@@ -358,8 +358,9 @@ TEST_F(Training, PerformerFeaturesAreNeverRedrawnAfterTheLastUpdate) {
   }
 }
 
-// A non-finite loss skips the update (no Adam step, gradients cleared).
-TEST_F(Training, NonFiniteLossSkipsTheUpdate) {
+// A non-finite loss or gradient skips the update (no Adam step, gradients cleared), and the
+// result says which.
+TEST_F(Training, NonFiniteLossOrGradientSkipsTheUpdate) {
   Seq2Seq model(tiny_options());
   const TranslationTask::Model task(model);
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-2));
@@ -378,7 +379,17 @@ TEST_F(Training, NonFiniteLossSkipsTheUpdate) {
   auto poisoned = model->embedding->weight.detach().clone();
   auto bad = update_step(task, adam, batches, TrainOptions(), 1e-2);
   EXPECT_TRUE(bad.skipped);
+  // one NaN weight behind a ReLU: the loss stays finite and the gradient does not
+  EXPECT_FALSE(bad.nonfinite_loss);
+  EXPECT_FALSE(ok.nonfinite_loss);
   EXPECT_TRUE(torch::equal(model->embedding->weight, poisoned));  // no step taken
   for (const auto& p : model->parameters())
     EXPECT_TRUE(!p.grad().defined() || p.grad().abs().sum().item<double>() == 0);
+  {
+    torch::NoGradGuard no_grad;
+    model->embedding->weight[12].fill_(std::numeric_limits<float>::quiet_NaN());  // a target token's row
+  }
+  auto lost = update_step(task, adam, batches, TrainOptions(), 1e-2);
+  EXPECT_TRUE(lost.skipped);
+  EXPECT_TRUE(lost.nonfinite_loss);  // the log names the loss
 }

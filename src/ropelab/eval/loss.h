@@ -13,6 +13,8 @@ struct LossTotals {
   double loss = 0, nll = 0, tokens = 0;
   /// update_step: the update was skipped (a non-finite loss or gradient).
   bool skipped = false;
+  /// update_step: a batch's loss was non-finite (else a skip came from the gradient norm).
+  bool nonfinite_loss = false;
   /// update_step with a loss scale: the scaled gradients overflowed (skipped is set too);
   /// the scale was halved. Expected now and then in fp16 training, not a divergence.
   bool overflow = false;

@@ -76,6 +76,7 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
     const double value = loss.item<double>();
     if (!std::isfinite(value)) {  // no backward: the gradient would be poisoned too
       finite = false;
+      totals.nonfinite_loss = true;
       continue;
     }
     (loss_scale ? loss * scale : loss).backward();
@@ -93,7 +94,9 @@ LossTotals update_step(const TaskModel& model, torch::optim::Adam& optimizer, co
     sums.push_back(stats);
     group->all_reduce_sum(sums);
     stats = stats.cpu();
+    const bool nonfinite_loss = totals.nonfinite_loss;  // this rank's
     totals = LossTotals();
+    totals.nonfinite_loss = nonfinite_loss;
     totals.add(stats[0].item<double>(), stats[1].item<double>(), stats[2].item<double>());
     if (stop) *stop = stats[3].item<double>() > 0;
     finite = stats[4].item<double>() == 0;
@@ -362,8 +365,11 @@ bool Trainer::step(const std::vector<std::vector<size_t>>& plan, const StopSigna
           << progress_.loss_scale.scale << std::endl;
   } else if (update.skipped) {
     ++nonfinite_;
-    *log_ << "step " << progress_.step << ": non-finite loss or gradient; update skipped (" << nonfinite_ << " of "
-          << t_.max_nonfinite() << " allowed)" << std::endl;
+    *log_ << "step " << progress_.step << ": non-finite "
+          << (update.nonfinite_loss   ? "loss"
+              : launch_.distributed() ? "loss or gradient"
+                                      : "gradient norm")
+          << "; update skipped (" << nonfinite_ << " of " << t_.max_nonfinite() << " allowed)" << std::endl;
     if (nonfinite_ > t_.max_nonfinite())
       throw std::runtime_error("training diverged: " + std::to_string(nonfinite_) +
                                " updates with a non-finite loss or gradient (train.max_nonfinite=" +
