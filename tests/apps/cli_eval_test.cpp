@@ -98,8 +98,8 @@ TEST(Cli, BrokenRunFilesGiveOneLineNamingTheFile) {
 }
 
 // RoPE scaling at evaluation time, without retraining: each method changes the perplexity
-// past the training context; the report records what was set; keys that would not match
-// the trained parameters are refused.
+// past the training context; the report records what was set; so do the positions a
+// window's sinks take; keys that would not match the trained parameters are refused.
 TEST(Cli, EvalScalesRotaryWithoutRetraining) {
   const auto root = fresh_dir("scaling");
   const auto lm = (root / "lm").string();
@@ -118,6 +118,16 @@ TEST(Cli, EvalScalesRotaryWithoutRetraining) {
     const auto report = read_text(lm + "/eval.test.ctx64.set_" + type + "_4.json");
     EXPECT_NE(report.find(std::string("model.position.scaling.type=") + type), std::string::npos) << report;
   }
+  // a window with sinks, at StreamingLLM's cache positions (the default) and at sequence positions
+  const std::string windowed =
+      " --checkpoint last --context 64 --set model.attention.window=8 --set "
+      "model.attention.sinks=2";
+  r = run("eval --run " + lm + windowed);
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto cache = r.output.substr(0, r.output.find('\n'));
+  r = run("eval --run " + lm + windowed + " --set model.attention.window_positions=sequence");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.substr(0, r.output.find('\n')), cache);
   r = run("eval --run " + lm + " --checkpoint last --set model.d_model=8");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("--set model.d_model=8: a trained run takes only model.position.scaling.*"),

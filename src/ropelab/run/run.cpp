@@ -107,12 +107,14 @@ std::string run_override_error(const std::string& assignment) {
     for (const std::string allowed : {"scaling.", "rotary_impl"})
       if (key.rfind(stack + allowed, 0) == 0) return "";
   // how attention is computed and which keys it sees change no parameter
-  for (const std::string allowed : {"model.attention.kernel", "model.attention.window", "model.attention.sinks"})
+  for (const std::string allowed : {"model.attention.kernel", "model.attention.window", "model.attention.sinks",
+                                    "model.attention.window_positions"})
     if (key == allowed) return "";
   if (key.rfind("decode.", 0) == 0 || key == "data.eval_tokens") return "";
   return "--set " + assignment +
          ": a trained run takes only model.position.scaling.*, model.position.rotary_impl, "
-         "model.attention.{kernel,window,sinks}, decode.* and data.eval_tokens (other keys would not match its "
+         "model.attention.{kernel,window,sinks,window_positions}, decode.* and data.eval_tokens (other keys would not "
+         "match its "
          "parameters)";
 }
 
