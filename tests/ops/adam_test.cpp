@@ -50,6 +50,26 @@ TEST_P(AdamKernel, EqualsTorchAdamOnItsOwnState) {
   }
 }
 
+// Second moments in float's denormal range (one tiny gradient, then none, as a CoPE
+// position that a batch seldom reaches gets): the update stays finite and equals
+// torch::optim::Adam's. An approximate reciprocal square root reads a denormal as 0 and
+// gives NaN there.
+TEST_P(AdamKernel, DenormalMomentsStayFinite) {
+  auto ours = torch::randn({70001}).requires_grad_();
+  auto theirs = ours.detach().clone().requires_grad_();
+  const auto options = torch::optim::AdamOptions(1e-3).betas({0.9, 0.999}).eps(1e-8);
+  torch::optim::Adam fused({ours}, options), reference({theirs}, options);
+  for (int step = 0; step < 30; ++step) {
+    auto g = step == 0 ? torch::randn({70001}) * 1e-19 : torch::zeros({70001});  // v = 1e-3 g^2: denormal
+    ours.mutable_grad() = g.clone();
+    theirs.mutable_grad() = g.clone();
+    adam_step(fused, 1.0);
+    reference.step();
+  }
+  EXPECT_TRUE(torch::isfinite(ours).all().item<bool>());
+  EXPECT_LT(max_diff(ours, theirs), 1e-5);
+}
+
 // Parameters the loop does not take (double here) go through torch::optim::Adam with their
 // gradients scaled: the same result.
 TEST_P(AdamKernel, OtherParametersFallBackToTorchAdam) {
