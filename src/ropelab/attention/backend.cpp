@@ -200,8 +200,11 @@ torch::Tensor SoftmaxAttention::forward_sinks_at_cache_positions(const Attention
   AttentionInputs window = in;
   window.sinks = 0;
   auto [out, window_lse] = forward_lse(window);
-  window_lse = window_lse.unsqueeze(-1);  // (B, H, Tq, 1); a row that sees no window key: lowest
-  window_lse = torch::where(window_lse > 1e29, torch::full_like(window_lse, lowest), window_lse);
+  // a row that sees no window key: the kernels give +1e30 (streaming) or float's max
+  // (chunked); lowest here, so that its sinks alone take the probability
+  constexpr double kSawNoKey = 1e29;
+  window_lse = window_lse.unsqueeze(-1);  // (B, H, Tq, 1)
+  window_lse = torch::where(window_lse > kSawNoKey, torch::full_like(window_lse, lowest), window_lse);
   // the sinks beyond each query's window: query i (aligned with key a = i + Tk - Tq) scores
   // sink j < a - W + 1 at its cache position
   const auto& queries = in.sink_queries.defined() ? in.sink_queries : in.q;
