@@ -68,6 +68,21 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   EXPECT_NE(r.output.find("3 finished already, 1 to run"), std::string::npos) << r.output;
   EXPECT_TRUE(nlohmann::json::parse(read_text(run_dir + "/eval.test.json")).contains("ter"));
   EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  // stopped after its training, during its evaluations: only the evaluation it lacks runs,
+  // the training's log is kept; stopped after the last one, before the marker: marked
+  const auto log = read_text(run_dir + ".log");
+  ASSERT_NE(log.find("step 4/4"), std::string::npos) << log;
+  std::filesystem::remove(run_dir + "/ablation.done");
+  std::filesystem::remove(run_dir + "/eval.test.json");
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  EXPECT_NE(r.output.find("3 finished already, 1 to run"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.json"));
+  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  EXPECT_EQ(read_text(run_dir + ".log").rfind(log, 0), 0u);
+  std::filesystem::remove(run_dir + "/ablation.done");
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  EXPECT_NE(r.output.find("4 finished already, 0 to run"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/ablation.done"));
   r = run("eval --run " + run_dir + " --stride 4");  // a language-model protocol on a translator
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.output, "ropelab: error: --context, --stride and --per-position measure language models; " + run_dir +

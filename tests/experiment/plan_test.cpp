@@ -26,12 +26,13 @@ using Steps = std::vector<std::vector<std::string>>;
 /// from (by its variant_config), which evaluations each holds.
 class FakeDisk : public RunsOnDisk {
  public:
-  std::set<std::string> done;
+  std::set<std::string> done, trained_to_the_end;
   std::map<std::string, Config> started;
   std::set<std::pair<std::string, std::string>> evaluated;  // (dir, report tag)
 
   std::vector<std::string> finished_runs() const override { return {done.begin(), done.end()}; }
   bool finished(const std::string& dir) const override { return done.count(dir) > 0; }
+  bool trained(const std::string& dir) const override { return trained_to_the_end.count(dir) > 0; }
   bool started_with(const std::string& dir, const Config& config) const override {
     const auto it = started.find(dir);
     return it != started.end() && dump_config(it->second) == dump_config(config);
@@ -109,6 +110,22 @@ TEST_F(Plan, AFinishedRunRunsOnlyTheEvaluationsItLacks) {
   EXPECT_EQ(job.steps, Steps{kEval8});
   disk_.evaluated.insert({dir, "test.ctx8"});
   EXPECT_TRUE(plan(1, 2).steps.empty());  // nothing left
+}
+
+TEST_F(Plan, ARunStoppedAmongItsEvaluationsRunsOnlyThoseItLacks) {
+  const auto dir = plan(1, 2).dir;
+  disk_.started[dir] = config_of(1, 2);
+  disk_.trained_to_the_end.insert(dir);  // trained; stopped before its marker
+  disk_.evaluated.insert({dir, "test.ctx16"});
+  auto job = plan(1, 2);
+  EXPECT_FALSE(job.trains);  // no `train --resume`, which would start the log anew
+  EXPECT_EQ(job.steps, Steps{kEval8});
+  disk_.evaluated.insert({dir, "test.ctx8"});
+  EXPECT_TRUE(plan(1, 2).steps.empty());
+  disk_.started[dir] = config_of(0, 2);  // a trained run of another config is trained anew
+  job = plan(1, 2);
+  ASSERT_EQ(job.steps.size(), 3u);
+  EXPECT_EQ(job.steps[0][1], "--overwrite");
 }
 
 TEST_F(Plan, AChangedConfigTrainsAnewAndMovesTheOldRunAside) {

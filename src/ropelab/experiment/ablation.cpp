@@ -9,8 +9,22 @@
 #include "ropelab/experiment/results.h"
 #include "ropelab/experiment/runner.h"
 #include "ropelab/run/ablation_layout.h"
+#include "ropelab/util/files.h"
 
 namespace ropelab {
+
+namespace {
+
+/// Adds `job` to `todo` if it has steps left. A run with none left that lacks its marker
+/// (stopped after its last evaluation, before the marker) gets the marker here.
+void queue(const Job& job, const RunsOnDisk& disk, std::vector<Job>& todo) {
+  if (!job.steps.empty())
+    todo.push_back(job);
+  else if (!disk.finished(job.dir))
+    write_file_atomically(AblationLayout::done(job.dir), "", "ablation marker");
+}
+
+}  // namespace
 
 int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   const auto variants = expand_grid(spec);
@@ -27,7 +41,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   for (const auto& variant : variants)
     for (auto seed : spec.seeds) {
       all.push_back(plan_job(spec, variant, seed, {}, plan, disk));
-      if (!all.back().steps.empty()) todo.push_back(all.back());
+      queue(all.back(), disk, todo);
     }
   const size_t total = all.size(), skipped = total - todo.size();
   std::cout << "ablate: " << variants.size() << " variants x " << spec.seeds.size() << " seeds = " << total << " runs; "
@@ -53,7 +67,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
           continue;
         }
         all.push_back(plan_job(spec, variant, seed, {"train.init_from=" + source->dir}, plan, disk));
-        if (!all.back().steps.empty()) more.push_back(all.back());
+        queue(all.back(), disk, more);
       }
     const size_t added = all.size() - before;
     std::cout << "ablate: " << finetunes.size() << " fine-tunes of " << from << " x " << spec.seeds.size()

@@ -25,6 +25,8 @@ std::vector<std::string> AblationDirectory::finished_runs() const {
 
 bool AblationDirectory::finished(const std::string& dir) const { return fs::exists(AblationLayout::done(dir)); }
 
+bool AblationDirectory::trained(const std::string& dir) const { return fs::exists(RunPaths(dir).trained); }
+
 bool AblationDirectory::started_with(const std::string& dir, const Config& config) const {
   return run_started_with(dir, config, yaml_config_files());
 }
@@ -57,8 +59,8 @@ Job plan_job(const ExperimentSpec& spec, const Variant& variant, int64_t seed, c
   std::vector<std::string> runtime{"--threads", std::to_string(options.threads)};
   if (!options.device.empty()) runtime.insert(runtime.end(), {"--device", options.device});
   const bool same = disk.started_with(job.dir, job.config);
-  const bool finished = same && disk.finished(job.dir);
-  if (!finished) {
+  const bool trained = same && (disk.finished(job.dir) || disk.trained(job.dir));
+  if (!trained) {
     std::vector<std::string> train{"train"};
     if (same) {
       train.push_back("--resume");
@@ -75,7 +77,7 @@ Job plan_job(const ExperimentSpec& spec, const Variant& variant, int64_t seed, c
     job.trains = true;
   }
   for (const auto& eval : ablation_evals(job.config, spec.evaluations)) {
-    if (finished && disk.has_evaluation(job.dir, eval)) continue;
+    if (trained && disk.has_evaluation(job.dir, eval)) continue;
     auto step = eval.args;
     step.insert(step.end(), {"--run", job.dir});
     step.insert(step.end(), runtime.begin(), runtime.end());

@@ -19,6 +19,8 @@ class RunsOnDisk {
   virtual std::vector<std::string> finished_runs() const = 0;
   /// Whether the run in `dir` finished: it trained to its end and was evaluated.
   virtual bool finished(const std::string& dir) const = 0;
+  /// Whether the run in `dir` trained to its end (RunPaths::trained), evaluated or not.
+  virtual bool trained(const std::string& dir) const = 0;
   /// Whether `dir` holds a run started from `config` (run_started_with).
   virtual bool started_with(const std::string& dir, const Config& config) const = 0;
   /// Whether `dir` holds `eval`'s report with every column this version reads, and its
@@ -32,6 +34,7 @@ class AblationDirectory : public RunsOnDisk {
   explicit AblationDirectory(std::string out_dir) : out_dir_(std::move(out_dir)) {}
   std::vector<std::string> finished_runs() const override;
   bool finished(const std::string& dir) const override;
+  bool trained(const std::string& dir) const override;
   bool started_with(const std::string& dir, const Config& config) const override;
   bool has_evaluation(const std::string& dir, const AblationEval& eval) const override;
 
@@ -63,6 +66,8 @@ struct PlanOptions {
 /// has not finished, a finished run of the same config (experiments written into one
 /// directory share their common runs). Its steps:
 ///   - a finished run of this config: the evaluations it lacks (none: nothing to do);
+///   - a run of this config trained to its end but stopped among its evaluations: the
+///     evaluations it lacks (a session that ends mid-evaluation loses only the one under way);
 ///   - a run started from this config: train --resume (it continues or restarts), then
 ///     every evaluation;
 ///   - otherwise (new, or a run of another config, which --overwrite moves aside): train
