@@ -7,33 +7,14 @@ DIR (default: this file's directory) holds results.csv of ablate_length.yaml and
 passkey/results.csv of ablate_length_passkey.yaml. Cells are the mean ± sample sd over
 seeds; a ratio column divides the means. Python 3 standard library only.
 """
-import csv
 import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from result_cells import cell, read, values  # noqa: E402
+
 CONTEXTS = [128, 256, 512, 1024, 2048]
-
-
-def read(path):
-    runs = {}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            runs.setdefault(row["variant"], []).append(row)
-    return runs
-
-
-def values(rows, column):
-    return [float(r[column]) for r in rows if r.get(column, "") not in ("", "nan", "inf")]
-
-
-def cell(rows, column, digits=2):
-    v = values(rows, column)
-    if not v:
-        return "-"
-    if len(v) == 1:
-        return f"{v[0]:.{digits}f}"
-    return f"{statistics.mean(v):.{digits}f} ± {statistics.stdev(v):.{digits}f}"
 
 
 def short(variant):

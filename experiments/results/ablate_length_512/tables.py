@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Prints the tables of README.md from what `ropelab ablate` wrote for the 512-token study.
+
+    python3 experiments/results/ablate_length_512/tables.py [DIR]
+    python3 experiments/results/ablate_length_512/tables.py --collect RUNS DIR/passkey/cells.csv
+    python3 experiments/results/ablate_length_512/tables.py --budget LOG
+
+DIR (default: this file's directory) holds results.csv of ablate_length_512.yaml, and when
+they exist passkey/results.csv and passkey/cells.csv (ablate_length_512_passkey.yaml) and
+subword/results.csv (ablate_length_512_subword.yaml). Cells are the mean ± sample sd over
+seeds; ratios divide the means over seeds.
+
+--collect gathers the per (length, depth) passkey counts of every run under RUNS (each run's
+passkey.csv) into one CSV, so that the pooled table below needs no run directories.
+--budget sums the wall time of the runs an `ablate` log reports as finished.
+
+Python 3 standard library only; Wilson's interval is written here from its formula, apart
+from ropelab's own.
+"""
+import csv
+import math
+import os
+import re
+import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from result_cells import cell, read, values  # noqa: E402
+
+TRAINED = 512
+CONTEXTS = [512, 1024, 2048, 4096, 8192, 16384, 32768]
+SLIDING = 4096
+SCALINGS = ["linear", "ntk", "dynamic_ntk", "yarn"]
+
+# Published perplexity ratios ppl(k L) / ppl(L), L = 512, non-overlapping windows, each at the
+# multiple of L the source reports (README, "Readings"). Press et al. 2022, Table 2 (WikiText-103,
+# 247M parameters): lengths 1012, 2512, 8512, 15512 against 512. Kazemnejad et al. 2023, the
+# first author's len_gen_lm result files (WikiText-103, t5-base size): 1024, 2048 against 512.
+PRESS = {"multiples": [1012 / 512, 2512 / 512, 8512 / 512, 15512 / 512],
+         "ppl": {"sinusoidal": [20.05, 43.54, 132.41, 305.65, 406.01],
+                 "rotary": [20.07, 21.37, 31.58, 54.98, 79.25],
+                 "t5_bias": [19.65, 18.79, 20.41, 43.08, None],
+                 "alibi": [19.73, 18.73, 18.41, 18.34, 18.31]}}
+KAZEMNEJAD = {"multiples": [2, 4],
+              "ppl": {"none": [13.05, 167.84, 319.66], "alibi": [12.67, 12.59, 12.76],
+                      "rotary": [12.51, 591.69, 612.65], "t5_bias": [12.72, 13.88, 51.96],
+                      "sinusoidal": [13.03, 320.74, 388.73]}}
+
+LABELS = {"{type: rotary, unrotated: 0.25}": "p-rope (1/4 unrotated)",
+          "{type: rotary, nope_every: 3}": "rotary + nope every 3rd",
+          "{type: none, forget_gate: true}": "fox (forget gate)",
+          "{type: none, cope: true}": "cope",
+          "{type: none}": "nope"}
+
+
+def mean(rows, column):
+    v = values(rows, column)
+    return statistics.mean(v) if v else None
+
+
+def ratio(rows, column, base):
+    a, b = mean(rows, column), mean(rows, base)
+    return f"{a / b:.2f}" if a is not None and b else "-"
+
+
+def label(variant):
+    if variant.startswith("finetune:"):
+        spec = variant.split("=", 1)[1]
+        return "fine-tuned, scaling " + spec.strip("{}").replace("type: ", "")
+    spec = variant.split("=", 1)[1] if "=" in variant else variant
+    return LABELS.get(spec, spec.strip("{}").replace("type: ", ""))
+
+
+def kind(variant):
+    """The encoder's type, the key of the published anchors."""
+    spec = variant.split("=", 1)[1] if "=" in variant else variant
+    if "," in spec:
+        return None
+    return spec.strip("{}").replace("type: ", "").strip()
+
+
+def header(first, columns):
+    print(f"| {first} | " + " | ".join(str(c) for c in columns) + " |")
+    print("|---|" + "---|" * len(columns))
+
+
+def perplexity_tables(runs, unit):
+    base = {v: r for v, r in runs.items() if not v.startswith("finetune")}
+    print(f"\nNon-overlapping windows of C {unit}; the last column is ppl(64x) / ppl(1x):\n")
+    header("variant", CONTEXTS + ["64x / 1x"])
+    for variant, rows in base.items():
+        cols = [f"test_ppl@{c}" for c in CONTEXTS]
+        print(f"| {label(variant)} | " + " | ".join(cell(rows, c) for c in cols)
+              + f" | {ratio(rows, cols[-1], cols[0])} |")
+
+    long = [c for c in CONTEXTS if c > SLIDING]
+    print(f"\nWindows of C {unit} sliding by {SLIDING} (every {unit[:-1]} scored with at least C - {SLIDING} "
+          "of history); the last column is ppl(64x) / ppl(1x):\n")
+    header("variant", [CONTEXTS[0]] + long + ["64x / 1x"])
+    for variant, rows in base.items():
+        cols = [f"test_ppl@{CONTEXTS[0]}"] + [f"test_ppl@{c}/{SLIDING}" for c in long]
+        print(f"| {label(variant)} | " + " | ".join(cell(rows, c) for c in cols)
+              + f" | {ratio(rows, cols[-1], cols[0])} |")
+
+    for sinks, title in [(0, "alone"), (4, "with 4 sinks")]:
+        tag = f"#w{TRAINED}" + (f"s{sinks}" if sinks else "")
+        print(f"\nSliding-window attention over {TRAINED} keys, {title} (non-overlapping windows of C):\n")
+        header("variant", CONTEXTS)
+        for variant, rows in base.items():
+            cols = [f"test_ppl@{CONTEXTS[0]}"] + [f"test_ppl@{c}{tag}" for c in CONTEXTS[1:]]
+            print(f"| {label(variant)} | " + " | ".join(cell(rows, c) for c in cols) + " |")
+
+    for variant, rows in base.items():
+        if not any(values(rows, f"test_ppl@{c}+{s}") for c in CONTEXTS for s in SCALINGS):
+            continue
+        print(f"\n{label(variant)}, trained at {TRAINED}, evaluated with RoPE scaling at factor C / {TRAINED}, "
+              "not retrained (non-overlapping):\n")
+        header("scaling", CONTEXTS[1:])
+        print("| none | " + " | ".join(cell(rows, f"test_ppl@{c}") for c in CONTEXTS[1:]) + " |")
+        for s in SCALINGS:
+            print(f"| {s} | " + " | ".join(cell(rows, f"test_ppl@{c}+{s}") for c in CONTEXTS[1:]) + " |")
+
+    tuned = {v: r for v, r in runs.items() if v.startswith("finetune")}
+    if tuned:
+        print(f"\nRotary fine-tuned at 2048 for 300 updates (non-overlapping / sliding by {SLIDING}):\n")
+        header("fine-tune", CONTEXTS)
+        for variant, rows in tuned.items():
+            cols = [(f"test_ppl@{c}", f"test_ppl@{c}/{SLIDING}" if c > SLIDING else None) for c in CONTEXTS]
+            print(f"| {label(variant)} | "
+                  + " | ".join(cell(rows, a) + (" / " + cell(rows, b) if b else "") for a, b in cols) + " |")
+
+
+def anchor_table(runs):
+    """Measured ratios ppl(k L) / ppl(L) next to the published ones at the nearest multiple."""
+    by_kind = {kind(v): rows for v, rows in runs.items() if kind(v)}
+    print("\nReadings: ppl(k L) / ppl(L), non-overlapping windows, measured here at k = 2, 4, 16, 32 "
+          "against Press et al. 2022 (k = 1.98, 4.9, 16.6, 30.3) and Kazemnejad et al. 2023 (k = 2, 4):\n")
+    header("encoder", ["here 2x", "Press ~2x", "Kazemnejad 2x", "here 4x", "Press ~4.9x", "Kazemnejad 4x",
+                       "here 16x", "Press ~16.6x", "here 32x", "Press ~30x"])
+
+    def published(source, name, i):
+        ppl = source["ppl"].get(name)
+        if not ppl or i + 1 >= len(ppl) or ppl[i + 1] is None:
+            return "-"
+        return f"{ppl[i + 1] / ppl[0]:.2f}"
+
+    for name in ["sinusoidal", "rotary", "t5_bias", "alibi", "none"]:
+        rows = by_kind.get(name, [])
+        here = [ratio(rows, f"test_ppl@{TRAINED * k}", f"test_ppl@{TRAINED}") if rows else "-" for k in (2, 4, 16, 32)]
+        cells = [here[0], published(PRESS, name, 0), published(KAZEMNEJAD, name, 0),
+                 here[1], published(PRESS, name, 1), published(KAZEMNEJAD, name, 1),
+                 here[2], published(PRESS, name, 2), here[3], published(PRESS, name, 3)]
+        print(f"| {LABELS.get('{type: ' + name + '}', name)} | " + " | ".join(cells) + " |")
+
+
+def wilson(correct, n, z=1.959963984540054):
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (0.0 if correct == 0 else centre - half), (1.0 if correct == n else centre + half)
+
+
+def passkey_tables(here):
+    runs = read(os.path.join(here, "passkey", "results.csv"))
+    if not runs:
+        return
+    lengths = sorted({int(k.split("@")[1]) for rows in runs.values() for k in rows[0] if k.startswith("passkey@")})
+    print("\nPasskey accuracy over the five depths (mean ± sd over seeds), by prompt length in bytes:\n")
+    header("variant", ["test ppl"] + lengths)
+    for variant, rows in runs.items():
+        print(f"| {label(variant)} | {cell(rows, f'test_ppl@{TRAINED}', 3)} | "
+              + " | ".join(cell(rows, f"passkey@{n}") for n in lengths) + " |")
+    counts = {}
+    path = os.path.join(here, "passkey", "cells.csv")
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            key = (row["variant"], int(row["length"]), row["depth"])
+            c, n = counts.get(key, (0, 0))
+            counts[key] = (c + int(row["correct"]), n + int(row["documents"]))
+    depths = sorted({k[2] for k in counts}, key=float)
+    for variant in runs:
+        cells = {k[1:]: v for k, v in counts.items() if k[0] == variant}
+        if not cells:
+            continue
+        print(f"\n{label(variant)}: passkeys retrieved over the seeds, accuracy [Wilson 95%] (correct/documents):\n")
+        header("length", [f"depth {d}" for d in depths])
+        for n in lengths:
+            out = []
+            for d in depths:
+                if (n, d) not in cells:
+                    out.append("-")
+                    continue
+                c, total = cells[(n, d)]
+                low, high = wilson(c, total)
+                out.append(f"{c / total:.2f} [{low:.2f}, {high:.2f}] ({c}/{total})")
+            print(f"| {n} | " + " | ".join(out) + " |")
+
+
+def collect(runs_dir, out_path):
+    rows = []
+    for name in sorted(os.listdir(runs_dir)):
+        table = os.path.join(runs_dir, name, "passkey.csv")
+        match = re.fullmatch(r"(.*)\.seed(\d+)", name)
+        if not match or not os.path.exists(table):
+            continue
+        variant = variant_of(match.group(1))
+        with open(table, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["error"]:
+                    sys.exit(f"{table}: length {r['length']} depth {r['depth']} failed: {r['error']}")
+                rows.append([variant, match.group(2), r["length"], r["depth"], r["documents"], r["correct"]])
+    if not rows:
+        sys.exit(f"{runs_dir}: no run directory with a passkey.csv")
+    with open(out_path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["variant", "seed", "length", "depth", "documents", "correct"])
+        w.writerows(rows)
+    print(f"wrote {out_path}: {len(rows)} cells")
+
+
+def variant_of(directory_name):
+    """model.position=_type__rotary,_unrotated__0.25_ -> model.position={type: rotary, unrotated: 0.25}"""
+    key, _, value = directory_name.partition("=")
+    inner = value[1:-1] if value.startswith("_") and value.endswith("_") else value
+    inner = inner.replace(",_", ", ").replace("__", ": ")
+    return f"{key}={{{inner}}}" if value.startswith("_") else f"{key}={value}"
+
+
+def budget(log_path):
+    total, runs = 0, 0
+    pattern = re.compile(r"^ablate: finished .* in (?:(\d+)h)?(\d+)m")
+    with open(log_path) as f:
+        for line in f:
+            m = pattern.match(line)
+            if m:
+                total += int(m.group(1) or 0) * 60 + int(m.group(2))
+                runs += 1
+    print(f"{runs} runs finished, {total / 60:.1f} hours of run time (each run's own wall time; "
+          "runs went two at a time)")
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--collect":
+        return collect(sys.argv[2], sys.argv[3])
+    if len(sys.argv) == 3 and sys.argv[1] == "--budget":
+        return budget(sys.argv[2])
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):
+        sys.exit(__doc__)
+    here = sys.argv[1] if len(sys.argv) == 2 else os.path.dirname(os.path.abspath(__file__))
+    runs = read(os.path.join(here, "results.csv"))
+    if not runs:
+        sys.exit(f"{os.path.join(here, 'results.csv')}: missing or empty")
+    print("## Byte LM")
+    perplexity_tables(runs, "bytes")
+    anchor_table(runs)
+    subword = read(os.path.join(here, "subword", "results.csv"))
+    if subword:
+        print("\n## Subword LM")
+        perplexity_tables(subword, "tokens")
+        anchor_table(subword)
+    passkey_tables(here)
+
+
+if __name__ == "__main__":
+    main()

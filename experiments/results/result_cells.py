@@ -1,0 +1,30 @@
+"""Reading an `ropelab ablate` results.csv and printing its cells: shared by the studies' tables.py."""
+import csv
+import os
+import statistics
+
+
+def read(path):
+    """variant -> its rows (one per seed); empty when the file does not exist."""
+    runs = {}
+    if not os.path.exists(path):
+        return runs
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            runs.setdefault(row["variant"], []).append(row)
+    return runs
+
+
+def values(rows, column):
+    """The column's finite values over the rows (seeds); empty and non-finite cells skipped."""
+    return [float(r[column]) for r in rows if r.get(column, "") not in ("", "nan", "inf", "-inf")]
+
+
+def cell(rows, column, digits=2):
+    """mean ± sample sd over the seeds, the value alone for one seed, '-' for none."""
+    v = values(rows, column)
+    if not v:
+        return "-"
+    if len(v) == 1:
+        return f"{v[0]:.{digits}f}"
+    return f"{statistics.mean(v):.{digits}f} ± {statistics.stdev(v):.{digits}f}"
