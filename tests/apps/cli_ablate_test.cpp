@@ -41,6 +41,11 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   int rows = 0;
   for (std::string line; std::getline(csv, line);) ++rows;
   EXPECT_EQ(rows, 5);  // header + 4 runs
+  EXPECT_EQ(read_text(out + "/results.csv").rfind("variant,seed,run,", 0), 0u);
+  EXPECT_NE(read_text(out + "/results.csv")
+                .find("\n\"model.position.type=rotary\",2,\"runs/model.position.type=rotary.seed2\","),
+            std::string::npos)
+      << read_text(out + "/results.csv");
   // paired bootstrap tests of rotary against sinusoidal: per seed and pooled, for BLEU, chrF and TER
   EXPECT_NE(table.find("## Paired tests against model.position.type=sinusoidal"), std::string::npos) << table;
   EXPECT_NE(table.find("| variant | column | seed 1 | seed 2 | pooled |"), std::string::npos) << table;
@@ -302,6 +307,11 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_NE(read_text(out + "/results.md").find("| model.attention.type=softmax,model.position.type=rotary | 1 |"),
             std::string::npos)
       << read_text(out + "/results.md");
+  EXPECT_NE(read_text(out + "/results.csv")
+                .find("\n\"model.attention.type=softmax,model.position.type=rotary\",1,"
+                      "\"runs/model.position.type=rotary.seed1\","),  // the run it reused
+            std::string::npos)
+      << read_text(out + "/results.csv");
 
   write_experiment("4", "8");  // another config in the same directory: trained again
   r = run("ablate " + exp + " -o " + out + " --threads 1");

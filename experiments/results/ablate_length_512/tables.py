@@ -2,7 +2,7 @@
 """Prints the tables of README.md from what `ropelab ablate` wrote for the 512-token study.
 
     python3 experiments/results/ablate_length_512/tables.py [DIR]
-    python3 experiments/results/ablate_length_512/tables.py --collect RUNS DIR/passkey/cells.csv
+    python3 experiments/results/ablate_length_512/tables.py --collect RESULTS_CSV DIR/passkey/cells.csv
     python3 experiments/results/ablate_length_512/tables.py --budget LOG
 
 DIR (default: this file's directory) holds results.csv of ablate_length_512.yaml, and when
@@ -10,8 +10,9 @@ they exist passkey/results.csv and passkey/cells.csv (ablate_length_512_passkey.
 subword/results.csv (ablate_length_512_subword.yaml). Cells are the mean ± sample sd over
 seeds; ratios divide the means over seeds.
 
---collect gathers the per (length, depth) passkey counts of every run under RUNS (each run's
-passkey.csv) into one CSV, so that the pooled table below needs no run directories.
+--collect gathers the per (length, depth) passkey counts of every run in an ablation's
+results.csv (the passkey.csv of each row's run directory) into one CSV, so that the pooled
+table below needs no run directories; a run without its passkey.csv stops it.
 --budget sums the wall time of the runs an `ablate` log reports as finished.
 
 Python 3 standard library only; Wilson's interval is written here from its formula, apart
@@ -63,17 +64,21 @@ def ratio(rows, column, base):
     return f"{a / b:.2f}" if a is not None and b else "-"
 
 
+def spec_of(variant):
+    """The value a variant sets ("model.position={type: rotary}" -> "{type: rotary}")."""
+    return variant.split("=", 1)[1] if "=" in variant else variant
+
+
 def label(variant):
     if variant.startswith("finetune:"):
-        spec = variant.split("=", 1)[1]
-        return "fine-tuned, scaling " + spec.strip("{}").replace("type: ", "")
-    spec = variant.split("=", 1)[1] if "=" in variant else variant
+        return "fine-tuned, scaling " + spec_of(variant).strip("{}").replace("type: ", "")
+    spec = spec_of(variant)
     return LABELS.get(spec, spec.strip("{}").replace("type: ", ""))
 
 
 def kind(variant):
     """The encoder's type, the key of the published anchors."""
-    spec = variant.split("=", 1)[1] if "=" in variant else variant
+    spec = spec_of(variant)
     if "," in spec:
         return None
     return spec.strip("{}").replace("type: ", "").strip()
@@ -198,34 +203,30 @@ def passkey_tables(here):
             print(f"| {n} | " + " | ".join(out) + " |")
 
 
-def collect(runs_dir, out_path):
-    rows = []
-    for name in sorted(os.listdir(runs_dir)):
-        table = os.path.join(runs_dir, name, "passkey.csv")
-        match = re.fullmatch(r"(.*)\.seed(\d+)", name)
-        if not match or not os.path.exists(table):
+def collect(results_path, out_path):
+    rows, missing = [], 0
+    with open(results_path, newline="") as f:
+        runs = list(csv.DictReader(f))
+    if not runs or "run" not in runs[0]:
+        sys.exit(f"{results_path}: no rows with a run column (write it again with `ropelab ablate`)")
+    for run in runs:
+        table = os.path.join(os.path.dirname(results_path), run["run"], "passkey.csv")
+        if not os.path.exists(table):
+            print(f"{table}: missing ({run['variant']} seed {run['seed']})", file=sys.stderr)
+            missing += 1
             continue
-        variant = variant_of(match.group(1))
         with open(table, newline="") as f:
             for r in csv.DictReader(f):
                 if r["error"]:
                     sys.exit(f"{table}: length {r['length']} depth {r['depth']} failed: {r['error']}")
-                rows.append([variant, match.group(2), r["length"], r["depth"], r["documents"], r["correct"]])
-    if not rows:
-        sys.exit(f"{runs_dir}: no run directory with a passkey.csv")
+                rows.append([run["variant"], run["seed"], r["length"], r["depth"], r["documents"], r["correct"]])
+    if missing:
+        sys.exit(f"{results_path}: {missing} runs have no passkey.csv; nothing written")
     with open(out_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["variant", "seed", "length", "depth", "documents", "correct"])
         w.writerows(rows)
     print(f"wrote {out_path}: {len(rows)} cells")
-
-
-def variant_of(directory_name):
-    """model.position=_type__rotary,_unrotated__0.25_ -> model.position={type: rotary, unrotated: 0.25}"""
-    key, _, value = directory_name.partition("=")
-    inner = value[1:-1] if value.startswith("_") and value.endswith("_") else value
-    inner = inner.replace(",_", ", ").replace("__", ": ")
-    return f"{key}={{{inner}}}" if value.startswith("_") else f"{key}={value}"
 
 
 def budget(log_path):

@@ -82,6 +82,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     auto r = read_run_result(job.dir, job.config, spec.evaluations);
     r.variant = job.variant;
     r.seed = job.seed;
+    r.run = std::filesystem::relative(job.dir, o.out_dir).string();
     if (!r.items_error.empty())
       std::cerr << "ablate: warning: no paired test uses " << job.variant << " seed " << job.seed << ": "
                 << r.items_error << std::endl;

@@ -204,12 +204,12 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   std::stable_sort(metrics.begin(), metrics.end(), column_before);
   {
     std::ofstream csv(layout.results_csv());
-    csv << "variant,seed";
+    csv << "variant,seed,run";
     for (const auto& m : metrics) csv << "," << m;
     csv << "\n";
     csv.precision(10);
     for (const auto& r : results) {
-      csv << "\"" << r.variant << "\"," << r.seed;
+      csv << "\"" << r.variant << "\"," << r.seed << ",\"" << r.run << "\"";
       for (const auto& m : metrics) {
         csv << ",";
         if (r.metrics.count(m)) csv << r.metrics.at(m);  // empty: not evaluated for this run

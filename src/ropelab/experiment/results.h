@@ -1,6 +1,6 @@
 #pragma once
 /// What an ablation's finished runs contribute, and the tables it writes of them:
-///   OUT/results.csv       one row per run
+///   OUT/results.csv       one row per run: variant, seed, its directory, then its numbers
 ///   OUT/results.md        one row per variant: mean and standard deviation over seeds, then
 ///                         passkey accuracy pooled over seeds with Wilson's 95% intervals,
 ///                         then paired bootstrap tests of each variant against the first
@@ -22,6 +22,7 @@ namespace ropelab {
 struct RunResult {
   std::string variant;
   int64_t seed = 0;
+  std::string run;                               // the run directory, relative to the ablation's output directory
   int64_t context = 0;                           // language models: the training context (data.context)
   PositionKind position = PositionKind::none;    // how the (decoder's) encoder gives positions: plots' panels
   std::map<std::string, double> metrics;         // valid_ppl, test_bleu, test_ppl@128, train_s, ...

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""experiments/results/ablate_length_512/tables.py on small results directories made here: its
+cells (mean ± sd over seeds, ratios), passkey counts pooled over seeds with Wilson's interval
+(against tests/golden/wilson_golden.json, found by bisection), --collect, which reads each
+run's directory from results.csv and stops on a missing or failed passkey table, and --budget."""
+import csv
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "experiments" / "results" / "ablate_length_512" / "tables.py"
+PASSKEY_HEADER = "length,depth,documents,correct,accuracy,ci95_low,ci95_high,error\n"
+
+
+def load_tables():
+    spec = importlib.util.spec_from_file_location("tables_512", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True)
+
+
+def write_csv(path, header, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+class Wilson(unittest.TestCase):
+    def test_matches_the_score_test_inverted_by_bisection(self):
+        golden = json.loads((ROOT / "tests" / "golden" / "wilson_golden.json").read_text())
+        wilson = load_tables().wilson
+        for case in golden["intervals"]:
+            low, high = wilson(case["successes"], case["trials"])
+            self.assertAlmostEqual(low, case["low"], places=12, msg=case)
+            self.assertAlmostEqual(high, case["high"], places=12, msg=case)
+
+
+class Collect(unittest.TestCase):
+    def setUp(self):
+        self.dir = pathlib.Path(tempfile.mkdtemp())
+        # the variant reuses a run whose directory is named after another variant
+        self.variant = "model.attention.type=softmax,model.position={type: rotary, nope_every: 3}"
+        write_csv(self.dir / "results.csv", ["variant", "seed", "run", "passkey@1024"],
+                  [[self.variant, 1, "runs/other.seed1", 0.7], [self.variant, 2, "runs/other.seed2", 0.3]])
+        for seed, correct in [(1, 7), (2, 3)]:
+            run_dir = self.dir / "runs" / f"other.seed{seed}"
+            run_dir.mkdir(parents=True)
+            (run_dir / "passkey.csv").write_text(
+                PASSKEY_HEADER + f"1024,0,10,{correct},0.7,,,\n1024,1,10,{correct - 1},0.6,,,\n")
+
+    def tearDown(self):
+        subprocess.run(["rm", "-rf", str(self.dir)], check=True)
+
+    def test_gathers_every_runs_cells_from_the_directory_results_csv_names(self):
+        out = self.dir / "cells.csv"
+        done = run("--collect", self.dir / "results.csv", out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(out, newline="") as f:
+            rows = [list(r.values()) for r in csv.DictReader(f)]
+        self.assertEqual(rows, [[self.variant, "1", "1024", "0", "10", "7"], [self.variant, "1", "1024", "1", "10", "6"],
+                                [self.variant, "2", "1024", "0", "10", "3"], [self.variant, "2", "1024", "1", "10", "2"]])
+
+    def test_a_run_without_its_passkey_table_stops_it_and_writes_nothing(self):
+        (self.dir / "runs" / "other.seed2" / "passkey.csv").unlink()
+        out = self.dir / "cells.csv"
+        done = run("--collect", self.dir / "results.csv", out)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(str(self.dir / "runs" / "other.seed2" / "passkey.csv") + ": missing", done.stderr)
+        self.assertIn("1 runs have no passkey.csv; nothing written", done.stderr)
+        self.assertFalse(out.exists())
+
+    def test_a_failed_cell_stops_it(self):
+        table = self.dir / "runs" / "other.seed1" / "passkey.csv"
+        table.write_text(PASSKEY_HEADER + '2048,0,0,0,0.0000,,,"position 2048 is beyond the table"\n')
+        done = run("--collect", self.dir / "results.csv", self.dir / "cells.csv")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(f"{table}: length 2048 depth 0 failed: position 2048 is beyond the table", done.stderr)
+
+    def test_results_without_the_run_column_are_refused(self):
+        write_csv(self.dir / "results.csv", ["variant", "seed", "passkey@1024"], [[self.variant, 1, 0.7]])
+        done = run("--collect", self.dir / "results.csv", self.dir / "cells.csv")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("no rows with a run column", done.stderr)
+
+
+class Tables(unittest.TestCase):
+    def test_cells_ratios_and_the_pooled_passkey_table(self):
+        with tempfile.TemporaryDirectory() as d:
+            here = pathlib.Path(d)
+            columns = ["test_ppl@512", "test_ppl@32768", "test_ppl@32768/4096"]
+            write_csv(here / "results.csv", ["variant", "seed", "run"] + columns,
+                      [["model.position={type: rotary}", 1, "runs/a.seed1", 2.0, 8.0, 6.0],
+                       ["model.position={type: rotary}", 2, "runs/a.seed2", 4.0, 12.0, ""],
+                       ["model.position={type: alibi}", 1, "runs/b.seed1", 3.0, 2.7, 3.0]])
+            write_csv(here / "passkey" / "results.csv", ["variant", "seed", "run", "test_ppl@512", "passkey@1024"],
+                      [["model.position={type: rotary}", 1, "runs/a.seed1", 2.0, 0.7],
+                       ["model.position={type: rotary}", 2, "runs/a.seed2", 4.0, 0.3]])
+            write_csv(here / "passkey" / "cells.csv", ["variant", "seed", "length", "depth", "documents", "correct"],
+                      [["model.position={type: rotary}", 1, 1024, 0.5, 10, 7],
+                       ["model.position={type: rotary}", 2, 1024, 0.5, 10, 3]])
+            done = run(here)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        lines = done.stdout.splitlines()
+        # mean ± sample sd over two seeds; the ratio divides the means: 10 / 3
+        self.assertIn("| rotary | 3.00 ± 1.41 | - | - | - | - | - | 10.00 ± 2.83 | 3.33 |", lines)
+        self.assertIn("| alibi | 3.00 | - | - | - | - | - | 2.70 | 0.90 |", lines)
+        # one seed of rotary lacks the sliding cell: the other seed's value alone
+        self.assertIn("| rotary | 3.00 ± 1.41 | - | - | 6.00 | 2.00 |", lines)
+        self.assertIn("| rotary | 3.000 ± 1.414 | 0.50 ± 0.28 |", lines)
+        # 10 of 20 over both seeds: Wilson's 95% interval [0.30, 0.70]
+        self.assertIn("| 1024 | 0.50 [0.30, 0.70] (10/20) |", lines)
+
+
+class Budget(unittest.TestCase):
+    def test_sums_the_finished_runs_of_an_ablate_log(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
+            f.write("ablate: [1/3] start a seed 1 (log x)\n"
+                    "ablate: finished a seed 1 in 1h17m; 2 left, ETA 2h00m\n"
+                    "ablate: finished b seed 1 in 43m10s; 1 left, ETA 1h00m\n"
+                    "ablate: FAILED c seed 1 in 5m00s; 0 left, ETA 0s\n")
+        done = run("--budget", f.name)
+        pathlib.Path(f.name).unlink()
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("2 runs finished, 2.0 hours of run time", done.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
