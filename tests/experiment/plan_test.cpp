@@ -80,6 +80,7 @@ TEST_F(Plan, ANewRunTrainsFromTheExperimentThenRunsEveryEvaluation) {
   EXPECT_EQ(job.dir, "OUT/runs/model.position.type=rotary.seed2");
   EXPECT_EQ(job.log, "OUT/runs/model.position.type=rotary.seed2.log");
   EXPECT_TRUE(job.trains);
+  EXPECT_TRUE(job.whole);
   ASSERT_EQ(job.steps.size(), 3u);  // train, then eval at contexts 8 and 16
   std::vector<std::string> train{"train", "--overwrite"};
   train.insert(train.end(), spec_.base.begin(), spec_.base.end());
@@ -98,6 +99,7 @@ TEST_F(Plan, AnInterruptedOrFailedRunOfTheSameConfigResumes) {
   ASSERT_EQ(job.steps.size(), 3u);
   EXPECT_EQ(job.steps[0], (std::vector<std::string>{"train", "--resume", "--threads", "3", "-o", job.dir}));
   EXPECT_TRUE(job.trains);
+  EXPECT_FALSE(job.whole);  // its pace says little of a new run's
 }
 
 TEST_F(Plan, AFinishedRunRunsOnlyTheEvaluationsItLacks) {
@@ -107,6 +109,7 @@ TEST_F(Plan, AFinishedRunRunsOnlyTheEvaluationsItLacks) {
   disk_.evaluated.insert({dir, "test.ctx16"});
   auto job = plan(1, 2);
   EXPECT_FALSE(job.trains);
+  EXPECT_FALSE(job.whole);
   EXPECT_EQ(job.steps, Steps{kEval8});
   disk_.evaluated.insert({dir, "test.ctx8"});
   EXPECT_TRUE(plan(1, 2).steps.empty());  // nothing left
@@ -201,6 +204,20 @@ TEST_F(Runner, RunsEachJobsStepsInOrderAndStopsAJobAtItsFirstFailure) {
   EXPECT_NE(out.find("ablate: [2/2] start bad seed 1"), std::string::npos) << out;
   EXPECT_NE(out.find("ablate: FAILED bad seed 1"), std::string::npos) << out;
   EXPECT_EQ(err, "ablate: run failed, see " + bad.log + "\n");
+}
+
+TEST_F(Runner, TheEtaFollowsOnlyJobsThatDidARunsWholeWork) {
+  const auto resumed = job("resumed", {{"-c", "true"}});
+  auto whole = job("whole", {{"-c", "true"}}), next = job("next", {{"-c", "true"}});
+  whole.whole = next.whole = true;
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(run_jobs({resumed, whole, next}, "/bin/sh", 1, 0, 3), 0);
+  const auto out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("finished resumed seed 1 in 0s; 2 left, ETA unknown until a run trained from its start finishes"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("finished whole seed 1 in 0s; 1 left, ETA 0s\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("finished next seed 1 in 0s; 0 left, ETA 0s\n"), std::string::npos) << out;
 }
 
 TEST_F(Runner, ATrainingThatStopsBeforeItsEndFailsTheJob) {

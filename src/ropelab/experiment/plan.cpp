@@ -70,6 +70,7 @@ Job plan_job(const ExperimentSpec& spec, const Variant& variant, int64_t seed, c
       for (const auto& s : spec.set) train.insert(train.end(), {"--set", s});
       for (const auto& s : full.overrides) train.insert(train.end(), {"--set", s});
       train.insert(train.end(), {"--set", "train.seed=" + std::to_string(seed)});
+      job.whole = true;
     }
     train.insert(train.end(), runtime.begin(), runtime.end());
     train.insert(train.end(), {"-o", job.dir});

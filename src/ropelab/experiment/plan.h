@@ -53,6 +53,9 @@ struct Job {
   std::vector<std::vector<std::string>> steps;
   /// steps[0] trains: the run must reach its end (RunPaths::trained) before the evaluations.
   bool trains = false;
+  /// The job is the run's whole work: a training from its start, then every evaluation (not
+  /// a resume, nor a trained run's missing evaluations). Only these give the pace of the rest.
+  bool whole = false;
 };
 
 struct PlanOptions {

@@ -30,14 +30,24 @@ pid_t start_step(const Job& job, size_t step, const std::string& executable) {
   return spawn(argv, {}, "ablate", job.log, !(step == 0 && job.trains));
 }
 
+/// The time the `left` jobs take, `parallel` at a time, at the pace of the `whole` jobs that
+/// did a run's whole work in `whole_seconds` (those that resumed or only evaluated finish
+/// sooner and say little of the rest).
+std::string eta(double whole_seconds, size_t whole, size_t left, int64_t parallel) {
+  if (left == 0) return format_duration(0);
+  if (whole == 0) return "unknown until a run trained from its start finishes";
+  return format_duration(whole_seconds / static_cast<double>(whole) * static_cast<double>(left) /
+                         static_cast<double>(parallel));
+}
+
 }  // namespace
 
 int64_t run_jobs(const std::vector<Job>& jobs, const std::string& executable, int64_t parallel, size_t skipped,
                  size_t total) {
   std::map<pid_t, Running> running;
-  size_t next = 0, done = 0;
+  size_t next = 0, done = 0, whole = 0;  // whole: jobs finished that did a run's whole work
   int64_t failed = 0;
-  const double start = now_seconds();
+  double whole_seconds = 0;  // their wall time
   while (next < jobs.size() || !running.empty()) {
     while (next < jobs.size() && static_cast<int64_t>(running.size()) < parallel) {
       const auto& job = jobs[next];
@@ -66,11 +76,13 @@ int64_t run_jobs(const std::vector<Job>& jobs, const std::string& executable, in
     if (ok) write_file_atomically(AblationLayout::done(job.dir), "", "ablation marker");
     ++done;
     if (!ok) ++failed;
-    // Jobs have finished at this pace so far, `parallel` at a time.
-    const double left = (now_seconds() - start) / static_cast<double>(done) * static_cast<double>(jobs.size() - done);
+    if (ok && job.whole) {
+      whole_seconds += now_seconds() - r.began;
+      ++whole;
+    }
     std::cout << "ablate: " << (ok ? "finished " : "FAILED ") << job.variant << " seed " << job.seed << " in "
               << format_duration(now_seconds() - r.began) << "; " << (jobs.size() - done) << " left, ETA "
-              << format_duration(left) << std::endl;
+              << eta(whole_seconds, whole, jobs.size() - done, parallel) << std::endl;
     if (!ok) std::cerr << "ablate: run failed, see " << job.log << std::endl;
   }
   return failed;
