@@ -87,6 +87,11 @@ class Collect(unittest.TestCase):
         self.assertNotEqual(done.returncode, 0)
         self.assertIn(f"{table}: length 2048 depth 0 failed: position 2048 is beyond the table", done.stderr)
 
+    def test_a_missing_results_csv_is_one_line(self):
+        done = run("--collect", self.dir / "nothing.csv", self.dir / "cells.csv")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertEqual(done.stderr, f"{self.dir / 'nothing.csv'}: missing\n")
+
     def test_results_without_the_run_column_are_refused(self):
         write_csv(self.dir / "results.csv", ["variant", "seed", "passkey@1024"], [[self.variant, 1, 0.7]])
         done = run("--collect", self.dir / "results.csv", self.dir / "cells.csv")
@@ -127,12 +132,18 @@ class Budget(unittest.TestCase):
         with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
             f.write("ablate: [1/3] start a seed 1 (log x)\n"
                     "ablate: finished a seed 1 in 1h17m; 2 left, ETA 2h00m\n"
-                    "ablate: finished b seed 1 in 43m10s; 1 left, ETA 1h00m\n"
-                    "ablate: FAILED c seed 1 in 5m00s; 0 left, ETA 0s\n")
+                    "ablate: finished b seed 1 in 42m10s; 1 left, ETA 1h00m\n"
+                    "ablate: finished c seed 1 in 50s; 1 left, ETA unknown until a run trained from its start\n"
+                    "ablate: FAILED d seed 1 in 5m00s; 0 left, ETA 0s\n")
         done = run("--budget", f.name)
         pathlib.Path(f.name).unlink()
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertIn("2 runs finished, 2.0 hours of run time", done.stdout)
+        self.assertIn("3 runs finished, 2.0 hours of run time", done.stdout)  # 4620 + 2530 + 50 s
+
+    def test_a_missing_log_is_one_line(self):
+        done = run("--budget", "/nonexistent/ablate.log")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertEqual(done.stderr, "/nonexistent/ablate.log: missing\n")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ seeds; ratios divide the means over seeds.
 --collect gathers the per (length, depth) passkey counts of every run in an ablation's
 results.csv (the passkey.csv of each row's run directory) into one CSV, so that the pooled
 table below needs no run directories; a run without its passkey.csv stops it.
---budget sums the wall time of the runs an `ablate` log reports as finished.
+--budget sums the wall time of the runs an `ablate` log reports as finished (a run resumed
+after a stop counts only the part after its last start).
 
 Python 3 standard library only; Wilson's interval is written here from its formula, apart
 from ropelab's own.
@@ -205,6 +206,8 @@ def passkey_tables(here):
 
 def collect(results_path, out_path):
     rows, missing = [], 0
+    if not os.path.exists(results_path):
+        sys.exit(f"{results_path}: missing")
     with open(results_path, newline="") as f:
         runs = list(csv.DictReader(f))
     if not runs or "run" not in runs[0]:
@@ -230,15 +233,19 @@ def collect(results_path, out_path):
 
 
 def budget(log_path):
-    total, runs = 0, 0
-    pattern = re.compile(r"^ablate: finished .* in (?:(\d+)h)?(\d+)m")
+    if not os.path.exists(log_path):
+        sys.exit(f"{log_path}: missing")
+    seconds, runs = 0, 0
+    # ablate's durations: 1h17m, 43m10s, 45s
+    pattern = re.compile(r"^ablate: finished .* in (?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?; ")
     with open(log_path) as f:
         for line in f:
             m = pattern.match(line)
-            if m:
-                total += int(m.group(1) or 0) * 60 + int(m.group(2))
+            if m and any(m.groups()):
+                h, mins, s = (int(g or 0) for g in m.groups())
+                seconds += h * 3600 + mins * 60 + s
                 runs += 1
-    print(f"{runs} runs finished, {total / 60:.1f} hours of run time (each run's own wall time; "
+    print(f"{runs} runs finished, {seconds / 3600:.1f} hours of run time (each run's own wall time; "
           "runs went two at a time)")
 
 
