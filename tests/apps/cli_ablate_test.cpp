@@ -129,12 +129,16 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
 }
 
 // --seeds runs some of the experiment's seeds; a later run without it adds the others to the
-// same directory and keeps the finished ones; seeds the file does not list stop it.
+// same directory and keeps the finished ones; seeds the file does not list stop it. OUT/runs
+// may be a link to another disk: results.csv names each run relative to OUT all the same.
 TEST(Cli, AblateRunsSomeSeedsFirstAndTheRestLater) {
   const auto root = fresh_dir("ablate_seeds");
   const auto exp =
       tiny_translator_experiment(root, "train.steps=2", "grid:\n  model.position.type: [rotary]\nseeds: [1, 2, 3]\n");
   const auto out = (root / "out").string();
+  std::filesystem::create_directories(root / "other_disk");
+  std::filesystem::create_directories(out);
+  std::filesystem::create_directory_symlink(root / "other_disk", out + "/runs");
   auto r = run("ablate " + exp + " -o " + out + " --threads 1 --seeds 3,1");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("1 variants x 2 seeds = 2 runs; 0 finished already, 2 to run"), std::string::npos)
@@ -151,6 +155,10 @@ TEST(Cli, AblateRunsSomeSeedsFirstAndTheRestLater) {
       << r.output;
   EXPECT_EQ(std::filesystem::last_write_time(seed(3) + "/checkpoint_last.pt"), trained);
   EXPECT_NE(read_text(out + "/results.md").find("| model.position.type=rotary | 3 |"), std::string::npos);
+  EXPECT_NE(read_text(out + "/results.csv")
+                .find("\n\"model.position.type=rotary\",2,\"runs/model.position.type=rotary.seed2\","),
+            std::string::npos)
+      << read_text(out + "/results.csv");
   for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
            {"4", "seed 4 is not among its seeds (1, 2, 3)"}, {"2,2", "seed 2 selected twice"}}) {
     r = run("ablate " + exp + " -o " + out + " --seeds " + flag);

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "../test_util.h"
+#include "ropelab/run/ablation_layout.h"
 
 namespace ropelab {
 namespace {
@@ -61,6 +62,25 @@ TEST_F(Results, PasskeyCountsPoolOverSeedsWithWilsonIntervals) {
                     "| a | 0.300 [0.145, 0.519] (6/20) | 0.950 [0.764, 0.991] (19/20) |\n| b | - | - |"),
             std::string::npos)
       << md;
+}
+
+// results.csv and significance.csv quote text as RFC 4180 does: a variant whose value holds
+// a comma or a quote stays one field (read back by Python's csv module in tables.py).
+TEST_F(Results, CsvFieldsKeepCommasAndQuotes) {
+  RunResult quoted;
+  quoted.variant = "model.position={type: \"a, b\"}", quoted.seed = 1;
+  quoted.run = AblationLayout::run_in_out(AblationLayout("out").run(quoted.variant, 1));
+  quoted.metrics["test_ppl"] = 2.5;
+  ExperimentSpec spec;
+  spec.path = "exp.yaml";
+  const auto out = dir_ / "out";
+  std::filesystem::create_directories(out);
+  write_ablation_results(spec, {quoted}, out.string(), "ropelab ablate exp.yaml");
+  std::ifstream in(out / "results.csv");
+  const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(csv,
+            "variant,seed,run,test_ppl\n"
+            "\"model.position={type: \"\"a, b\"\"}\",1,\"runs/model.position=_type___a,_b__.seed1\",2.5\n");
 }
 
 }  // namespace

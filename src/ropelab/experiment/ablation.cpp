@@ -9,7 +9,6 @@
 #include "ropelab/experiment/results.h"
 #include "ropelab/experiment/runner.h"
 #include "ropelab/run/ablation_layout.h"
-#include "ropelab/util/files.h"
 
 namespace ropelab {
 
@@ -21,7 +20,7 @@ void queue(const Job& job, const RunsOnDisk& disk, std::vector<Job>& todo) {
   if (!job.steps.empty())
     todo.push_back(job);
   else if (!disk.finished(job.dir))
-    write_file_atomically(AblationLayout::done(job.dir), "", "ablation marker");
+    AblationLayout::mark_done(job.dir);
 }
 
 }  // namespace
@@ -82,7 +81,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     auto r = read_run_result(job.dir, job.config, spec.evaluations);
     r.variant = job.variant;
     r.seed = job.seed;
-    r.run = std::filesystem::relative(job.dir, o.out_dir).string();
+    r.run = AblationLayout::run_in_out(job.dir);
     if (!r.items_error.empty())
       std::cerr << "ablate: warning: no paired test uses " << job.variant << " seed " << job.seed << ": "
                 << r.items_error << std::endl;

@@ -32,6 +32,13 @@ namespace {
 using seed_stats::add_point;
 using seed_stats::mean_sd;
 
+/// A CSV text field (RFC 4180): quoted, a quote inside doubled.
+std::string csv_text(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + '"';
+}
+
 /// One paired bootstrap of a variant against the baseline variant: one seed, or all pooled.
 struct PairedCell {
   std::string variant, column, seed;  // seed: "1", ..., or "pooled"
@@ -209,7 +216,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     csv << "\n";
     csv.precision(10);
     for (const auto& r : results) {
-      csv << "\"" << r.variant << "\"," << r.seed << ",\"" << r.run << "\"";
+      csv << csv_text(r.variant) << ',' << r.seed << ',' << csv_text(r.run);
       for (const auto& m : metrics) {
         csv << ",";
         if (r.metrics.count(m)) csv << r.metrics.at(m);  // empty: not evaluated for this run
@@ -232,11 +239,11 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     csv << "variant,baseline_variant,column,seed,baseline,score,p_value,note\n";
     csv.precision(10);
     for (const auto& c : cells) {
-      csv << '"' << c.variant << "\",\"" << order[0] << "\"," << c.column << ',' << c.seed << ',';
+      csv << csv_text(c.variant) << ',' << csv_text(order[0]) << ',' << c.column << ',' << c.seed << ',';
       if (c.missing.empty())
         csv << c.baseline << ',' << c.score << ',' << c.p_value << ",\n";
       else
-        csv << ",,,\"" << c.missing << "\"\n";
+        csv << ",,," << csv_text(c.missing) << '\n';
     }
   }
   std::ofstream md(layout.results_md());

@@ -8,7 +8,6 @@
 #include "ropelab/run/ablation_layout.h"
 #include "ropelab/run/run.h"
 #include "ropelab/util/clock.h"
-#include "ropelab/util/files.h"
 #include "ropelab/util/subprocess.h"
 
 namespace ropelab {
@@ -73,7 +72,7 @@ int64_t run_jobs(const std::vector<Job>& jobs, const std::string& executable, in
       running[start_step(job, r.step + 1, executable)] = {r.job, r.step + 1, r.began};
       continue;
     }
-    if (ok) write_file_atomically(AblationLayout::done(job.dir), "", "ablation marker");
+    if (ok) AblationLayout::mark_done(job.dir);
     ++done;
     if (!ok) ++failed;
     if (ok && job.whole) {

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "ropelab/util/files.h"
+
 namespace ropelab {
 
 namespace fs = std::filesystem;
@@ -22,8 +24,15 @@ std::string AblationLayout::run(const std::string& variant, int64_t seed) const 
   return join(runs(), variant_dir_name(variant) + ".seed" + std::to_string(seed));
 }
 
+std::string AblationLayout::run_in_out(const std::string& run_dir) {
+  return join("runs", fs::path(run_dir).filename().string());
+}
+
 std::string AblationLayout::log(const std::string& run_dir) { return run_dir + ".log"; }
 std::string AblationLayout::done(const std::string& run_dir) { return join(run_dir, "ablation.done"); }
+void AblationLayout::mark_done(const std::string& run_dir) {
+  write_file_atomically(done(run_dir), "", "ablation marker");
+}
 std::string AblationLayout::results_csv() const { return join(out, "results.csv"); }
 std::string AblationLayout::results_md() const { return join(out, "results.md"); }
 std::string AblationLayout::significance_csv() const { return join(out, "significance.csv"); }

@@ -18,10 +18,15 @@ struct AblationLayout {
   std::string runs() const;
   /// OUT/runs/<variant's directory name>.seedN; the unnamed variant is "base".
   std::string run(const std::string& variant, int64_t seed) const;
+  /// A run directory of OUT/runs (one of `run`'s, or a finished run reused under another
+  /// name) relative to OUT, as written: runs/NAME, results.csv's `run` column.
+  static std::string run_in_out(const std::string& run_dir);
   /// A run's log, beside its directory.
   static std::string log(const std::string& run_dir);
   /// The marker of a run that trained to its end and holds every evaluation asked of it.
   static std::string done(const std::string& run_dir);
+  /// Writes that marker (atomically: a run is marked whole or not at all).
+  static void mark_done(const std::string& run_dir);
 
   std::string results_csv() const;
   std::string results_md() const;
