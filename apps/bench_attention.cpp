@@ -60,6 +60,12 @@ void add_bench_attention(CLI::App& bench) {
     const auto device = a->flags.apply();
     const auto threads = torch::get_num_threads();
     a->options.bias = parse_bench_bias(a->bias);
+    if (a->options.bias != BenchBias::none && a->child.empty())
+      for (const auto& name : a->compare)
+        if (name == "performer")
+          throw CLI::ValidationError("--bias", a->bias +
+                                                   " needs two softmax kernels; the Performer takes no logit bias "
+                                                   "(e.g. --compare streaming,materialized)");
     a->options.backward = !a->forward_only;
     std::sscanf(a->tiles.c_str(), "%ldx%ld", &a->options.tiles.queries, &a->options.tiles.keys);
     if (!a->child.empty()) {  // one measurement, printed for the parent to read
