@@ -134,12 +134,12 @@ kill -TERM $launcher; wait $launcher; echo "launcher exit $?"
       << r.output;
   EXPECT_NE(r.output.find("launcher exit 0"), std::string::npos) << r.output;
 
-  // ablate --jobs 2: both runs are seen locked at one moment
+  // ablate --jobs 2: both runs are seen locked at one moment, then stopped by SIGTERM
   const auto exp = (root / "exp.yaml").string(), out = (root / "out").string();
   const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
   std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\nset: [data.train=" << pairs
                      << ", data.valid=" << pairs << ", data.test=" << pairs
-                     << ", train.steps=1500, train.valid_every=500]\ngrid:\n  model.position.type: [sinusoidal]\n"
+                     << ", train.steps=1000000, train.valid_every=0]\ngrid:\n  model.position.type: [sinusoidal]\n"
                         "seeds: [1, 2]\n";
   r = run_script(root, "ablate",
                  fill(R"sh(
@@ -151,10 +151,11 @@ for i in $(seq 600); do
   fi
   sleep 0.05
 done
+pkill -TERM -f "train .*-o {OUT}/runs/"
 wait $ablate; echo "ablate exit $?"
 )sh",
                       {{"CLI", cli}, {"EXP", exp}, {"OUT", out}}));
-  EXPECT_NE(r.output.find("both runs locked\nablate exit 0"), std::string::npos) << r.output << read_text(out + ".log");
+  EXPECT_NE(r.output.find("both runs locked\nablate exit 1"), std::string::npos) << r.output << read_text(out + ".log");
 
   // A training stopped by SIGTERM saves and exits 0 before its end: ablate neither evaluates
   // it nor marks it done, and the next ablate resumes it to the end.
