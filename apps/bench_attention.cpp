@@ -60,12 +60,6 @@ void add_bench_attention(CLI::App& bench) {
     const auto device = a->flags.apply();
     const auto threads = torch::get_num_threads();
     a->options.bias = parse_bench_bias(a->bias);
-    if (a->options.bias != BenchBias::none && a->child.empty())
-      for (const auto& name : a->compare)
-        if (name == "performer")
-          throw CLI::ValidationError("--bias", a->bias +
-                                                   " needs two softmax kernels; the Performer takes no logit bias "
-                                                   "(e.g. --compare streaming,materialized)");
     a->options.backward = !a->forward_only;
     std::sscanf(a->tiles.c_str(), "%ldx%ld", &a->options.tiles.queries, &a->options.tiles.keys);
     if (!a->child.empty()) {  // one measurement, printed for the parent to read
@@ -78,6 +72,8 @@ void add_bench_attention(CLI::App& bench) {
     if (a->modes != "bidirectional") modes.push_back(true);
     const AttentionVariant variants[2] = {parse_attention_variant(a->compare[0]),
                                           parse_attention_variant(a->compare[1])};
+    if (const auto error = sweep_bias_error(variants, a->options.bias); !error.empty())
+      throw CLI::ValidationError("--bias", error);
     AttentionSweepReport report(a->options, variants, a->bias, a->tiles, device.str(), threads);
     if (!a->flags.json) report.print_header();
     sweep_attention(a->options, variants, a->seq, modes, device, threads,

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -32,6 +33,12 @@ inline const nlohmann::json& golden(const std::string& name) {
     it = files.emplace(name, nlohmann::json::parse(in)).first;
   }
   return it->second;
+}
+
+/// A whole file as a string ("" when it cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 /// Every test starts from the same RNG state.

@@ -151,7 +151,7 @@ for i in $(seq 600); do
   fi
   sleep 0.05
 done
-pkill -TERM -f "train .*-o {OUT}/runs/"
+pkill -TERM -P $ablate  # the two trainings, children of ablate
 wait $ablate; echo "ablate exit $?"
 )sh",
                       {{"CLI", cli}, {"EXP", exp}, {"OUT", out}}));
@@ -168,7 +168,7 @@ wait $ablate; echo "ablate exit $?"
                  fill(R"sh(
 {CLI} ablate {EXP} -o {OUT} --threads 1 > {OUT}.stopped.log 2>&1 & ablate=$!
 for i in $(seq 600); do grep -q 'step 3/' {RUN}.log 2>/dev/null && break; sleep 0.05; done
-pkill -TERM -f "train .*-o {RUN}"
+pkill -TERM -P $ablate  # the training, ablate's child
 wait $ablate; echo "ablate exit $?"
 )sh",
                       {{"CLI", cli}, {"EXP", exp}, {"OUT", out}, {"RUN", stopped}}));

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../test_util.h"
 #include "ropelab/build_config.h"
 #include "ropelab/config/config.h"
 #include "ropelab/run/run.h"
@@ -56,11 +57,7 @@ inline std::filesystem::path fresh_dir(const std::string& tag) {
   return dir;
 }
 
-/// A whole file as a string ("" when missing).
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using ropelab::testing::read_text;
 
 /// A micro translator trained through the CLI once for the app tests below (~2 s).
 inline const std::string& micro_run() {

@@ -183,10 +183,6 @@ class Runner : public ropelab::testing::TempDir {
     std::filesystem::create_directories(j.dir);  // as the training step would
     return j;
   }
-  static std::string read(const std::string& path) {
-    std::ifstream in(path);
-    return {std::istreambuf_iterator<char>(in), {}};
-  }
 };
 
 TEST_F(Runner, RunsEachJobsStepsInOrderAndStopsAJobAtItsFirstFailure) {
@@ -197,9 +193,9 @@ TEST_F(Runner, RunsEachJobsStepsInOrderAndStopsAJobAtItsFirstFailure) {
   const auto failed = run_jobs({good, bad}, "/bin/sh", 2, 0, 2);
   const auto out = ::testing::internal::GetCapturedStdout(), err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(failed, 1);
-  EXPECT_EQ(read(good.log), "one\ntwo\n");  // stdout and stderr, in order
+  EXPECT_EQ(testing::read_text(good.log), "one\ntwo\n");  // stdout and stderr, in order
   EXPECT_TRUE(std::filesystem::exists(AblationLayout::done(good.dir)));
-  EXPECT_EQ(read(bad.log), "first\n");
+  EXPECT_EQ(testing::read_text(bad.log), "first\n");
   EXPECT_FALSE(std::filesystem::exists(AblationLayout::done(bad.dir)));
   EXPECT_NE(out.find("ablate: [2/2] start bad seed 1"), std::string::npos) << out;
   EXPECT_NE(out.find("ablate: FAILED bad seed 1"), std::string::npos) << out;
@@ -229,7 +225,7 @@ TEST_F(Runner, ATrainingThatStopsBeforeItsEndFailsTheJob) {
   EXPECT_EQ(run_jobs({stopped}, "/bin/sh", 1, 0, 1), 1);
   ::testing::internal::GetCapturedStdout();
   ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(read(stopped.log),
+  EXPECT_EQ(testing::read_text(stopped.log),
             "training\nablate: the training stopped before its end; run ablate again to resume it\n");
   EXPECT_FALSE(std::filesystem::exists(AblationLayout::done(stopped.dir)));
   // one that reaches its end goes on to its evaluations, appended to the log it began
@@ -239,7 +235,7 @@ TEST_F(Runner, ATrainingThatStopsBeforeItsEndFailsTheJob) {
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(run_jobs({trained}, "/bin/sh", 1, 0, 1), 0);
   ::testing::internal::GetCapturedStdout();
-  EXPECT_EQ(read(trained.log), "evaluation\n");
+  EXPECT_EQ(testing::read_text(trained.log), "evaluation\n");
   EXPECT_TRUE(std::filesystem::exists(AblationLayout::done(trained.dir)));
 }
 

@@ -2,8 +2,6 @@
 #include "ropelab/experiment/results.h"
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "../test_util.h"
 #include "ropelab/run/ablation_layout.h"
@@ -56,8 +54,7 @@ TEST_F(Results, PasskeyCountsPoolOverSeedsWithWilsonIntervals) {
   const auto out = dir_ / "out";
   std::filesystem::create_directories(out);
   write_ablation_results(spec, {first, second, other}, out.string(), "ropelab ablate exp.yaml");
-  std::ifstream in(out / "results.md");
-  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto md = testing::read_text(out / "results.md");
   EXPECT_NE(md.find("| variant | passkey@120 | passkey@248 |\n|---|---|---|\n"
                     "| a | 0.300 [0.145, 0.519] (6/20) | 0.950 [0.764, 0.991] (19/20) |\n| b | - | - |"),
             std::string::npos)
@@ -76,11 +73,36 @@ TEST_F(Results, CsvFieldsKeepCommasAndQuotes) {
   const auto out = dir_ / "out";
   std::filesystem::create_directories(out);
   write_ablation_results(spec, {quoted}, out.string(), "ropelab ablate exp.yaml");
-  std::ifstream in(out / "results.csv");
-  const std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(csv,
+  EXPECT_EQ(testing::read_text(out / "results.csv"),
             "variant,seed,run,test_ppl\n"
             "\"model.position={type: \"\"a, b\"\"}\",1,\"runs/model.position=_type___a,_b__.seed1\",2.5\n");
+}
+
+// results.csv's run column names the run's folder inside the output directory, however the
+// directory was spelled.
+TEST(AblationRunColumn, IsRunsSlashTheFolderName) {
+  EXPECT_EQ(AblationLayout::run_in_out("out/runs/a.seed1"), "runs/a.seed1");
+  EXPECT_EQ(AblationLayout::run_in_out("out/runs/a.seed1/"), "runs/a.seed1");
+  EXPECT_EQ(AblationLayout::run_in_out("/abs/out/./runs/a.seed1//"), "runs/a.seed1");
+}
+
+// significance.csv quotes its variants and notes the same way: here a baseline whose value
+// holds a comma and quotes, and a run whose items could not be read (the note says why).
+TEST_F(Results, SignificanceCsvQuotesVariantsAndNotes) {
+  RunResult base, other;
+  base.variant = "model.position={type: \"a, b\"}", base.seed = 1;
+  base.items.push_back({"test_ppl", perplexity_metric(), {2.0, 1.0, 3.0, 1.0}});
+  other.variant = "c", other.seed = 1;
+  other.items_error = "items.tsv, line 2: expected \"nll\"";
+  ExperimentSpec spec;
+  spec.path = "exp.yaml";
+  const auto out = dir_ / "out";
+  std::filesystem::create_directories(out);
+  write_ablation_results(spec, {base, other}, out.string(), "ropelab ablate exp.yaml");
+  EXPECT_EQ(
+      testing::read_text(out / "significance.csv"),
+      "variant,baseline_variant,column,seed,baseline,score,p_value,note\n"
+      "\"c\",\"model.position={type: \"\"a, b\"\"}\",test_ppl,1,,,,\"items.tsv, line 2: expected \"\"nll\"\"\"\n");
 }
 
 }  // namespace

@@ -44,15 +44,12 @@ TEST_F(Files, RequiredSpaceAgainstTheDiskAndTheFileSizeLimit) {
 TEST_F(Files, AnAtomicWriteReplacesAllOrNothing) {
   const auto path = write("config.yaml", "old\n");
   write_file_atomically(path, "new\n", "config");
-  std::ifstream in(path);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, "new\n");
+  EXPECT_EQ(ropelab::testing::read_text(path), "new\n");
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   std::filesystem::create_symlink("/dev/full", path + ".tmp");
   EXPECT_EQ(error_of([&] { write_file_atomically(path, "newer\n", "config"); }),
             path + ": cannot write config (disk full?): No space left on device");
-  std::ifstream again(path);
-  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>()), "new\n");
+  EXPECT_EQ(ropelab::testing::read_text(path), "new\n");
   EXPECT_FALSE(std::filesystem::is_symlink(path + ".tmp"));
 }
 

@@ -187,8 +187,7 @@ TEST_F(Plot, LogAxesPlaceDecadesEvenly) {
 TEST_F(Plot, HeatMapShadesEachCellAndMarksMissingOnes) {
   const auto path = (dir_ / "heat.svg").string();
   write_heat_map(path, {"128", "256"}, {"0%", "100%"}, {{1.0, 0.25}, {0.0, std::nan("")}}, {"t", "x", "y", "c"});
-  std::ifstream in(path);
-  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto svg = ropelab::testing::read_text(path);
   EXPECT_NE(svg.find("fill=\"#08306b\""), std::string::npos) << svg;  // 1: darkest
   EXPECT_NE(svg.find("fill=\"#ffffff\""), std::string::npos) << svg;  // 0: white
   EXPECT_NE(svg.find("fill=\"#cccccc\""), std::string::npos) << svg;  // missing: grey

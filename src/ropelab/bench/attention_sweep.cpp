@@ -33,6 +33,15 @@ AttentionVariant parse_attention_variant(const std::string& name) {
   }
 }
 
+std::string sweep_bias_error(const AttentionVariant (&variants)[2], BenchBias bias) {
+  if (bias == BenchBias::none) return {};
+  for (const auto& variant : variants)
+    if (variant.type != AttentionType::softmax)
+      return to_string(bias) + " needs two softmax kernels; the " + to_string(variant.type) +
+             " backend takes no logit bias (e.g. --compare streaming,materialized)";
+  return {};
+}
+
 std::string attention_case(const AttentionVariant& variant, bool causal, int64_t length) {
   return variant.name + "," + (causal ? "1" : "0") + "," + std::to_string(length);
 }

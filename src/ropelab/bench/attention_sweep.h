@@ -21,6 +21,10 @@ struct AttentionVariant {
 };
 AttentionVariant parse_attention_variant(const std::string& name);
 
+/// Why `bias` cannot be swept over `variants`, "" when it can: a logit bias needs the
+/// softmax backend on both sides (the Performer has no logits to add it to).
+std::string sweep_bias_error(const AttentionVariant (&variants)[2], BenchBias bias);
+
 struct AttentionSweepRow {
   bool causal = false;
   int64_t length = 0;

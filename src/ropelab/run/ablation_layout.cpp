@@ -25,7 +25,8 @@ std::string AblationLayout::run(const std::string& variant, int64_t seed) const 
 }
 
 std::string AblationLayout::run_in_out(const std::string& run_dir) {
-  return join("runs", fs::path(run_dir).filename().string());
+  const auto path = fs::path(run_dir).lexically_normal();  // "out/runs/NAME/" names NAME too
+  return join("runs", (path.has_filename() ? path : path.parent_path()).filename().string());
 }
 
 std::string AblationLayout::log(const std::string& run_dir) { return run_dir + ".log"; }
