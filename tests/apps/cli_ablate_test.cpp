@@ -41,9 +41,9 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   int rows = 0;
   for (std::string line; std::getline(csv, line);) ++rows;
   EXPECT_EQ(rows, 5);  // header + 4 runs
-  EXPECT_EQ(read_text(out + "/results.csv").rfind("variant,seed,run,", 0), 0u);
+  EXPECT_EQ(read_text(out + "/results.csv").rfind("variant,seed,run,device,", 0), 0u);
   EXPECT_NE(read_text(out + "/results.csv")
-                .find("\n\"model.position.type=rotary\",2,\"runs/model.position.type=rotary.seed2\","),
+                .find("\n\"model.position.type=rotary\",2,\"runs/model.position.type=rotary.seed2\",\"cpu\","),
             std::string::npos)
       << read_text(out + "/results.csv");
   // paired bootstrap tests of rotary against sinusoidal: per seed and pooled, for BLEU, chrF and TER
@@ -379,7 +379,7 @@ TEST(Cli, AblateEvaluatesPasskeyRetrievalAndLimitsTestTokens) {
   EXPECT_NE(table.find("| passkey@100 | passkey@140 | test_ppl@32 | test_ppl@32/16 | test_ppl@128 | test_ppl@128/16 |"),
             std::string::npos)
       << table;
-  std::vector<std::string> learned_cells;  // "", variant, n, then the columns above
+  std::vector<std::string> learned_cells;  // "", variant, n, device, then the columns above
   {
     std::istringstream row(table.substr(table.find("| model.position.type=learned | 1 |")));
     std::string line;
@@ -387,12 +387,13 @@ TEST(Cli, AblateEvaluatesPasskeyRetrievalAndLimitsTestTokens) {
     std::istringstream cells(line);
     for (std::string cell; std::getline(cells, cell, '|');) learned_cells.push_back(cell);
   }
-  ASSERT_GE(learned_cells.size(), 9u) << table;
-  EXPECT_NE(learned_cells[3], " - ") << table;  // passkey@100
-  EXPECT_EQ(learned_cells[4], " - ") << table;  // passkey@140
-  EXPECT_NE(learned_cells[5], " - ") << table;  // test_ppl@32
-  EXPECT_EQ(learned_cells[7], " - ") << table;  // test_ppl@128
-  EXPECT_EQ(learned_cells[8], " - ") << table;  // test_ppl@128/16
+  ASSERT_GE(learned_cells.size(), 10u) << table;
+  EXPECT_EQ(learned_cells[3], " cpu ") << table;
+  EXPECT_NE(learned_cells[4], " - ") << table;  // passkey@100
+  EXPECT_EQ(learned_cells[5], " - ") << table;  // passkey@140
+  EXPECT_NE(learned_cells[6], " - ") << table;  // test_ppl@32
+  EXPECT_EQ(learned_cells[8], " - ") << table;  // test_ppl@128
+  EXPECT_EQ(learned_cells[9], " - ") << table;  // test_ppl@128/16
   EXPECT_NE(read_text(out + "/passkey.svg").find("passkey retrieval by document length"), std::string::npos);
   {  // the loss by position in windows of 128 (rotary's only): 128 positions in 24 quarter-octave bins
     const auto svg = read_text(out + "/positions.svg");

@@ -47,8 +47,12 @@ TEST(Cli, BadFlagsAndDevicesFail) {
       {"eval --run /tmp --beam 0", "--beam: must be > 0, got 0"},
       {"eval --run /tmp --beam two", "--beam: 'two' is not a number"},
       {"bench attention --tiles 64x0", "--tiles: expected QxK with positive Q and K (e.g. 64x256), got '64x0'"},
-      {"bench attention --bias alibi", "--bias: alibi needs two softmax kernels; the performer backend takes no"},
-      {"bench attention --compare streaming,performer --bias fire", "--bias: fire needs two softmax kernels; the perf"},
+      {"bench attention --bias alibi",
+       "--bias: alibi needs two softmax kernels; the performer backend takes no logit bias (e.g. --compare "
+       "streaming,materialized) (see --help)"},
+      {"bench attention --compare streaming,performer --bias fire",
+       "--bias: fire needs two softmax kernels; the performer backend takes no logit bias (e.g. --compare "
+       "streaming,materialized) (see --help)"},
       {"generate --run /tmp --min-new -1", "--min-new: must be >= 0, got -1"},
   };
   for (const auto& [args, line] : flag_cases) {

@@ -4,12 +4,24 @@
 #include <filesystem>
 
 #include "../test_util.h"
+#include "ropelab/config/config.h"
 #include "ropelab/run/ablation_layout.h"
 
 namespace ropelab {
 namespace {
 
-class Results : public ropelab::testing::TempDir {};
+class Results : public ropelab::testing::TempDir {
+ protected:
+  /// results.csv, results.md and significance.csv of `runs` in DIR/out, which it returns.
+  std::filesystem::path write_results(const std::vector<RunResult>& runs) {
+    ExperimentSpec spec;
+    spec.path = "exp.yaml";
+    const auto out = dir_ / "out";
+    std::filesystem::create_directories(out);
+    write_ablation_results(spec, runs, out.string(), "ropelab ablate exp.yaml");
+    return out;
+  }
+};
 
 // The ablation table's train_s is the last elapsed_s, which a resumed run continues from
 // its checkpoint (ResumeContinuesBitForBit checks that it never goes back).
@@ -26,6 +38,41 @@ TEST_F(Results, TrainingTimeIsTheLastElapsed) {
   EXPECT_DOUBLE_EQ(r.metrics.at("valid_ppl"), 7.5);
   EXPECT_DOUBLE_EQ(r.metrics.at("test_bleu"), 12.5);
   EXPECT_EQ(r.curve.size(), 2u);
+}
+
+// A run's device is where it trained, from its own config.yaml, not the config ablate plans
+// with now (a run trained on a GPU and collected on a CPU stays a GPU run); a variant whose
+// seeds trained on different devices says so in results.md, and results.csv names each.
+TEST_F(Results, DeviceIsWhereTheRunTrained) {
+  Config planned;
+  planned.task = TaskType::lm;
+  planned.data.format(CorpusFormat::text);
+  Config trained = planned;
+  trained.train.device("cuda");
+  write("config.yaml", yaml_config_files().write(trained));
+  write("metrics.jsonl", "{\"event\":\"valid\",\"step\":10,\"loss\":2.0,\"ppl\":7.5}\n");
+  auto gpu = read_run_result(dir_.string(), planned, {});  // planned: cpu
+  EXPECT_EQ(gpu.device, "cuda");
+  gpu.variant = "a", gpu.seed = 2, gpu.run = "runs/a.seed2";
+  auto cpu = gpu;
+  cpu.seed = 1, cpu.run = "runs/a.seed1", cpu.device = "cpu";
+  RunResult other = cpu;
+  other.variant = "b";
+  const auto out = write_results({cpu, gpu, other});
+  const auto csv = testing::read_text(out / "results.csv");
+  EXPECT_EQ(csv.rfind("variant,seed,run,device,test_ppl@128,", 0), 0u) << csv;
+  EXPECT_NE(csv.find("\n\"a\",2,\"runs/a.seed2\",\"cuda\","), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n\"a\",1,\"runs/a.seed1\",\"cpu\","), std::string::npos) << csv;
+  const auto md = testing::read_text(out / "results.md");
+  EXPECT_NE(md.find("| variant | n | device | test_ppl@128 | train_s | valid_ppl |\n|---|---|---|---|---|---|\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| a | 2 | cpu 1, cuda 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| b | 1 | cpu |"), std::string::npos) << md;
+  EXPECT_NE(md.find("trained on more than one device"), std::string::npos) << md;
+  // One device throughout: no such note.
+  write_results({cpu, other});
+  EXPECT_EQ(testing::read_text(out / "results.md").find("more than one device"), std::string::npos);
 }
 
 // Passkey retrieval pools its counts over seeds: a run's passkey.json gives correct@L and
@@ -49,11 +96,7 @@ TEST_F(Results, PasskeyCountsPoolOverSeedsWithWilsonIntervals) {
   second.seed = 2, second.passkey_counts[248] = {9, 10};
   RunResult other;
   other.variant = "b", other.seed = 1;
-  ExperimentSpec spec;
-  spec.path = "exp.yaml";
-  const auto out = dir_ / "out";
-  std::filesystem::create_directories(out);
-  write_ablation_results(spec, {first, second, other}, out.string(), "ropelab ablate exp.yaml");
+  const auto out = write_results({first, second, other});
   const auto md = testing::read_text(out / "results.md");
   EXPECT_NE(md.find("| variant | passkey@120 | passkey@248 |\n|---|---|---|\n"
                     "| a | 0.300 [0.145, 0.519] (6/20) | 0.950 [0.764, 0.991] (19/20) |\n| b | - | - |"),
@@ -67,15 +110,11 @@ TEST_F(Results, CsvFieldsKeepCommasAndQuotes) {
   RunResult quoted;
   quoted.variant = "model.position={type: \"a, b\"}", quoted.seed = 1;
   quoted.run = AblationLayout::run_in_out(AblationLayout("out").run(quoted.variant, 1));
-  quoted.metrics["test_ppl"] = 2.5;
-  ExperimentSpec spec;
-  spec.path = "exp.yaml";
-  const auto out = dir_ / "out";
-  std::filesystem::create_directories(out);
-  write_ablation_results(spec, {quoted}, out.string(), "ropelab ablate exp.yaml");
+  quoted.metrics["test_ppl"] = 2.5, quoted.device = "cpu";
+  const auto out = write_results({quoted});
   EXPECT_EQ(testing::read_text(out / "results.csv"),
-            "variant,seed,run,test_ppl\n"
-            "\"model.position={type: \"\"a, b\"\"}\",1,\"runs/model.position=_type___a,_b__.seed1\",2.5\n");
+            "variant,seed,run,device,test_ppl\n"
+            "\"model.position={type: \"\"a, b\"\"}\",1,\"runs/model.position=_type___a,_b__.seed1\",\"cpu\",2.5\n");
 }
 
 // results.csv's run column names the run's folder inside the output directory, however the
@@ -94,11 +133,7 @@ TEST_F(Results, SignificanceCsvQuotesVariantsAndNotes) {
   base.items.push_back({"test_ppl", perplexity_metric(), {2.0, 1.0, 3.0, 1.0}});
   other.variant = "c", other.seed = 1;
   other.items_error = "items.tsv, line 2: expected \"nll\"";
-  ExperimentSpec spec;
-  spec.path = "exp.yaml";
-  const auto out = dir_ / "out";
-  std::filesystem::create_directories(out);
-  write_ablation_results(spec, {base, other}, out.string(), "ropelab ablate exp.yaml");
+  const auto out = write_results({base, other});
   EXPECT_EQ(
       testing::read_text(out / "significance.csv"),
       "variant,baseline_variant,column,seed,baseline,score,p_value,note\n"

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "ropelab/config/config.h"
 #include "ropelab/eval/passkey.h"
 #include "ropelab/eval/significance.h"
 #include "ropelab/experiment/columns.h"
@@ -37,6 +38,16 @@ std::string csv_text(const std::string& text) {
   std::string out = "\"";
   for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + '"';
+}
+
+/// The devices a variant's runs trained on: "cpu", or "cpu 1, cuda 2" where they differ.
+std::string devices_cell(const std::vector<const RunResult*>& runs) {
+  std::map<std::string, int> count;
+  for (const auto* r : runs) ++count[r->device.empty() ? "unknown" : r->device];
+  if (count.size() == 1) return count.begin()->first;
+  std::string out;
+  for (const auto& [device, n] : count) out += (out.empty() ? "" : ", ") + device + " " + std::to_string(n);
+  return out;
 }
 
 /// One paired bootstrap of a variant against the baseline variant: one seed, or all pooled.
@@ -188,6 +199,7 @@ RunResult read_run_result(const std::string& run_dir, const Config& config, cons
     for (size_t i = 1; i < table.size(); i += 3) losses.push_back(table[i]);
   }
   r.metrics["train_s"] = elapsed;
+  r.device = run_device(run_dir, yaml_config_files());
   try {
     r.items = ablation_items(run_dir, config, asked);
   } catch (const std::exception& e) {
@@ -211,12 +223,12 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   std::stable_sort(metrics.begin(), metrics.end(), column_before);
   {
     std::ofstream csv(layout.results_csv());
-    csv << "variant,seed,run";
+    csv << "variant,seed,run,device";
     for (const auto& m : metrics) csv << "," << m;
     csv << "\n";
     csv.precision(10);
     for (const auto& r : results) {
-      csv << csv_text(r.variant) << ',' << r.seed << ',' << csv_text(r.run);
+      csv << csv_text(r.variant) << ',' << r.seed << ',' << csv_text(r.run) << ',' << csv_text(r.device);
       for (const auto& m : metrics) {
         csv << ",";
         if (r.metrics.count(m)) csv << r.metrics.at(m);  // empty: not evaluated for this run
@@ -249,9 +261,9 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   std::ofstream md(layout.results_md());
   md << "# " << spec.path << "\n\n`" << command
      << "`\n\nMean ± sample standard deviation over seeds (n = seeds; a single seed has no sd).\n\n";
-  md << "| variant | n |";
+  md << "| variant | n | device |";
   for (const auto& m : metrics) md << " " << m << " |";
-  md << "\n|---|---|";
+  md << "\n|---|---|---|";
   for (size_t i = 0; i < metrics.size(); ++i) md << "---|";
   md << "\n";
   std::vector<Series> curves;
@@ -259,7 +271,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     std::vector<const RunResult*> runs;
     for (const auto& r : results)
       if (r.variant == variant) runs.push_back(&r);
-    md << "| " << variant << " | " << runs.size() << " |";
+    md << "| " << variant << " | " << runs.size() << " | " << devices_cell(runs) << " |";
     for (const auto& m : metrics) {
       std::vector<double> values;  // the runs that have this column
       for (auto* r : runs)
@@ -285,6 +297,12 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     for (const auto& [step, losses] : by_step) add_point(s, step, losses);
     curves.push_back(std::move(s));
   }
+  std::set<std::string> devices;
+  for (const auto& r : results) devices.insert(r.device.empty() ? "unknown" : r.device);
+  if (devices.size() > 1)
+    md << "\nThe runs trained on more than one device: their train_s do not compare, and a seed's run on one "
+          "device is not its run on another (the random streams and the order of sums differ), so seeds there "
+          "are samples of the same training, not repeats of one run.\n";
   write_pooled_passkey(order, results, md);
   if (!cells.empty()) {
     std::vector<std::string> seeds;

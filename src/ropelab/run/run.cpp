@@ -59,6 +59,14 @@ bool run_started_with(const std::string& dir, const Config& config, const Config
   }
 }
 
+std::string run_device(const std::string& dir, const ConfigFiles& files) {
+  try {
+    return files.read({RunPaths(dir).config}, {}).train.device();
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 std::string RunPaths::checkpoint(const std::string& which) const {
   if (which == "best") return fs::exists(best) ? best : last;  // a run without validation has no best
   if (which == "last") return last;

@@ -58,6 +58,10 @@ struct RunPaths {
 /// a readable one.
 bool run_started_with(const std::string& dir, const Config& config, const ConfigFiles& files);
 
+/// The device the run in `dir` trained on: its config.yaml's train.device (read with
+/// `files`), whatever device later evaluates it; "" without a readable one.
+std::string run_device(const std::string& dir, const ConfigFiles& files);
+
 /// A trained run loaded for inference, in eval mode on `device`.
 struct LoadedRun {
   Config config;
