@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "ropelab/util/threads.h"
+
 namespace ropelab::blas {
 
 namespace {
@@ -11,14 +13,10 @@ using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const
                          const int*, const float*, const int*, const float*, float*, const int*);
 using DgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const double*, const double*,
                          const int*, const double*, const int*, const double*, double*, const int*);
-using SetThreadsFn = void (*)(int);
-using GetThreadsFn = int (*)();
 
 struct Library {
   SgemmFn sgemm = nullptr;
   DgemmFn dgemm = nullptr;
-  SetThreadsFn set_threads = nullptr;
-  GetThreadsFn get_threads = nullptr;
 };
 
 const Library& library() {
@@ -26,8 +24,6 @@ const Library& library() {
     Library out;
     out.sgemm = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
     out.dgemm = reinterpret_cast<DgemmFn>(dlsym(RTLD_DEFAULT, "dgemm_"));
-    out.set_threads = reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-    out.get_threads = reinterpret_cast<GetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
     return out;
   }();
   return lib;
@@ -58,15 +54,12 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const
   row_major(library().dgemm, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-SingleThreaded::SingleThreaded() {
-  const auto& lib = library();
-  if (!lib.set_threads || !lib.get_threads) return;
-  previous_ = lib.get_threads();
-  if (previous_ > 1) lib.set_threads(1);
+SingleThreaded::SingleThreaded() : previous_(static_cast<int>(blas_threads())) {
+  if (previous_ > 1) set_blas_threads(1);
 }
 
 SingleThreaded::~SingleThreaded() {
-  if (previous_ > 1) library().set_threads(previous_);
+  if (previous_ > 1) set_blas_threads(previous_);
 }
 
 }  // namespace ropelab::blas
