@@ -24,24 +24,21 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-deps_dir=.gpu-deps
-deb_packages=(libcli11-dev libyaml-cpp-dev libyaml-cpp0.7 nlohmann-json3-dev libgtest-dev libsentencepiece-dev
-  libsentencepiece0 pkgconf pkgconf-bin libpkgconf3)
-
 die() {
   echo "gpu_check: $*" >&2
   exit 1
 }
 
+[ $# -eq 0 ] || [ "$1" = --pack ] || die "unknown argument '$1' (usage: scripts/gpu_check.sh [--pack])"
+device=${GPU_CHECK_DEVICE:-cuda}
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
 if [ "${1:-}" = --pack ]; then
-  mkdir -p "$deps_dir"
-  (cd "$deps_dir" && apt-get download "${deb_packages[@]}") || die "apt-get download failed"
-  echo "gpu_check: $(ls "$deps_dir"/*.deb | wc -l) packages in $deps_dir ($(du -sh "$deps_dir" | cut -f1)); carry it"
+  mkdir -p "$gpu_deps_dir"
+  (cd "$gpu_deps_dir" && apt-get download "${gpu_deb_packages[@]}") || die "apt-get download failed"
+  echo "gpu_check: $(ls "$gpu_deps_dir"/*.deb | wc -l) packages in $gpu_deps_dir ($(du -sh "$gpu_deps_dir" | cut -f1)); carry it"
   exit 0
 fi
-[ $# -eq 0 ] || die "unknown argument '$1' (usage: scripts/gpu_check.sh [--pack])"
-
-device=${GPU_CHECK_DEVICE:-cuda}
 build=${GPU_CHECK_BUILD:-build-gpu}
 rows=()
 failed=0
@@ -51,39 +48,9 @@ row() { # step, result, figures
   return 0
 }
 
-# --- the LibTorch and the GPU ---------------------------------------------------------------
-cmake_flags=(-DCMAKE_BUILD_TYPE=Release)
-if [ "$device" = cuda ]; then
-  command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || die "nvcc not found"
-  command -v nvcc >/dev/null || export PATH=/usr/local/cuda/bin:$PATH
-  info=$(python3 - <<'PY'
-import os, torch
-assert torch.version.cuda, "this torch has no CUDA"
-assert torch.cuda.is_available(), "torch sees no GPU"
-major, minor = torch.cuda.get_device_capability(0)
-import glob, sys
-# nccl.h from the nvidia-nccl wheel torch depends on (its folder differs between CUDA versions)
-headers = [h for base in sys.path for h in glob.glob(os.path.join(base, "nvidia", "**", "nccl.h"), recursive=True)]
-nccl = os.path.dirname(headers[0]) if headers else ""
-print(torch.utils.cmake_prefix_path, f"{major}.{minor}", torch.__version__, torch.version.cuda,
-      torch.cuda.device_count(), torch.cuda.get_device_name(0).replace(" ", "_"), nccl or "-")
-PY
-  ) || die "python3's torch cannot drive a GPU here (see above)"
-  read -r torch_prefix capability torch_version cuda_version gpus gpu_name nccl_include <<<"$info"
-  echo "gpu_check: torch $torch_version (CUDA $cuda_version) at $torch_prefix; $gpus x ${gpu_name//_/ } (sm $capability)"
-  export TORCH_CUDA_ARCH_LIST=$capability
-  cmake_flags+=(-DCMAKE_PREFIX_PATH="$torch_prefix" -DROPELAB_WITH_GLOO=OFF)
-  [ "$nccl_include" != - ] && cmake_flags+=(-DNCCL_INCLUDE_DIR="$nccl_include")
-  row "GPU" ok "$gpus x ${gpu_name//_/ }, torch $torch_version, CUDA $cuda_version"
-fi
-
-# --- dependencies from .gpu-deps where the system lacks them ---------------------------------
-if ls "$deps_dir"/*.deb >/dev/null 2>&1 && ! [ -f /usr/include/yaml-cpp/yaml.h ]; then
-  stage=$(mktemp -d)
-  for deb in "$deps_dir"/*.deb; do dpkg -x "$deb" "$stage" || die "$deb: cannot unpack"; done
-  cp -rn "$stage"/. / && ldconfig
-  echo "gpu_check: unpacked $(ls "$deps_dir"/*.deb | wc -l) packages from $deps_dir into / (nothing replaced)"
-fi
+# --- the LibTorch and the GPU, and .gpu-deps (scripts/gpu_env.sh) ----------------------------
+gpu_env_setup
+[ -n "$gpu_summary" ] && row "GPU" ok "$gpu_summary"
 
 # --- build -----------------------------------------------------------------------------------
 mkdir -p "$build"

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The finished runs of an ablation directory as one small archive each, to commit or carry
+# between machines (a study longer than one machine's life goes on from them).
+#
+#   scripts/run_records.sh pack OUT [RECORDS]     every finished run of OUT/runs not yet in
+#                                                 RECORDS -> RECORDS/NAME.tar.xz
+#   scripts/run_records.sh unpack OUT [RECORDS]   every RECORDS/*.tar.xz -> OUT/runs/NAME
+#
+# RECORDS defaults to OUT/records. A run is finished when ablate marked it (ablation.done:
+# trained, and every evaluation asked of it written). An archive holds the run's folder and
+# its log, relative to OUT, without the cached data (RUN/data), the lock and the checkpoints:
+# a finished run is reported from its evaluations, and `ablate` does not train it again.
+# RUN_RECORDS_KEEP_BEST, a shell pattern over run folder names, keeps checkpoint_best.pt of
+# the runs it matches (the start of a grid's fine-tunes, where those have still to run).
+# Unpacking leaves alone a run that OUT/runs holds finished, refuses one whose lock a live
+# process holds (stop ablate first), and replaces an unfinished one.
+set -uo pipefail
+
+die() {
+  echo "run_records: $*" >&2
+  exit 1
+}
+
+[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: scripts/run_records.sh pack|unpack OUT [RECORDS]"
+action=$1 out=${2%/}
+records=${3:-$out/records}
+keep_best=${RUN_RECORDS_KEEP_BEST:-}
+
+# The files of run NAME that its archive holds, relative to OUT.
+members() {
+  local name=$1
+  (cd "$out" && find "runs/$name" -path "runs/$name/data" -prune -o -type f ! -name '*.pt' ! -name .lock -print)
+  [ -f "$out/runs/$name.log" ] && echo "runs/$name.log"
+  # shellcheck disable=SC2053  # RUN_RECORDS_KEEP_BEST is a pattern
+  if [ -n "$keep_best" ] && [[ $name == $keep_best ]] && [ -f "$out/runs/$name/checkpoint_best.pt" ]; then
+    echo "runs/$name/checkpoint_best.pt"
+  fi
+  return 0
+}
+
+case $action in
+  pack)
+    [ -d "$out/runs" ] || die "$out/runs: no such folder (OUT is an ablate output directory)"
+    mkdir -p "$records" || die "$records: cannot create the folder"
+    packed=0 present=0
+    for run in "$out"/runs/*/; do
+      name=$(basename "$run")
+      [ -f "$out/runs/$name/ablation.done" ] || continue
+      archive=$records/$name.tar.xz
+      if [ -f "$archive" ]; then
+        present=$((present + 1))
+        continue
+      fi
+      list=$(mktemp)
+      members "$name" >"$list"
+      tar -C "$out" -cJf "$archive.tmp" -T "$list" || die "$archive: tar failed"
+      rm -f "$list"
+      mv "$archive.tmp" "$archive"
+      packed=$((packed + 1))
+      echo "run_records: $archive ($(du -h "$archive" | cut -f1))"
+    done
+    echo "run_records: $packed runs packed into $records, $present there already"
+    ;;
+  unpack)
+    [ -d "$records" ] || die "$records: no such folder"
+    mkdir -p "$out/runs" || die "$out/runs: cannot create the folder"
+    added=0 kept=0
+    for archive in "$records"/*.tar.xz; do
+      [ -f "$archive" ] || continue
+      name=$(basename "$archive" .tar.xz)
+      run=$out/runs/$name
+      if [ -f "$run/ablation.done" ]; then
+        kept=$((kept + 1))
+        continue
+      fi
+      if [ -f "$run/.lock" ] && ! flock -n "$run/.lock" true; then
+        die "$run: a running process holds it (stop ablate, then unpack again)"
+      fi
+      listing=$(tar -tJf "$archive") || die "$archive: not a readable archive"
+      if grep -qv "^runs/$name\(/\|\.log$\)" <<<"$listing"; then
+        die "$archive: holds files outside runs/$name"
+      fi
+      grep -qx "runs/$name/ablation.done" <<<"$listing" || die "$archive: holds no finished run (no runs/$name/ablation.done)"
+      rm -rf "$run" "$run.log"
+      tar -C "$out" -xJf "$archive" || die "$archive: cannot unpack"
+      added=$((added + 1))
+    done
+    echo "run_records: $added runs unpacked into $out/runs, $kept there finished already"
+    ;;
+  *) die "unknown action '$action' (pack or unpack)" ;;
+esac

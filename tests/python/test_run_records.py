@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""scripts/run_records.sh on ablation directories made here: which runs it packs (finished ones,
+once), what an archive holds (no checkpoints, lock or cached data; checkpoint_best.pt where
+RUN_RECORDS_KEEP_BEST matches), and what unpacking keeps, replaces and refuses."""
+import fcntl
+import os
+import pathlib
+import subprocess
+import tarfile
+import tempfile
+import unittest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "run_records.sh"
+
+
+def run(*args, env=None):
+    return subprocess.run(["bash", str(SCRIPT), *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+def make_run(out, name, finished=True, extra=None):
+    run_dir = out / "runs" / name
+    (run_dir / "data").mkdir(parents=True)
+    (run_dir / "data" / "train.bin").write_bytes(b"cached")
+    (run_dir / "config.yaml").write_text(f"task: lm  # {name}\n")
+    (run_dir / "eval.test.ctx512.json").write_text('{"perplexity": 2.9}\n')
+    (run_dir / "checkpoint_best.pt").write_bytes(b"weights")
+    (run_dir / "checkpoint_last.pt").write_bytes(b"weights")
+    (run_dir / ".lock").write_text("123 ropelab train\n")
+    if finished:
+        (run_dir / "ablation.done").write_text("")
+    for file, text in (extra or {}).items():
+        (run_dir / file).write_text(text)
+    (out / "runs" / f"{name}.log").write_text(f"log of {name}\n")
+    return run_dir
+
+
+def members(archive):
+    with tarfile.open(archive) as tar:
+        return sorted(tar.getnames())
+
+
+class RunRecords(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = pathlib.Path(self.tmp.name)
+        self.out = self.root / "out"
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_packs_each_finished_run_once_without_checkpoints_lock_or_data(self):
+        make_run(self.out, "alibi.seed1")
+        make_run(self.out, "alibi.seed2", finished=False)
+        first = run("pack", self.out)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertIn("1 runs packed", first.stdout)
+        records = self.out / "records"
+        self.assertEqual(sorted(p.name for p in records.iterdir()), ["alibi.seed1.tar.xz"])
+        self.assertEqual(members(records / "alibi.seed1.tar.xz"),
+                         ["runs/alibi.seed1.log", "runs/alibi.seed1/ablation.done", "runs/alibi.seed1/config.yaml",
+                          "runs/alibi.seed1/eval.test.ctx512.json"])
+        again = run("pack", self.out)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("0 runs packed into", again.stdout)
+        self.assertIn("1 there already", again.stdout)
+
+    def test_keeps_the_best_checkpoint_of_the_runs_the_pattern_names(self):
+        make_run(self.out, "rotary.seed1")
+        make_run(self.out, "alibi.seed1")
+        done = run("pack", self.out, self.root / "records", env={"RUN_RECORDS_KEEP_BEST": "rotary.seed*"})
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("runs/rotary.seed1/checkpoint_best.pt", members(self.root / "records" / "rotary.seed1.tar.xz"))
+        self.assertNotIn("runs/alibi.seed1/checkpoint_best.pt", members(self.root / "records" / "alibi.seed1.tar.xz"))
+        self.assertNotIn("runs/rotary.seed1/checkpoint_last.pt", members(self.root / "records" / "rotary.seed1.tar.xz"))
+
+    def test_unpacks_into_a_new_directory_and_keeps_finished_runs(self):
+        make_run(self.out, "alibi.seed1")
+        self.assertEqual(run("pack", self.out, self.root / "records").returncode, 0)
+        fresh = self.root / "fresh"
+        done = run("unpack", fresh, self.root / "records")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("1 runs unpacked", done.stdout)
+        self.assertEqual((fresh / "runs" / "alibi.seed1" / "eval.test.ctx512.json").read_text(), '{"perplexity": 2.9}\n')
+        self.assertEqual((fresh / "runs" / "alibi.seed1.log").read_text(), "log of alibi.seed1\n")
+        self.assertTrue((fresh / "runs" / "alibi.seed1" / "ablation.done").exists())
+        (fresh / "runs" / "alibi.seed1" / "note").write_text("kept")
+        again = run("unpack", fresh, self.root / "records")
+        self.assertIn("0 runs unpacked", again.stdout)
+        self.assertIn("1 there finished already", again.stdout)
+        self.assertEqual((fresh / "runs" / "alibi.seed1" / "note").read_text(), "kept")
+
+    def test_replaces_an_unfinished_run(self):
+        make_run(self.out, "alibi.seed1")
+        self.assertEqual(run("pack", self.out, self.root / "records").returncode, 0)
+        other = self.root / "other"
+        make_run(other, "alibi.seed1", finished=False, extra={"partial": "half-trained"})
+        done = run("unpack", other, self.root / "records")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertFalse((other / "runs" / "alibi.seed1" / "partial").exists())
+        self.assertTrue((other / "runs" / "alibi.seed1" / "ablation.done").exists())
+
+    def test_refuses_a_run_that_a_live_process_holds(self):
+        make_run(self.out, "alibi.seed1")
+        self.assertEqual(run("pack", self.out, self.root / "records").returncode, 0)
+        other = self.root / "other"
+        busy = make_run(other, "alibi.seed1", finished=False, extra={"partial": "training"})
+        with open(busy / ".lock") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            refused = run("unpack", other, self.root / "records")
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn(f"{busy}: a running process holds it", refused.stderr)
+        self.assertTrue((busy / "partial").exists())
+
+    def test_refuses_archives_with_other_files_or_no_finished_run(self):
+        records = self.root / "records"
+        records.mkdir()
+        stray = self.root / "stray"
+        make_run(stray, "x.seed1")
+        (stray / "outside").write_text("not a run's file")
+        with tarfile.open(records / "x.seed1.tar.xz", "w:xz") as tar:
+            tar.add(stray / "runs" / "x.seed1" / "config.yaml", "runs/x.seed1/config.yaml")
+            tar.add(stray / "outside", "outside")
+        refused = run("unpack", self.root / "fresh", records)
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("x.seed1.tar.xz: holds files outside runs/x.seed1", refused.stderr)
+        self.assertFalse((self.root / "fresh" / "outside").exists())
+        with tarfile.open(records / "x.seed1.tar.xz", "w:xz") as tar:
+            tar.add(stray / "runs" / "x.seed1" / "config.yaml", "runs/x.seed1/config.yaml")
+        refused = run("unpack", self.root / "fresh", records)
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("holds no finished run", refused.stderr)
+
+    def test_bad_arguments_fail_with_one_line(self):
+        for args, message in ((["frob", self.out], "unknown action 'frob'"),
+                              (["pack", self.root / "none"], "runs: no such folder"),
+                              (["unpack", self.out, self.root / "none"], "none: no such folder"),
+                              (["pack"], "usage:")):
+            result = run(*args)
+            self.assertEqual(result.returncode, 1, args)
+            self.assertIn(message, result.stderr)
+            self.assertEqual(len(result.stderr.strip().splitlines()), 1, result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
