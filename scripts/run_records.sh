@@ -13,7 +13,8 @@
 # RUN_RECORDS_KEEP_BEST, a shell pattern over run folder names, keeps checkpoint_best.pt of
 # the runs it matches (the start of a grid's fine-tunes, where those have still to run).
 # Unpacking leaves alone a run that OUT/runs holds finished, refuses one whose lock a live
-# process holds (stop ablate first), and replaces an unfinished one.
+# process holds (stop ablate first), and replaces an unfinished one, moved aside to
+# RUN.old-YYYYMMDD-HHMMSS (nothing trained is deleted).
 set -uo pipefail
 
 die() {
@@ -81,7 +82,13 @@ case $action in
         die "$archive: holds files outside runs/$name"
       fi
       grep -qx "runs/$name/ablation.done" <<<"$listing" || die "$archive: holds no finished run (no runs/$name/ablation.done)"
-      rm -rf "$run" "$run.log"
+      # An unfinished run is set aside, not deleted, as `ropelab train` does (RUN.old-TIME).
+      if [ -e "$run" ]; then
+        old=$run.old-$(date +%Y%m%d-%H%M%S)
+        mv "$run" "$old" || die "$run: cannot move it aside"
+        [ -f "$run.log" ] && mv "$run.log" "$old.log"
+        echo "run_records: $run was unfinished: moved to $old"
+      fi
       tar -C "$out" -xJf "$archive" || die "$archive: cannot unpack"
       added=$((added + 1))
     done

@@ -91,7 +91,7 @@ class RunRecords(unittest.TestCase):
         self.assertIn("1 there finished already", again.stdout)
         self.assertEqual((fresh / "runs" / "alibi.seed1" / "note").read_text(), "kept")
 
-    def test_replaces_an_unfinished_run(self):
+    def test_replaces_an_unfinished_run_moving_it_aside(self):
         make_run(self.out, "alibi.seed1")
         self.assertEqual(run("pack", self.out, self.root / "records").returncode, 0)
         other = self.root / "other"
@@ -100,6 +100,11 @@ class RunRecords(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertFalse((other / "runs" / "alibi.seed1" / "partial").exists())
         self.assertTrue((other / "runs" / "alibi.seed1" / "ablation.done").exists())
+        aside = [p for p in (other / "runs").iterdir() if p.name.startswith("alibi.seed1.old-")]
+        self.assertEqual(sorted(p.suffix == ".log" for p in aside), [False, True], aside)
+        folder = next(p for p in aside if p.is_dir())
+        self.assertEqual((folder / "partial").read_text(), "half-trained")
+        self.assertEqual((folder / "checkpoint_last.pt").read_bytes(), b"weights")
 
     def test_refuses_a_run_that_a_live_process_holds(self):
         make_run(self.out, "alibi.seed1")
