@@ -31,6 +31,9 @@ die() {
   echo "gpu_ablate: $*" >&2
   exit 1
 }
+say() {
+  echo "gpu_ablate: $*"
+}
 
 [ $# -ge 3 ] || die "usage: scripts/gpu_ablate.sh GRID OUT SECONDS [ablate options...]"
 grid=$1 out=$2 seconds=$3

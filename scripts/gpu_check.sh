@@ -22,11 +22,14 @@
 # GPU_CHECK_DEVICE=cpu runs the same steps on the CPU with the Torch CMake finds (a dry run
 # of this script where there is no GPU); GPU_CHECK_BUILD names the build directory.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 die() {
   echo "gpu_check: $*" >&2
   exit 1
+}
+say() {
+  echo "gpu_check: $*"
 }
 
 [ $# -eq 0 ] || [ "$1" = --pack ] || die "unknown argument '$1' (usage: scripts/gpu_check.sh [--pack])"

@@ -3,7 +3,8 @@
 # CMake flags of a build against python3's torch, and the Debian packages of .gpu-deps/
 # (scripts/gpu_check.sh --pack) unpacked where the system lacks them.
 # Sourcing defines gpu_deps_dir, gpu_deb_packages (what --pack downloads) and gpu_env_setup:
-#   in:  device (cuda or cpu), die (a function that prints its arguments and exits)
+#   in:  device (cuda or cpu); die and say, the caller's functions that print their arguments
+#        after its name (die then exits)
 #   out: cmake_flags; gpu_summary ("N x NAME, torch V, CUDA V"; empty on the CPU)
 # On the CPU the Torch CMake finds is used: a dry run of the calling script.
 
@@ -31,7 +32,7 @@ print(torch.utils.cmake_prefix_path, f"{major}.{minor}", torch.__version__, torc
 PY
     ) || die "python3's torch cannot drive a GPU here (see above)"
     read -r torch_prefix capability torch_version cuda_version gpus gpu_name nccl_include <<<"$gpu_info"
-    echo "torch $torch_version (CUDA $cuda_version) at $torch_prefix; $gpus x ${gpu_name//_/ } (sm $capability)"
+    say "torch $torch_version (CUDA $cuda_version) at $torch_prefix; $gpus x ${gpu_name//_/ } (sm $capability)"
     export TORCH_CUDA_ARCH_LIST=$capability
     cmake_flags+=(-DCMAKE_PREFIX_PATH="$torch_prefix" -DROPELAB_WITH_GLOO=OFF)
     [ "$nccl_include" != - ] && cmake_flags+=(-DNCCL_INCLUDE_DIR="$nccl_include")
@@ -42,6 +43,6 @@ PY
     gpu_stage=$(mktemp -d)
     for deb in "$gpu_deps_dir"/*.deb; do dpkg -x "$deb" "$gpu_stage" || die "$deb: cannot unpack"; done
     cp -rn "$gpu_stage"/. / && ldconfig
-    echo "unpacked $(ls "$gpu_deps_dir"/*.deb | wc -l) packages from $gpu_deps_dir into / (nothing replaced)"
+    say "unpacked $(ls "$gpu_deps_dir"/*.deb | wc -l) packages from $gpu_deps_dir into / (nothing replaced)"
   fi
 }

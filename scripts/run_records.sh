@@ -54,7 +54,10 @@ case $action in
       fi
       list=$(mktemp)
       members "$name" >"$list"
-      tar -C "$out" -cJf "$archive.tmp" -T "$list" || die "$archive: tar failed"
+      if ! tar -C "$out" -cJf "$archive.tmp" -T "$list"; then
+        rm -f "$archive.tmp" "$list"
+        die "$archive: tar failed"
+      fi
       rm -f "$list"
       mv "$archive.tmp" "$archive"
       packed=$((packed + 1))
@@ -78,10 +81,16 @@ case $action in
         die "$run: a running process holds it (stop ablate, then unpack again)"
       fi
       listing=$(tar -tJf "$archive") || die "$archive: not a readable archive"
-      if grep -qv "^runs/$name\(/\|\.log$\)" <<<"$listing"; then
-        die "$archive: holds files outside runs/$name"
-      fi
-      grep -qx "runs/$name/ablation.done" <<<"$listing" || die "$archive: holds no finished run (no runs/$name/ablation.done)"
+      # Names compared literally (the quoted parts of a case pattern match as written).
+      finished=0
+      while IFS= read -r member; do
+        case $member in
+          "runs/$name/ablation.done") finished=1 ;;
+          "runs/$name" | "runs/$name/" | "runs/$name/"* | "runs/$name.log") ;;
+          *) die "$archive: holds files outside runs/$name ($member)" ;;
+        esac
+      done <<<"$listing"
+      [ $finished = 1 ] || die "$archive: holds no finished run (no runs/$name/ablation.done)"
       # An unfinished run is set aside, not deleted, as `ropelab train` does (RUN.old-TIME).
       if [ -e "$run" ]; then
         old=$run.old-$(date +%Y%m%d-%H%M%S)

@@ -137,6 +137,36 @@ class RunRecords(unittest.TestCase):
         self.assertEqual(refused.returncode, 1)
         self.assertIn("holds no finished run", refused.stderr)
 
+    def test_compares_run_names_literally(self):
+        # "." in a run name is a character, not a pattern: runs/xXseed1 is another run's folder.
+        records = self.root / "records"
+        records.mkdir()
+        stray = self.root / "stray"
+        make_run(stray, "x.seed1")
+        with tarfile.open(records / "x.seed1.tar.xz", "w:xz") as tar:
+            tar.add(stray / "runs" / "x.seed1" / "ablation.done", "runs/x.seed1/ablation.done")
+            tar.add(stray / "runs" / "x.seed1" / "config.yaml", "runs/xXseed1/config.yaml")
+        refused = run("unpack", self.root / "fresh", records)
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("holds files outside runs/x.seed1 (runs/xXseed1/config.yaml)", refused.stderr)
+        self.assertFalse((self.root / "fresh" / "runs" / "xXseed1").exists())
+
+    def test_a_failed_tar_leaves_no_partial_archive(self):
+        make_run(self.out, "alibi.seed1")
+        stub = self.root / "bin"
+        stub.mkdir()
+        # A tar that writes part of its archive, then fails (a full disk, a vanished file).
+        (stub / "tar").write_text('#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -cJf ] && echo part > "$2"; shift; done\n'
+                                  'exit 2\n')
+        (stub / "tar").chmod(0o755)
+        scratch = self.root / "scratch"
+        scratch.mkdir()
+        failed = run("pack", self.out, env={"PATH": f"{stub}:{os.environ['PATH']}", "TMPDIR": str(scratch)})
+        self.assertEqual(failed.returncode, 1)
+        self.assertIn("alibi.seed1.tar.xz: tar failed", failed.stderr)
+        self.assertEqual(list((self.out / "records").iterdir()), [])
+        self.assertEqual(list(scratch.iterdir()), [])  # the member list is gone too
+
     def test_bad_arguments_fail_with_one_line(self):
         for args, message in ((["frob", self.out], "unknown action 'frob'"),
                               (["pack", self.root / "none"], "runs: no such folder"),
