@@ -86,6 +86,7 @@ case $action in
       while IFS= read -r member; do
         case $member in
           "runs/$name/ablation.done") finished=1 ;;
+          */../* | */..) die "$archive: holds a path that leaves its run ($member)" ;;
           "runs/$name" | "runs/$name/" | "runs/$name/"* | "runs/$name.log") ;;
           *) die "$archive: holds files outside runs/$name ($member)" ;;
         esac

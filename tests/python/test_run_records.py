@@ -137,19 +137,25 @@ class RunRecords(unittest.TestCase):
         self.assertEqual(refused.returncode, 1)
         self.assertIn("holds no finished run", refused.stderr)
 
-    def test_compares_run_names_literally(self):
-        # "." in a run name is a character, not a pattern: runs/xXseed1 is another run's folder.
+    def test_compares_run_names_literally_and_refuses_paths_that_climb_out(self):
+        # "." in a run name is a character, not a pattern: runs/xXseed1 is another run's folder;
+        # a member with ".." leaves its run however it starts.
         records = self.root / "records"
         records.mkdir()
         stray = self.root / "stray"
         make_run(stray, "x.seed1")
-        with tarfile.open(records / "x.seed1.tar.xz", "w:xz") as tar:
-            tar.add(stray / "runs" / "x.seed1" / "ablation.done", "runs/x.seed1/ablation.done")
-            tar.add(stray / "runs" / "x.seed1" / "config.yaml", "runs/xXseed1/config.yaml")
-        refused = run("unpack", self.root / "fresh", records)
-        self.assertEqual(refused.returncode, 1)
-        self.assertIn("holds files outside runs/x.seed1 (runs/xXseed1/config.yaml)", refused.stderr)
-        self.assertFalse((self.root / "fresh" / "runs" / "xXseed1").exists())
+        for member, line, written in (
+                ("runs/xXseed1/config.yaml", "holds files outside runs/x.seed1 (runs/xXseed1/config.yaml)",
+                 self.root / "fresh" / "runs" / "xXseed1"),
+                ("runs/x.seed1/../../escape", "holds a path that leaves its run (runs/x.seed1/../../escape)",
+                 self.root / "escape")):
+            with tarfile.open(records / "x.seed1.tar.xz", "w:xz") as tar:
+                tar.add(stray / "runs" / "x.seed1" / "ablation.done", "runs/x.seed1/ablation.done")
+                tar.add(stray / "runs" / "x.seed1" / "config.yaml", member)
+            refused = run("unpack", self.root / "fresh", records)
+            self.assertEqual(refused.returncode, 1, member)
+            self.assertIn(line, refused.stderr)
+            self.assertFalse(written.exists(), member)
 
     def test_a_failed_tar_leaves_no_partial_archive(self):
         make_run(self.out, "alibi.seed1")
