@@ -41,11 +41,15 @@ void add_ablate(CLI::App& cli) {
     options.out_dir =
         a->out_dir.empty() ? "runs/ablate/" + std::filesystem::path(a->experiment).stem().string() : a->out_dir;
     options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
-    const auto failed = run_ablation(spec, options);
+    const auto outcome = run_ablation(spec, options);
+    if (outcome.signal)
+      throw Interrupted("ablate: stopped; the same command resumes the grid (results not written)",
+                        128 + outcome.signal);
     const AblationLayout layout(options.out_dir);
     std::cout << "wrote " << layout.results_md() << ", " << layout.results_csv() << ", " << layout.significance_csv()
               << " and " << layout.valid_curves_svg() << std::endl;
-    if (failed > 0) throw std::runtime_error("ablate: " + std::to_string(failed) + " runs failed (logs named above)");
+    if (outcome.failed > 0)
+      throw std::runtime_error("ablate: " + std::to_string(outcome.failed) + " runs failed (logs named above)");
   });
 }
 

@@ -179,6 +179,27 @@ wait $ablate; echo "ablate exit $?"
   EXPECT_FALSE(std::filesystem::exists(stopped + "/ablation.done"));
   EXPECT_FALSE(std::filesystem::exists(stopped + "/trained"));
   EXPECT_FALSE(std::filesystem::exists(stopped + "/eval.test.json"));
+
+  // SIGTERM to ablate itself reaches the training (resumed), which saves; ablate says so and
+  // exits 143.
+  r = run_script(root, "ablate_stopped",
+                 fill(R"sh(
+rm {RUN}.log
+{CLI} ablate {EXP} -o {OUT} --threads 1 > {OUT}.ablate_stopped.log 2>&1 & ablate=$!
+for i in $(seq 600); do grep -q '^step ' {RUN}.log 2>/dev/null && break; sleep 0.05; done
+kill -TERM $ablate
+wait $ablate; echo "ablate exit $?"
+)sh",
+                      {{"CLI", cli}, {"EXP", exp}, {"OUT", out}, {"RUN", stopped}}));
+  const auto said = read_text(out + ".ablate_stopped.log");
+  EXPECT_NE(r.output.find("ablate exit 143"), std::string::npos) << r.output << said;
+  EXPECT_NE(said.find("ablate: stopped model.position.type=rotary seed 1 after "), std::string::npos) << said;
+  EXPECT_NE(said.find("ablate: SIGTERM: 1 runs stopped, 0 not started\n"), std::string::npos) << said;
+  EXPECT_NE(said.find("ablate: stopped; the same command resumes the grid (results not written)"), std::string::npos)
+      << said;
+  EXPECT_NE(read_text(stopped + ".log").find("stopping on SIGTERM after step"), std::string::npos);
+  EXPECT_EQ(said.find("wrote "), std::string::npos) << said;
+  EXPECT_FALSE(std::filesystem::exists(stopped + "/trained"));
   std::filesystem::remove_all(root);
 }
 

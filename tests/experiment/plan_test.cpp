@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -190,9 +191,10 @@ TEST_F(Runner, RunsEachJobsStepsInOrderAndStopsAJobAtItsFirstFailure) {
   const auto bad = job("bad", {{"-c", "echo first"}, {"-c", "exit 3"}, {"-c", "echo never"}});
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
-  const auto failed = run_jobs({good, bad}, "/bin/sh", 2, 0, 2);
+  const auto outcome = run_jobs({good, bad}, "/bin/sh", 2, 0, 2);
   const auto out = ::testing::internal::GetCapturedStdout(), err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(failed, 1);
+  EXPECT_EQ(outcome.failed, 1);
+  EXPECT_EQ(outcome.signal, 0);
   EXPECT_EQ(testing::read_text(good.log), "one\ntwo\n");  // stdout and stderr, in order
   EXPECT_TRUE(std::filesystem::exists(AblationLayout::done(good.dir)));
   EXPECT_EQ(testing::read_text(bad.log), "first\n");
@@ -207,7 +209,7 @@ TEST_F(Runner, TheEtaFollowsOnlyJobsThatDidARunsWholeWork) {
   auto whole = job("whole", {{"-c", "true"}}), next = job("next", {{"-c", "true"}});
   whole.whole = next.whole = true;
   ::testing::internal::CaptureStdout();
-  EXPECT_EQ(run_jobs({resumed, whole, next}, "/bin/sh", 1, 0, 3), 0);
+  EXPECT_EQ(run_jobs({resumed, whole, next}, "/bin/sh", 1, 0, 3).failed, 0);
   const auto out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("finished resumed seed 1 in 0s; 2 left, ETA unknown until a run trained from its start finishes"),
             std::string::npos)
@@ -216,13 +218,37 @@ TEST_F(Runner, TheEtaFollowsOnlyJobsThatDidARunsWholeWork) {
   EXPECT_NE(out.find("finished next seed 1 in 0s; 0 left, ETA 0s\n"), std::string::npos) << out;
 }
 
+TEST_F(Runner, ASignalReachesTheStepsUnderWayAndNothingStartsAfterIt) {
+  // The step sends SIGTERM to run_jobs' process (its parent) and waits up to 5 s for it back.
+  const std::string step =
+      "trap 'echo passed on; exit 0' TERM; kill -TERM $PPID;"
+      " for i in $(seq 500); do sleep 0.01; done; echo not passed on";
+  const auto first = job("first", {{"-c", step}, {"-c", "echo second step"}});
+  const auto other = job("other", {{"-c", "echo other"}});
+  struct sigaction before, after;  // filled by ::sigaction
+  ::sigaction(SIGTERM, nullptr, &before);
+  ::testing::internal::CaptureStdout();
+  const auto outcome = run_jobs({first, other}, "/bin/sh", 1, 0, 2);
+  const auto out = ::testing::internal::GetCapturedStdout();
+  ::sigaction(SIGTERM, nullptr, &after);
+  EXPECT_EQ(outcome.signal, SIGTERM);
+  EXPECT_EQ(outcome.stopped, 1);
+  EXPECT_EQ(outcome.failed, 0);
+  EXPECT_EQ(testing::read_text(first.log), "passed on\n");  // its second step never ran
+  EXPECT_FALSE(std::filesystem::exists(other.log));
+  EXPECT_FALSE(std::filesystem::exists(AblationLayout::done(first.dir)));
+  EXPECT_NE(out.find("ablate: stopped first seed 1 after "), std::string::npos) << out;
+  EXPECT_NE(out.find("ablate: SIGTERM: 1 runs stopped, 1 not started\n"), std::string::npos) << out;
+  EXPECT_EQ(after.sa_handler, before.sa_handler);  // the caller's handler is back
+}
+
 TEST_F(Runner, ATrainingThatStopsBeforeItsEndFailsTheJob) {
   // exits 0 without writing RUN/trained, as a training stopped by a signal does
   auto stopped = job("stopped", {{"-c", "echo training"}, {"-c", "echo evaluation"}}, true);
   std::ofstream(stopped.log) << "an older log\n";
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(run_jobs({stopped}, "/bin/sh", 1, 0, 1), 1);
+  EXPECT_EQ(run_jobs({stopped}, "/bin/sh", 1, 0, 1).failed, 1);
   ::testing::internal::GetCapturedStdout();
   ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(testing::read_text(stopped.log),
@@ -233,7 +259,7 @@ TEST_F(Runner, ATrainingThatStopsBeforeItsEndFailsTheJob) {
       job("trained", {{"-c", "touch \"$0\"", RunPaths(stopped.dir).trained}, {"-c", "echo evaluation"}}, true);
   trained.dir = stopped.dir;
   ::testing::internal::CaptureStdout();
-  EXPECT_EQ(run_jobs({trained}, "/bin/sh", 1, 0, 1), 0);
+  EXPECT_EQ(run_jobs({trained}, "/bin/sh", 1, 0, 1).failed, 0);
   ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(testing::read_text(trained.log), "evaluation\n");
   EXPECT_TRUE(std::filesystem::exists(AblationLayout::done(trained.dir)));

@@ -73,6 +73,23 @@ TEST_F(RunIdentity, SettingsTheEncoderDoesNotReadAreNotPartOfIt) {
   EXPECT_TRUE(same(dynamic, {"model.position={type: rotary, scaling: {type: dynamic_ntk, factor: 2, beta_slow: 2}}"}));
 }
 
+// The device a run trained on, from its config.yaml: "unknown" without one; one that cannot
+// be read is an error naming it, not an unknown device.
+TEST_F(RunIdentity, TheDeviceComesFromTheRunsConfig) {
+  const auto cpu = started("cpu", {"train.device=cpu"});
+  EXPECT_EQ(run_device(cpu, yaml_config_files()), "cpu");
+  const auto none = (dir_ / "none").string();
+  std::filesystem::create_directories(none);
+  EXPECT_EQ(run_device(none, yaml_config_files()), "unknown");
+  write("cpu/config.yaml", "train: [unclosed\n");
+  try {
+    run_device(cpu, yaml_config_files());
+    ADD_FAILURE() << "an unreadable config.yaml read as a device";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(cpu + "/config.yaml"), std::string::npos) << e.what();
+  }
+}
+
 // Clearing keeps what the type reads and resets only the rest.
 TEST(UnusedSettings, ClearsOnlyWhatTheTypeDoesNotRead) {
   const auto p = PositionOptions().type(PositionType::t5_bias).max_distance(9).t5_init_std(2).learned_init_std(0.5);

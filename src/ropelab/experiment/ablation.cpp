@@ -25,7 +25,7 @@ void queue(const Job& job, const RunsOnDisk& disk, std::vector<Job>& todo) {
 
 }  // namespace
 
-int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
+JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   const auto variants = expand_grid(spec);
   const int64_t jobs = std::max<int64_t>(1, o.jobs);
   const int64_t threads = o.threads > 0
@@ -46,7 +46,8 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   std::cout << "ablate: " << variants.size() << " variants x " << spec.seeds.size() << " seeds = " << total << " runs; "
             << skipped << " finished already, " << todo.size() << " to run, " << jobs << " at a time, " << threads
             << " threads each" << std::endl;
-  int64_t failed = run_jobs(todo, o.executable, jobs, skipped, total);
+  auto outcome = run_jobs(todo, o.executable, jobs, skipped, total);
+  if (outcome.signal) return outcome;
 
   // Fine-tunes, once the runs they start from have finished: each seed from its own run.
   const auto finetunes = finetune_variants(spec);
@@ -62,7 +63,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
         if (source == end || !disk.finished(source->dir)) {
           std::cerr << "ablate: " << variant.name << " seed " << seed << " not run: its source run (" << from
                     << " seed " << seed << ") did not finish" << std::endl;
-          ++failed;
+          ++outcome.failed;
           continue;
         }
         all.push_back(plan_job(spec, variant, seed, {"train.init_from=" + source->dir}, plan, disk));
@@ -72,7 +73,9 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     std::cout << "ablate: " << finetunes.size() << " fine-tunes of " << from << " x " << spec.seeds.size()
               << " seeds = " << added << " runs; " << added - more.size() << " finished already, " << more.size()
               << " to run" << std::endl;
-    failed += run_jobs(more, o.executable, jobs, added - more.size(), added);
+    const auto tuned = run_jobs(more, o.executable, jobs, added - more.size(), added);
+    outcome.failed += tuned.failed;
+    if ((outcome.signal = tuned.signal)) return outcome;
   }
 
   std::vector<RunResult> results;
@@ -88,7 +91,7 @@ int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     results.push_back(std::move(r));
   }
   write_ablation_results(spec, results, o.out_dir, "ropelab ablate " + spec.path + " -o " + o.out_dir);
-  return failed;
+  return outcome;
 }
 
 }  // namespace ropelab

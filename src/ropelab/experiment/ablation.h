@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "ropelab/experiment/runner.h"
 #include "ropelab/experiment/spec.h"
 
 namespace ropelab {
@@ -20,7 +21,9 @@ struct AblationOptions {
 };
 
 /// Runs what is missing, then writes the result files. Returns the number of failed runs
-/// (their logs are named on stderr); results cover the runs that finished.
-int64_t run_ablation(const ExperimentSpec& spec, const AblationOptions& options);
+/// (their logs are named on stderr); results cover the runs that finished. Stopped by
+/// SIGINT or SIGTERM (passed on to the runs under way), it returns the signal at once,
+/// without the fine-tunes or the result files.
+JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& options);
 
 }  // namespace ropelab

@@ -43,7 +43,7 @@ std::string csv_text(const std::string& text) {
 /// The devices a variant's runs trained on: "cpu", or "cpu 1, cuda 2" where they differ.
 std::string devices_cell(const std::vector<const RunResult*>& runs) {
   std::map<std::string, int> count;
-  for (const auto* r : runs) ++count[r->device.empty() ? "unknown" : r->device];
+  for (const auto* r : runs) ++count[r->device];
   if (count.size() == 1) return count.begin()->first;
   std::string out;
   for (const auto& [device, n] : count) out += (out.empty() ? "" : ", ") + device + " " + std::to_string(n);
@@ -298,7 +298,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     curves.push_back(std::move(s));
   }
   std::set<std::string> devices;
-  for (const auto& r : results) devices.insert(r.device.empty() ? "unknown" : r.device);
+  for (const auto& r : results) devices.insert(r.device);
   if (devices.size() > 1)
     md << "\nThe runs trained on more than one device: their train_s do not compare, and a seed's run on one "
           "device is not its run on another (the random streams and the order of sums differ), so seeds there "

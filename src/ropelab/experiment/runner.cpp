@@ -1,5 +1,6 @@
 #include "ropelab/experiment/runner.h"
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -41,14 +42,20 @@ std::string eta(double whole_seconds, size_t whole, size_t left, int64_t paralle
 
 }  // namespace
 
-int64_t run_jobs(const std::vector<Job>& jobs, const std::string& executable, int64_t parallel, size_t skipped,
-                 size_t total) {
+JobsOutcome run_jobs(const std::vector<Job>& jobs, const std::string& executable, int64_t parallel, size_t skipped,
+                     size_t total) {
   std::map<pid_t, Running> running;
   size_t next = 0, done = 0, whole = 0;  // whole: jobs finished that did a run's whole work
-  int64_t failed = 0;
+  JobsOutcome outcome;
   double whole_seconds = 0;  // their wall time
-  while (next < jobs.size() || !running.empty()) {
-    while (next < jobs.size() && static_cast<int64_t>(running.size()) < parallel) {
+  SignalForwarder signals;
+  auto under_way = [&] {
+    std::vector<pid_t> pids;
+    for (const auto& entry : running) pids.push_back(entry.first);
+    return pids;
+  };
+  while ((next < jobs.size() && !signals.received()) || !running.empty()) {
+    while (!signals.received() && next < jobs.size() && static_cast<int64_t>(running.size()) < parallel) {
       const auto& job = jobs[next];
       fs::create_directories(fs::path(job.dir).parent_path());
       running[start_step(job, 0, executable)] = {next, 0, now_seconds()};
@@ -56,7 +63,9 @@ int64_t run_jobs(const std::vector<Job>& jobs, const std::string& executable, in
       std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant << " seed " << job.seed
                 << " (log " << job.log << ")" << std::endl;
     }
-    const auto child = wait_any("ablate");
+    signals.forward(under_way());  // one caught while steps started
+    if (running.empty()) break;    // caught before any started
+    const auto child = wait_any("ablate", [&] { signals.forward(under_way()); });
     const auto it = running.find(child.pid);
     if (it == running.end()) continue;
     const Running r = it->second;
@@ -68,13 +77,20 @@ int64_t run_jobs(const std::vector<Job>& jobs, const std::string& executable, in
           << "ablate: the training stopped before its end; run ablate again to resume it\n";
       ok = false;
     }
-    if (ok && r.step + 1 < job.steps.size()) {  // the job's next step
+    const bool more = r.step + 1 < job.steps.size();
+    if (signals.received() && (!ok || more)) {  // ended unfinished by the signal, or not to go on
+      ++outcome.stopped;
+      std::cout << "ablate: stopped " << job.variant << " seed " << job.seed << " after "
+                << format_duration(now_seconds() - r.began) << std::endl;
+      continue;
+    }
+    if (ok && more) {  // the job's next step
       running[start_step(job, r.step + 1, executable)] = {r.job, r.step + 1, r.began};
       continue;
     }
     if (ok) AblationLayout::mark_done(job.dir);
     ++done;
-    if (!ok) ++failed;
+    if (!ok) ++outcome.failed;
     if (ok && job.whole) {
       whole_seconds += now_seconds() - r.began;
       ++whole;
@@ -84,7 +100,10 @@ int64_t run_jobs(const std::vector<Job>& jobs, const std::string& executable, in
               << eta(whole_seconds, whole, jobs.size() - done, parallel) << std::endl;
     if (!ok) std::cerr << "ablate: run failed, see " << job.log << std::endl;
   }
-  return failed;
+  if ((outcome.signal = signals.received()))
+    std::cout << "ablate: " << (outcome.signal == SIGINT ? "SIGINT" : "SIGTERM") << ": " << outcome.stopped
+              << " runs stopped, " << (jobs.size() - next) << " not started" << std::endl;
+  return outcome;
 }
 
 }  // namespace ropelab

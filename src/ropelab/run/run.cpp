@@ -60,11 +60,9 @@ bool run_started_with(const std::string& dir, const Config& config, const Config
 }
 
 std::string run_device(const std::string& dir, const ConfigFiles& files) {
-  try {
-    return files.read({RunPaths(dir).config}, {}).train.device();
-  } catch (const std::exception&) {
-    return "";
-  }
+  const auto config = RunPaths(dir).config;
+  if (!fs::exists(config)) return "unknown";
+  return files.read({config}, {}).train.device();
 }
 
 std::string RunPaths::checkpoint(const std::string& which) const {

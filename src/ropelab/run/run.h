@@ -59,7 +59,8 @@ struct RunPaths {
 bool run_started_with(const std::string& dir, const Config& config, const ConfigFiles& files);
 
 /// The device the run in `dir` trained on: its config.yaml's train.device (read with
-/// `files`), whatever device later evaluates it; "" without a readable one.
+/// `files`), whatever device later evaluates it; "unknown" without one. One that cannot be
+/// read throws the reader's error, which names the file.
 std::string run_device(const std::string& dir, const ConfigFiles& files);
 
 /// A trained run loaded for inference, in eval mode on `device`.

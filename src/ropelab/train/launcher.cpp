@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -36,8 +35,6 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-volatile std::sig_atomic_t g_forward_signal = 0;
-extern "C" void on_launcher_signal(int signal) { g_forward_signal = signal; }
 }  // namespace
 
 bool run_train_command(const TrainInvocation& in, const std::function<Config()>& load, const ConfigFiles& files) {
@@ -108,26 +105,12 @@ int launch_workers(const std::vector<std::string>& argv, int64_t nproc,
   std::cout << "launched " << nproc << " workers (MASTER_PORT " << port << "):";
   for (auto pid : workers) std::cout << ' ' << pid;
   std::cout << std::endl;
-  // Without SA_RESTART (which std::signal sets): the signal interrupts waitpid, so it is
-  // forwarded at once instead of after the workers end on their own.
-  struct sigaction forward {
-  }, old_int{}, old_term{};
-  forward.sa_handler = on_launcher_signal;
-  sigemptyset(&forward.sa_mask);
-  forward.sa_flags = 0;
-  ::sigaction(SIGINT, &forward, &old_int);
-  ::sigaction(SIGTERM, &forward, &old_term);
+  SignalForwarder signals;  // Ctrl-C or SIGTERM reaches every worker, which saves and stops
   int exit_code = 0;
   for (size_t running = workers.size(); running > 0; --running) {
-    const auto child = wait_any("--nproc", [&] {
-      if (g_forward_signal)
-        for (auto w : workers) ::kill(w, g_forward_signal);
-      g_forward_signal = 0;
-    });
+    const auto child = wait_any("--nproc", [&] { signals.forward(workers); });
     if (child.code != 0 && exit_code == 0) exit_code = child.code;
   }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGTERM, &old_term, nullptr);
   return exit_code;
 }
 

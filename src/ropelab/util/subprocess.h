@@ -1,6 +1,7 @@
 #pragma once
-/// Child processes: start one (fork + exec) and wait for any of them. Used by the
-/// data-parallel launcher (`ropelab train --nproc`) and by `ropelab ablate`.
+/// Child processes: start one (fork + exec), wait for any of them, and pass SIGINT and
+/// SIGTERM on to them. Used by the data-parallel launcher (`ropelab train --nproc`) and by
+/// `ropelab ablate`.
 
 #include <sys/types.h>
 
@@ -24,8 +25,25 @@ struct ChildExit {
   int code = 0;
 };
 
-/// Waits until any child ends. A wait interrupted by a signal calls `on_interrupt` (when
-/// given) and waits again. Throws naming `what` when no child can be waited for.
-ChildExit wait_any(const std::string& what, const std::function<void()>& on_interrupt = {});
+/// Waits until any child ends. With `on_wait`, it calls it every 50 ms meanwhile and at
+/// once when a signal interrupts the wait (a signal caught by another thread of the process
+/// interrupts nothing: the period bounds the delay). Throws naming `what` when no child can
+/// be waited for.
+ChildExit wait_any(const std::string& what, const std::function<void()>& on_wait = {});
+
+/// SIGINT and SIGTERM caught for the object's lifetime, to be passed on to child processes
+/// (the previous handlers restored after): wait_any's `on_wait` calls `forward`. One at a
+/// time.
+class SignalForwarder {
+ public:
+  SignalForwarder();
+  ~SignalForwarder();
+  SignalForwarder(const SignalForwarder&) = delete;
+  SignalForwarder& operator=(const SignalForwarder&) = delete;
+  /// Sends each signal caught since the last call to every child in `children`.
+  void forward(const std::vector<pid_t>& children);
+  /// The first signal caught (SIGINT or SIGTERM), 0 while none.
+  int received() const;
+};
 
 }  // namespace ropelab
