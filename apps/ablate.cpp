@@ -42,9 +42,12 @@ void add_ablate(CLI::App& cli) {
         a->out_dir.empty() ? "runs/ablate/" + std::filesystem::path(a->experiment).stem().string() : a->out_dir;
     options.executable = std::filesystem::read_symlink("/proc/self/exe").string();
     const auto outcome = run_ablation(spec, options);
-    if (outcome.signal)
-      throw Interrupted("ablate: stopped; the same command resumes the grid (results not written)",
+    if (outcome.signal) {
+      const auto failed = outcome.failed > 0 ? ", " + std::to_string(outcome.failed) + " runs failed (logs named above)"
+                                             : std::string();
+      throw Interrupted("ablate: stopped" + failed + "; the same command resumes the grid (results not written)",
                         128 + outcome.signal);
+    }
     const AblationLayout layout(options.out_dir);
     std::cout << "wrote " << layout.results_md() << ", " << layout.results_csv() << ", " << layout.significance_csv()
               << " and " << layout.valid_curves_svg() << std::endl;

@@ -185,10 +185,11 @@ wait $ablate; echo "ablate exit $?"
   r = run_script(root, "ablate_stopped",
                  fill(R"sh(
 rm {RUN}.log
-{CLI} ablate {EXP} -o {OUT} --threads 1 > {OUT}.ablate_stopped.log 2>&1 & ablate=$!
+setsid {CLI} ablate {EXP} -o {OUT} --threads 1 > {OUT}.ablate_stopped.log 2>&1 & ablate=$!
 for i in $(seq 600); do grep -q '^step ' {RUN}.log 2>/dev/null && break; sleep 0.05; done
 kill -TERM $ablate
 wait $ablate; echo "ablate exit $?"
+kill -KILL -- -$ablate 2>/dev/null  # a training left running (its own process group)
 )sh",
                       {{"CLI", cli}, {"EXP", exp}, {"OUT", out}, {"RUN", stopped}}));
   const auto said = read_text(out + ".ablate_stopped.log");

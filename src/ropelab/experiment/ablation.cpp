@@ -75,7 +75,9 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
               << " to run" << std::endl;
     const auto tuned = run_jobs(more, o.executable, jobs, added - more.size(), added);
     outcome.failed += tuned.failed;
-    if ((outcome.signal = tuned.signal)) return outcome;
+    outcome.stopped += tuned.stopped;
+    outcome.signal = tuned.signal;
+    if (outcome.signal) return outcome;
   }
 
   std::vector<RunResult> results;

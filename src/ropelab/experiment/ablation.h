@@ -20,10 +20,10 @@ struct AblationOptions {
   std::string device;      // --device for every run (empty: the configs')
 };
 
-/// Runs what is missing, then writes the result files. Returns the number of failed runs
-/// (their logs are named on stderr); results cover the runs that finished. Stopped by
-/// SIGINT or SIGTERM (passed on to the runs under way), it returns the signal at once,
-/// without the fine-tunes or the result files.
+/// Runs what is missing, then writes the result files. Returns the runs that failed (their
+/// logs are named on stderr); results cover the runs that finished. Stopped by SIGINT or
+/// SIGTERM (passed on to the runs under way), it returns the signal and the runs stopped at
+/// once, without the fine-tunes or the result files.
 JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& options);
 
 }  // namespace ropelab

@@ -23,7 +23,7 @@ struct RunResult {
   std::string variant;
   int64_t seed = 0;
   std::string run;                               // the run directory, relative to the ablation's output directory
-  std::string device;                            // where the run trained: its config.yaml's train.device, or "unknown"
+  std::string device = "unknown";                // where the run trained: its config.yaml's train.device
   int64_t context = 0;                           // language models: the training context (data.context)
   PositionKind position = PositionKind::none;    // how the (decoder's) encoder gives positions: plots' panels
   std::map<std::string, double> metrics;         // valid_ppl, test_bleu, test_ppl@128, train_s, ...

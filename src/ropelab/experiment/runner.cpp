@@ -100,7 +100,8 @@ JobsOutcome run_jobs(const std::vector<Job>& jobs, const std::string& executable
               << eta(whole_seconds, whole, jobs.size() - done, parallel) << std::endl;
     if (!ok) std::cerr << "ablate: run failed, see " << job.log << std::endl;
   }
-  if ((outcome.signal = signals.received()))
+  outcome.signal = signals.received();
+  if (outcome.signal)
     std::cout << "ablate: " << (outcome.signal == SIGINT ? "SIGINT" : "SIGTERM") << ": " << outcome.stopped
               << " runs stopped, " << (jobs.size() - next) << " not started" << std::endl;
   return outcome;

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -107,8 +108,9 @@ int launch_workers(const std::vector<std::string>& argv, int64_t nproc,
   std::cout << std::endl;
   SignalForwarder signals;  // Ctrl-C or SIGTERM reaches every worker, which saves and stops
   int exit_code = 0;
-  for (size_t running = workers.size(); running > 0; --running) {
+  while (!workers.empty()) {
     const auto child = wait_any("--nproc", [&] { signals.forward(workers); });
+    workers.erase(std::remove(workers.begin(), workers.end(), child.pid), workers.end());
     if (child.code != 0 && exit_code == 0) exit_code = child.code;
   }
   return exit_code;

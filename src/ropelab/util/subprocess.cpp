@@ -1,9 +1,11 @@
 #include "ropelab/util/subprocess.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -14,12 +16,15 @@
 namespace ropelab {
 
 namespace {
-volatile std::sig_atomic_t g_first_signal = 0, g_pending_signal = 0;
+// Read and written by the handler and by any thread: lock-free atomics, not volatile.
+std::atomic<int> g_first_signal{0}, g_pending_signal{0};
+std::atomic<bool> g_forwarder_lives{false};
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may use only lock-free atomics");
 extern "C" void on_forwarded_signal(int signal) {
-  if (!g_first_signal) g_first_signal = signal;
+  int none = 0;
+  g_first_signal.compare_exchange_strong(none, signal);
   g_pending_signal = signal;
 }
-struct sigaction g_old_int, g_old_term;  // the handlers before a SignalForwarder
 }  // namespace
 
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
@@ -34,19 +39,30 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<st
     fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
     if (fd < 0) throw std::runtime_error(what + ": cannot open " + output + ": " + std::strerror(errno));
   }
+  // SIGINT and SIGTERM held back over the fork: the child sets a caught one to its default
+  // action before it lets them in, so one sent before its exec ends it rather than reaching
+  // the handler it inherited (which would only set a flag in its copy of our memory).
+  sigset_t stops, before;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &stops, &before);
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int error = errno;
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error(what + ": fork failed: " + std::strerror(error));
-  }
   if (pid == 0) {
+    for (int stop : {SIGINT, SIGTERM}) {  // as the exec will: a caught signal to its default, an ignored one kept
+      struct sigaction now;
+      if (::sigaction(stop, nullptr, &now) == 0 && now.sa_handler != SIG_IGN) ::signal(stop, SIG_DFL);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     if (fd >= 0 && (::dup2(fd, STDOUT_FILENO) < 0 || ::dup2(fd, STDERR_FILENO) < 0)) std::_Exit(127);
     for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
     ::execv(pointers[0], pointers.data());
     std::_Exit(127);
   }
+  const int error = errno;
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (fd >= 0) ::close(fd);
+  if (pid < 0) throw std::runtime_error(what + ": fork failed: " + std::strerror(error));
   return pid;
 }
 
@@ -67,25 +83,25 @@ ChildExit wait_any(const std::string& what, const std::function<void()>& on_wait
 }
 
 SignalForwarder::SignalForwarder() {
+  if (g_forwarder_lives.exchange(true)) throw std::logic_error("SignalForwarder: one lives already");
   g_first_signal = g_pending_signal = 0;
   struct sigaction caught {};
   caught.sa_handler = on_forwarded_signal;
   sigemptyset(&caught.sa_mask);
-  caught.sa_flags = 0;  // no SA_RESTART: the wait's sleep ends at once
-  ::sigaction(SIGINT, &caught, &g_old_int);
-  ::sigaction(SIGTERM, &caught, &g_old_term);
+  caught.sa_flags = SA_RESTART;  // a write to stdout is not cut short; the wait's sleep still is
+  ::sigaction(SIGINT, &caught, &old_int_);
+  ::sigaction(SIGTERM, &caught, &old_term_);
 }
 
 SignalForwarder::~SignalForwarder() {
-  ::sigaction(SIGINT, &g_old_int, nullptr);
-  ::sigaction(SIGTERM, &g_old_term, nullptr);
+  ::sigaction(SIGINT, &old_int_, nullptr);
+  ::sigaction(SIGTERM, &old_term_, nullptr);
+  g_forwarder_lives = false;
 }
 
 void SignalForwarder::forward(const std::vector<pid_t>& children) {
-  const int signal = g_pending_signal;
-  if (!signal) return;
-  g_pending_signal = 0;
-  for (auto child : children) ::kill(child, signal);
+  if (const int signal = g_pending_signal.exchange(0))
+    for (auto child : children) ::kill(child, signal);
 }
 
 int SignalForwarder::received() const { return g_first_signal; }
