@@ -63,8 +63,7 @@ JobsOutcome run_jobs(const std::vector<Job>& jobs, const std::string& executable
       std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant << " seed " << job.seed
                 << " (log " << job.log << ")" << std::endl;
     }
-    signals.forward(under_way());  // one caught while steps started
-    if (running.empty()) break;    // caught before any started
+    if (running.empty()) break;  // caught before any started
     const auto child = wait_any("ablate", [&] { signals.forward(under_way()); });
     const auto it = running.find(child.pid);
     if (it == running.end()) continue;
