@@ -245,6 +245,7 @@ TEST_F(Runner, ASignalReachesTheStepsUnderWayAndNothingStartsAfterIt) {
 TEST_F(Runner, ATrainingThatStopsBeforeItsEndFailsTheJob) {
   // exits 0 without writing RUN/trained, as a training stopped by a signal does
   auto stopped = job("stopped", {{"-c", "echo training"}, {"-c", "echo evaluation"}}, true);
+  stopped.whole = true;  // trained from its start: the log of an older run goes
   std::ofstream(stopped.log) << "an older log\n";
   ::testing::internal::CaptureStdout();
   ::testing::internal::CaptureStderr();
@@ -254,14 +255,17 @@ TEST_F(Runner, ATrainingThatStopsBeforeItsEndFailsTheJob) {
   EXPECT_EQ(testing::read_text(stopped.log),
             "training\nablate: the training stopped before its end; run ablate again to resume it\n");
   EXPECT_FALSE(std::filesystem::exists(AblationLayout::done(stopped.dir)));
-  // one that reaches its end goes on to its evaluations, appended to the log it began
+  // resumed, it reaches its end and goes on to its evaluations, all appended to its log
   auto trained =
-      job("trained", {{"-c", "touch \"$0\"", RunPaths(stopped.dir).trained}, {"-c", "echo evaluation"}}, true);
-  trained.dir = stopped.dir;
+      job("trained", {{"-c", "echo resumed; touch \"$0\"", RunPaths(stopped.dir).trained}, {"-c", "echo evaluation"}},
+          true);
+  trained.dir = stopped.dir, trained.log = stopped.log;
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(run_jobs({trained}, "/bin/sh", 1, 0, 1).failed, 0);
   ::testing::internal::GetCapturedStdout();
-  EXPECT_EQ(testing::read_text(trained.log), "evaluation\n");
+  EXPECT_EQ(testing::read_text(trained.log),
+            "training\nablate: the training stopped before its end; run ablate again to resume it\n"
+            "resumed\nevaluation\n");
   EXPECT_TRUE(std::filesystem::exists(AblationLayout::done(trained.dir)));
 }
 

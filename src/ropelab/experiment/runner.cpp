@@ -26,8 +26,9 @@ struct Running {
 pid_t start_step(const Job& job, size_t step, const std::string& executable) {
   std::vector<std::string> argv{executable};
   argv.insert(argv.end(), job.steps[step].begin(), job.steps[step].end());
-  // A training step starts the log anew; a finished run's added evaluations append to it.
-  return spawn(argv, {}, "ablate", job.log, !(step == 0 && job.trains));
+  // A run trained from its start starts the log anew; a resumed training and a finished
+  // run's added evaluations append to it, so that the log keeps every session of the run.
+  return spawn(argv, {}, "ablate", job.log, !(step == 0 && job.whole));
 }
 
 /// The time the `left` jobs take, `parallel` at a time, at the pace of the `whole` jobs that
