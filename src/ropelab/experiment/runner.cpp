@@ -26,8 +26,8 @@ struct Running {
 pid_t start_step(const Job& job, size_t step, const std::string& executable) {
   std::vector<std::string> argv{executable};
   argv.insert(argv.end(), job.steps[step].begin(), job.steps[step].end());
-  // A run trained from its start starts the log anew; a resumed training and a finished
-  // run's added evaluations append to it, so that the log keeps every session of the run.
+  // A run started anew (train --overwrite) starts the log anew; a resumed training and a
+  // finished run's added evaluations append to it, so that the log keeps every attempt.
   return spawn(argv, {}, "ablate", job.log, !(step == 0 && job.whole));
 }
 

@@ -19,8 +19,8 @@ struct JobsOutcome {
 };
 
 /// Runs `jobs`, `parallel` at a time. A job's steps run in order, each `executable` with
-/// the step's arguments, their output in the job's log (a training from the run's start,
-/// Job::whole, starts it anew; a resumed training and the evaluations append); the first
+/// the step's arguments, their output in the job's log (a run started anew, Job::whole:
+/// `train --overwrite`, starts it anew; a resumed training and the evaluations append); the first
 /// step that fails ends the job. A training step must leave
 /// the run at its end (a training stopped by a signal exits 0 without: the job fails, and
 /// the next ablate resumes it). A job whose steps all succeed gets its done marker
