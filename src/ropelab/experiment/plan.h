@@ -54,7 +54,8 @@ struct Job {
   /// steps[0] trains: the run must reach its end (RunPaths::trained) before the evaluations.
   bool trains = false;
   /// The job is the run's whole work: a training from its start, then every evaluation (not
-  /// a resume, nor a trained run's missing evaluations). Only these give the pace of the rest.
+  /// a resume, nor a trained run's missing evaluations). Only these give the pace of the rest,
+  /// and only these start the run's log anew (the others append to it).
   bool whole = false;
 };
 

@@ -19,15 +19,15 @@ struct JobsOutcome {
 };
 
 /// Runs `jobs`, `parallel` at a time. A job's steps run in order, each `executable` with
-/// the step's arguments, their output in the job's log (a run started anew, Job::whole:
-/// `train --overwrite`, starts it anew; a resumed training and the evaluations append); the first
-/// step that fails ends the job. A training step must leave
-/// the run at its end (a training stopped by a signal exits 0 without: the job fails, and
-/// the next ablate resumes it). A job whose steps all succeed gets its done marker
-/// (AblationLayout::done). Prints a line as each job starts and ends; `skipped` and
-/// `total` number them among the experiment's runs. SIGINT or SIGTERM is passed on to the
-/// steps under way (a training saves its checkpoint and exits); then no step starts, and
-/// the jobs it ended unfinished are reported stopped, not failed.
+/// the step's arguments, their output in the job's log (a job that is the run's whole work,
+/// Job::whole, starts it anew; a resumed training and the evaluations append); the first
+/// step that fails ends the job. A training step must leave the run at its end (a training
+/// stopped by a signal exits 0 without: the job fails, and the next ablate resumes it). A
+/// job whose steps all succeed gets its done marker (AblationLayout::done). Prints a line
+/// as each job starts and ends; `skipped` and `total` number them among the experiment's
+/// runs. SIGINT or SIGTERM is passed on to the steps under way (a training saves its
+/// checkpoint and exits); then no step starts, and the jobs it ended unfinished are
+/// reported stopped, not failed.
 JobsOutcome run_jobs(const std::vector<Job>& jobs, const std::string& executable, int64_t parallel, size_t skipped,
                      size_t total);
 
