@@ -235,19 +235,21 @@ TEST_F(ConfigTest, ForgetGateNeedsCausalSoftmaxAttention) {
   EXPECT_EQ(load_error({}, {"model.decoder_position.forget_gate=true"}), "");
 }
 
-// CoPE counts positions up to the training context (P = C + 1 unless given), in causal
-// softmax attention without another logit bias or a forget gate.
+// CoPE's positions follow the training context (P = C / 16, at least 2, unless given; 64
+// without one), in causal softmax attention without another logit bias or a forget gate.
 TEST_F(ConfigTest, CopeFollowsTheContextAndNeedsCausalSoftmaxAttention) {
   const std::vector<std::string> lm = {"task=lm", "data.format=text", "data.context=96",
                                        "model.position={type: none, cope: true}"};
   const auto c = load_config({{}, lm});
   EXPECT_TRUE(c.model.decoder_position().cope());
-  EXPECT_EQ(c.model.decoder_position().cope_positions(), 97);
+  EXPECT_EQ(c.model.decoder_position().cope_positions(), 6);
   auto with = [&](const std::string& extra) {
     auto all = lm;
     all.push_back(extra);
     return all;
   };
+  EXPECT_EQ(load_config({{}, with("data.context=20")}).model.decoder_position().cope_positions(), 2);
+  EXPECT_EQ(load_config({{}, {"model.decoder_position.cope=true"}}).model.decoder_position().cope_positions(), 64);
   EXPECT_EQ(load_config({{}, with("model.position.cope_positions=40")}).model.decoder_position().cope_positions(), 40);
   EXPECT_EQ(load_error({}, with("model.position.type=alibi")),
             "--set: model.decoder_position.cope=true takes no other logit bias, not model.decoder_position.type=alibi");

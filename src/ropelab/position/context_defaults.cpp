@@ -16,7 +16,8 @@ void resolve_length_settings(PositionOptions& options, int64_t context) {
     options.max_distance(context > 0 ? std::max(context / 4, options.num_buckets()) : absolute.max_distance());
   if (options.scale_base() == 0) options.scale_base(context > 0 ? c / 2 : absolute.scale_base());
   if (options.fire_threshold() == 0) options.fire_threshold(context > 0 ? c : absolute.fire_threshold());
-  if (options.cope_positions() == 0) options.cope_positions(context > 0 ? context + 1 : absolute.cope_positions());
+  if (options.cope_positions() == 0)
+    options.cope_positions(context > 0 ? std::max<int64_t>(context / 16, 2) : absolute.cope_positions());
 }
 
 }  // namespace ropelab

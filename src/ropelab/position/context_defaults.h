@@ -16,12 +16,17 @@
 ///                                                    C, psi(max(L, i)) normalises by the
 ///                                                    training context in training and
 ///                                                    interpolates past it
-///   cope_positions  (cope)    C + 1                  the training context + 1 (Golovneva
-///                                                    et al. 2024's code): a count of 0 ... C
+///   cope_positions  (cope)    max(C / 16, 2)         64 at a 1024-token context (Golovneva
+///                                                    et al. 2024's language models); their
+///                                                    code's default, the block size + 1,
+///                                                    leaves the last columns untrained where
+///                                                    the gates count less than one a token,
+///                                                    and every count past C reads the last
+///                                                    (README, "Settings measured in tokens")
 ///
 /// A translation run has no one training context (each pair has its own lengths, and a
 /// translation may run longer than its source): with C = 0 the settings keep the absolute
-/// values of PositionOptions (1024, 128, 512, 512, 1025). RoPE scaling's original_max is the
+/// values of PositionOptions (1024, 128, 512, 512, 64). RoPE scaling's original_max is the
 /// training context itself (config/config.cpp sets it for language models).
 
 #include <cstdint>

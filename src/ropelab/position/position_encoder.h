@@ -83,10 +83,10 @@ struct PositionOptions {
   TORCH_ARG(bool, forget_gate) = false;
   /// Causal stacks, encoders without a logit bias: each layer's self-attention counts
   /// positions with gates the content sets, CoPE (Golovneva et al. 2024; attention/contextual.h),
-  /// over `cope_positions` learned positions P. P is a length: unset (0) in a Config it
-  /// is the training context + 1, as the authors' code (position/context_defaults.h).
+  /// over `cope_positions` learned positions P, counts past P - 1 clamped to it. P is a
+  /// length: unset (0) in a Config it is C / 16, at least 2 (position/context_defaults.h).
   TORCH_ARG(bool, cope) = false;
-  TORCH_ARG(int64_t, cope_positions) = 1025;
+  TORCH_ARG(int64_t, cope_positions) = 64;
   /// rotary, rotary_nd: implementation (eager | script | fused); all give the same values.
   TORCH_ARG(RotaryImpl, rotary_impl) = RotaryImpl::fused;
   /// rotary: also rotate queries and keys in cross-attention. Off by default: source
