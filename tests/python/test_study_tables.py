@@ -127,6 +127,18 @@ class Tables(unittest.TestCase):
         self.assertIn("| 1024 | 0.50 [0.30, 0.70] (10/20) |", lines)
 
 
+    def test_the_readings_take_an_encoder_not_a_fine_tune_of_the_same_type_name(self):
+        with tempfile.TemporaryDirectory() as d:
+            here = pathlib.Path(d)
+            write_csv(here / "results.csv", ["variant", "seed", "run", "test_ppl@512", "test_ppl@1024"],
+                      [["model.position={type: none}", 1, "runs/a.seed1", 4.0, 8.0],
+                       ["finetune:model.position.scaling={type: none}", 1, "runs/f.seed1", 3.0, 3.0]])
+            done = run(here)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        # NoPE's own 1024 / 512 = 2.00 beside the published ratios, not the fine-tune's 1.00
+        self.assertIn("| nope | 2.00 | - | 12.86 | - | - | 24.50 | - | - | - | - |", done.stdout.splitlines())
+
+
 class Budget(unittest.TestCase):
     def test_sums_the_finished_runs_of_an_ablate_log(self):
         with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:

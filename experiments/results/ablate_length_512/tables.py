@@ -78,9 +78,10 @@ def label(variant):
 
 
 def kind(variant):
-    """The encoder's type, the key of the published anchors."""
+    """The encoder's type, the key of the published anchors; none for a variant that sets more
+    than the type and for a fine-tune, whose value is a scaling ("{type: none}" is no scaling)."""
     spec = spec_of(variant)
-    if "," in spec:
+    if "," in spec or variant.startswith("finetune:"):
         return None
     return spec.strip("{}").replace("type: ", "").strip()
 
