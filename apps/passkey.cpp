@@ -6,6 +6,7 @@
 #include "ropelab/eval/passkey_eval.h"
 #include "ropelab/report/run_plots.h"
 #include "ropelab/task/task_registry.h"
+#include "ropelab/util/clock.h"
 #include "ropelab/util/random.h"
 #include "run_args.h"
 
@@ -81,7 +82,17 @@ void add_passkey(CLI::App& cli) {
         throw std::runtime_error("--lengths: " + std::to_string(l) + " is below the " +
                                  std::to_string(passkey_minimum_length(e->grid.digits)) +
                                  " characters of the key sentence and the question");
-    const auto cells = evaluate_passkey(*run.task, *run.model, *run.tokenizer, e->grid, device);
+    // a line per cell on stderr as it is scored: a grid to 32k characters takes the better
+    // part of an hour on one core, and stdout keeps the table alone
+    const double start = now_seconds();
+    const auto progress = [start](const PasskeyCell& cell, size_t done, size_t total) {
+      std::cerr << "passkey: cell " << done << "/" << total << ", length " << cell.length << " depth " << cell.depth
+                << ": "
+                << (cell.error.empty() ? std::to_string(cell.correct) + "/" + std::to_string(cell.documents) + " found"
+                                       : "n/a")
+                << ", " << format_duration(now_seconds() - start) << std::endl;
+    };
+    const auto cells = evaluate_passkey(*run.task, *run.model, *run.tokenizer, e->grid, device, progress);
     const auto files = RunPaths(e->run_dir).passkey(e->precision_suffix());  // beside fp32's, in bf16
     std::string command = "ropelab passkey eval --run " + e->run_dir;
     for (const auto& arg : passkey_eval_args(e->grid)) command += " " + arg;

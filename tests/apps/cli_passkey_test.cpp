@@ -32,6 +32,9 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   r = run("passkey eval --run " + lm + " --checkpoint last --lengths 100,140 --depths 0,1 --documents 2 --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("   140   1.00  "), std::string::npos) << r.output;
+  // a progress line per cell as it is scored, the last naming the last cell
+  EXPECT_NE(r.output.find("passkey: cell 1/4, length 100 depth 0: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("passkey: cell 4/4, length 140 depth 1: "), std::string::npos) << r.output;
   const auto table = read_text(lm + "/passkey.csv");
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 5) << table;  // header + 2 lengths x 2 depths
   EXPECT_EQ(table.rfind("length,depth,documents,correct,accuracy,ci95_low,ci95_high,error\n100,0,2,", 0), 0u) << table;

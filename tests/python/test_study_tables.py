@@ -126,7 +126,6 @@ class Tables(unittest.TestCase):
         # 10 of 20 over both seeds: Wilson's 95% interval [0.30, 0.70]
         self.assertIn("| 1024 | 0.50 [0.30, 0.70] (10/20) |", lines)
 
-
     def test_the_readings_take_an_encoder_not_a_fine_tune_of_the_same_type_name(self):
         with tempfile.TemporaryDirectory() as d:
             here = pathlib.Path(d)

@@ -8,13 +8,15 @@
 namespace ropelab {
 
 std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& model, const Tokenizer& tokenizer,
-                                          const PasskeyGrid& grid, const torch::Device& device) {
+                                          const PasskeyGrid& grid, const torch::Device& device,
+                                          const PasskeyProgress& progress) {
   DecodeRequest request;  // greedy, the key's digits and a little more
   request.search.decode = DecodeOptions().beam(1).max_len_a(0).max_len_b(grid.digits + 2);
   request.search.sample = false;
   torch::NoGradGuard no_grad;
   model->eval();
   std::vector<PasskeyCell> cells;
+  const size_t total = grid.lengths.size() * grid.depths.size();
   uint64_t index = 0;  // one document stream over the grid: no two cells share a document
   for (const auto length : grid.lengths)
     for (const auto depth : grid.depths) {
@@ -41,6 +43,7 @@ std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& mod
         cell.error = e.what();
       }
       cells.push_back(cell);
+      if (progress) progress(cells.back(), cells.size(), total);
     }
   return cells;
 }
