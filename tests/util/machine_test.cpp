@@ -4,6 +4,10 @@
 
 #include <dlfcn.h>
 
+#include <fstream>
+#include <sstream>
+#include <thread>
+
 #include "../test_util.h"
 
 using namespace ropelab;
@@ -32,4 +36,22 @@ TEST(MachineInfo, NamesTheCpuTheIsaAndTheBlas) {
   // with OpenBLAS loaded, its core type is one name, no spaces; with another BLAS, none
   EXPECT_EQ(info.blas_core.empty(), dlsym(RTLD_DEFAULT, "openblas_get_corename") == nullptr);
   EXPECT_EQ(info.blas_core.find(' '), std::string::npos) << info.blas_core;
+}
+
+TEST(MachineInfo, CpuDescriptionGivesTheNameFamilyAndModelOfTheFirstProcessor) {
+  // two processors of an x86 /proc/cpuinfo (tab-aligned keys; "model" also begins "model name")
+  std::istringstream x86(
+      "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n"
+      "stepping\t: 1\n\nprocessor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+      "model name\t: Other\n");
+  EXPECT_EQ(cpu_description(x86, 2), "AMD EPYC (family 26, model 2), 2 cores");
+  std::istringstream name_only("model name\t: Some CPU\n");  // no family or model: the name alone
+  EXPECT_EQ(cpu_description(name_only, 8), "Some CPU, 8 cores");
+  std::istringstream arm("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd0c\n");
+  EXPECT_EQ(cpu_description(arm, 4), "unknown CPU, 4 cores");
+  // machine_info names this machine the same way
+  std::ifstream here("/proc/cpuinfo");
+  if (here) {
+    EXPECT_EQ(machine_info().cpu, cpu_description(here, std::thread::hardware_concurrency()));
+  }
 }

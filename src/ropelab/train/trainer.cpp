@@ -19,6 +19,7 @@
 #include "ropelab/util/clock.h"
 #include "ropelab/util/device.h"
 #include "ropelab/util/files.h"
+#include "ropelab/util/machine.h"
 #include "ropelab/util/stop_signals.h"
 #include "ropelab/util/threads.h"
 
@@ -300,6 +301,10 @@ Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::stri
   *log_ << "model: " << parameters << " parameters on " << device_ << ", " << threads_ << " threads";
   if (group_) *log_ << " per rank; " << group_->world_size() << " ranks (" << group_->backend() << ")";
   *log_ << std::endl;
+  // what the speeds of this log were measured on, kept with the run (and in its record)
+  const auto machine = machine_info();
+  *log_ << "machine: " << machine.cpu << "; ATen " << machine.aten_isa << "; "
+        << (machine.blas_core.empty() ? "not OpenBLAS" : "OpenBLAS " + machine.blas_core) << std::endl;
   if (writer_) metrics_ = std::make_unique<MetricsLog>(paths_.metrics);
 }
 

@@ -13,15 +13,7 @@ namespace ropelab {
 MachineInfo machine_info() {
   MachineInfo info;
   std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);)
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      const auto start = colon == std::string::npos ? std::string::npos : line.find_first_not_of(" \t", colon + 1);
-      info.cpu = start == std::string::npos ? "" : line.substr(start);
-      break;
-    }
-  if (info.cpu.empty()) info.cpu = "unknown CPU";
-  info.cpu += ", " + std::to_string(std::thread::hardware_concurrency()) + " cores";  // the machine's
+  info.cpu = cpu_description(cpuinfo, std::thread::hardware_concurrency());
   // ATen exports its run-time choice only in its build summary ("CPU capability usage: AVX2")
   const std::string config = at::show_config(), key = "CPU capability usage: ";
   const auto at = config.find(key);
@@ -32,6 +24,23 @@ MachineInfo machine_info() {
     if (const char* value = std::getenv(name))
       info.thread_env += (info.thread_env.empty() ? "" : " ") + std::string(name) + "=" + value;
   return info;
+}
+
+std::string cpu_description(std::istream& cpuinfo, unsigned cores) {
+  std::string name, family, model;
+  for (std::string line; std::getline(cpuinfo, line);) {  // each key's first value: the first processor's
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    auto key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);  // npos + 1 == 0: all blank
+    const auto start = line.find_first_not_of(" \t", colon + 1);
+    const auto value = start == std::string::npos ? "" : line.substr(start);
+    auto* field = key == "model name" ? &name : key == "cpu family" ? &family : key == "model" ? &model : nullptr;
+    if (field && field->empty()) *field = value;
+  }
+  std::string text = name.empty() ? "unknown CPU" : name;
+  if (!family.empty() && !model.empty()) text += " (family " + family + ", model " + model + ")";
+  return text + ", " + std::to_string(cores) + " cores";
 }
 
 std::string openblas_core() {
