@@ -10,7 +10,9 @@
 #include <sentencepiece_trainer.h>
 
 #include <cstring>
+#include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace sentencepiece::logging {
@@ -33,10 +35,29 @@ int copy_out(const std::string& text, char* buf, int cap) {
 
 extern "C" {
 
-/// Trains a model from a SentencePiece flag string; 0 on success, else 1 with the error in err.
-int ropelab_spm_train(const char* args, char* err, int err_cap) {
+/// Trains a model on the text file `input`, writing model_prefix.model and .vocab, with
+/// `options` as space-separated NAME=VALUE trainer settings; 0 on success, else 1 with the
+/// error in err. The paths go to the trainer as named arguments, never through its flag
+/// string, which splits at spaces, and `input` is quoted, because the trainer reads a list of
+/// files there, split at commas: run folders such as "model.position=_type__none,_cope__true_"
+/// hold both.
+int ropelab_spm_train_file(const char* input, const char* model_prefix, const char* options, char* err, int err_cap) {
   sentencepiece::logging::SetMinLogLevel(2);  // warnings and errors only
-  const auto status = sentencepiece::SentencePieceTrainer::Train(args);
+  std::unordered_map<std::string, std::string> arguments;
+  std::istringstream words(options);
+  for (std::string word; words >> word;) {
+    const auto equals = word.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      copy_out("SentencePiece option '" + word + "' is not NAME=VALUE", err, err_cap);
+      return 1;
+    }
+    arguments[word.substr(0, equals)] = word.substr(equals + 1);
+  }
+  std::string quoted = "\"";  // one field of the trainer's comma-separated list: "" is a quote
+  for (const char* c = input; *c; ++c) quoted += *c == '"' ? std::string("\"\"") : std::string(1, *c);
+  arguments["input"] = quoted + "\"";
+  arguments["model_prefix"] = model_prefix;
+  const auto status = sentencepiece::SentencePieceTrainer::Train(arguments);
   copy_out(status.ok() ? "" : status.ToString(), err, err_cap);
   return status.ok() ? 0 : 1;
 }

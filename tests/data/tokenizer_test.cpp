@@ -9,6 +9,7 @@
 
 using namespace ropelab;
 using ropelab::testing::error_of;
+using ropelab::testing::read_text;
 
 using Tokenizers = ropelab::testing::TempDir;  // a fresh directory per test
 
@@ -44,6 +45,23 @@ TEST_F(Tokenizers, SentencePieceTrainsEncodesAndDecodes) {
   EXPECT_EQ(loaded->encode("el perro marrón"), tok->encode("el perro marrón"));
   auto message = error_of([&] { load_tokenizer(TokenizerOptions(), (dir_ / "nowhere.model").string()); });
   EXPECT_EQ(message, (dir_ / "nowhere.model").string() + ": missing SentencePiece model");
+}
+
+// Run folders are named after their settings ("model.position=_type__none,_cope__true_"):
+// a comma, a space or a quote in the path trains the same model as a plain path.
+TEST_F(Tokenizers, SentencePieceTrainsInAFolderWithCommasSpacesAndQuotes) {
+  std::vector<std::string> texts;
+  for (int i = 0; i < 300; ++i)
+    texts.push_back("a forget gate " + std::to_string(i) + " y una puerta " + std::to_string(i));
+  const auto options = TokenizerOptions().type(TokenizerType::sentencepiece).vocab_size(60);
+  const auto odd = dir_ / "model.position=_type__none,_forget_gate__true_.seed1 \"q\"";
+  auto plain = train_tokenizer(options, texts, (dir_ / "plain" / "spm.model").string());
+  auto tok = train_tokenizer(options, texts, (odd / "spm.model").string());
+  ASSERT_TRUE(std::filesystem::exists(odd / "spm.model"));
+  EXPECT_FALSE(std::filesystem::exists(odd / "spm_input.txt"));
+  EXPECT_EQ(tok->vocab_size(), plain->vocab_size());
+  EXPECT_EQ(read_text(odd / "spm.vocab"), read_text(dir_ / "plain" / "spm.vocab"));  // the same pieces and scores
+  EXPECT_EQ(tok->encode("a forget gate 12 y una puerta 7"), plain->encode("a forget gate 12 y una puerta 7"));
 }
 
 // Language-model corpora keep a document per line (a whole speech, ~50 kB): SentencePiece

@@ -121,7 +121,7 @@ std::unique_ptr<Tokenizer> train_words(const TokenizerOptions& options, const Te
 
 /// The SentencePiece shim's entry points (src/spm_shim/spm_shim.cpp).
 struct SpmShim {
-  int (*train)(const char*, char*, int);
+  int (*train)(const char*, const char*, const char*, char*, int);
   void* (*load)(const char*, char*, int);
   void (*free)(void*);
   int (*vocab_size)(void*);
@@ -149,7 +149,7 @@ const SpmShim& shim() {
       return f;
     };
     SpmShim s;
-    s.train = reinterpret_cast<decltype(s.train)>(sym("ropelab_spm_train"));
+    s.train = reinterpret_cast<decltype(s.train)>(sym("ropelab_spm_train_file"));
     s.load = reinterpret_cast<decltype(s.load)>(sym("ropelab_spm_load"));
     s.free = reinterpret_cast<decltype(s.free)>(sym("ropelab_spm_free"));
     s.vocab_size = reinterpret_cast<decltype(s.vocab_size)>(sym("ropelab_spm_vocab_size"));
@@ -248,13 +248,12 @@ std::unique_ptr<Tokenizer> train_sentencepiece(const TokenizerOptions& options, 
   }
   fs::rename(input + ".tmp", input);
   const auto prefix = (work_dir / (stem + ".tmp")).string();
-  const std::string args = "--input=" + input + " --model_prefix=" + prefix +
-                           " --vocab_size=" + std::to_string(options.vocab_size()) +
-                           " --model_type=unigram --character_coverage=1.0 --pad_id=0 --unk_id=1 --bos_id=2"
-                           " --eos_id=3 --hard_vocab_limit=false --input_sentence_size=2000000"
-                           " --shuffle_input_sentence=true --num_threads=2 --minloglevel=2";
+  const std::string settings = "vocab_size=" + std::to_string(options.vocab_size()) +
+                               " model_type=unigram character_coverage=1.0 pad_id=0 unk_id=1 bos_id=2"
+                               " eos_id=3 hard_vocab_limit=false input_sentence_size=2000000"
+                               " shuffle_input_sentence=true num_threads=2 minloglevel=2";
   char error[1024] = {0};
-  const int failed = shim().train(args.c_str(), error, sizeof error);
+  const int failed = shim().train(input.c_str(), prefix.c_str(), settings.c_str(), error, sizeof error);
   fs::remove(input);
   if (failed) throw std::runtime_error("SentencePiece training failed: " + std::string(error));
   const auto model = target.string();
