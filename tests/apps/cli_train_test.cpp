@@ -23,6 +23,7 @@ TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
   EXPECT_NE(text.find("stopping on SIGTERM after step"), std::string::npos) << text;
   // the log names the machine its speeds were measured on (util/machine.h)
   EXPECT_NE(text.find("\nmachine: "), std::string::npos) << text;
+  EXPECT_NE(text.find("; ATen kernels "), std::string::npos) << text;
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/checkpoint_last.pt"));
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/trained"));   // stopped, not finished
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/loss.svg"));  // drawn once training reaches its end

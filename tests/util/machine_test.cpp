@@ -55,3 +55,13 @@ TEST(MachineInfo, CpuDescriptionGivesTheNameFamilyAndModelOfTheFirstProcessor) {
     EXPECT_EQ(machine_info().cpu, cpu_description(here, std::thread::hardware_concurrency()));
   }
 }
+
+TEST(MachineInfo, DescribeIsTheOneLineOfBenchReportsAndTrainingLogs) {
+  MachineInfo machine{"AMD EPYC (family 26, model 2), 2 cores", "AVX2", "Haswell", "GOMP_SPINCOUNT=3000"};
+  EXPECT_EQ(describe(machine),
+            "AMD EPYC (family 26, model 2), 2 cores; ATen kernels AVX2; OpenBLAS core Haswell; GOMP_SPINCOUNT=3000");
+  machine.blas_core = machine.thread_env = "";
+  EXPECT_EQ(describe(machine),
+            "AMD EPYC (family 26, model 2), 2 cores; ATen kernels AVX2; OpenBLAS core (not "
+            "OpenBLAS); thread settings: defaults");
+}

@@ -7,11 +7,7 @@ namespace ropelab {
 
 namespace {
 
-void print_machine(const MachineInfo& machine) {
-  std::printf("  %s; ATen kernels %s; OpenBLAS core %s; %s\n", machine.cpu.c_str(), machine.aten_isa.c_str(),
-              machine.blas_core.empty() ? "(not OpenBLAS)" : machine.blas_core.c_str(),
-              machine.thread_env.empty() ? "thread settings: defaults" : machine.thread_env.c_str());
-}
+void print_machine(const MachineInfo& machine) { std::printf("  %s\n", describe(machine).c_str()); }
 
 }  // namespace
 

@@ -302,9 +302,7 @@ Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::stri
   if (group_) *log_ << " per rank; " << group_->world_size() << " ranks (" << group_->backend() << ")";
   *log_ << std::endl;
   // what the speeds of this log were measured on, kept with the run (and in its record)
-  const auto machine = machine_info();
-  *log_ << "machine: " << machine.cpu << "; ATen " << machine.aten_isa << "; "
-        << (machine.blas_core.empty() ? "not OpenBLAS" : "OpenBLAS " + machine.blas_core) << std::endl;
+  *log_ << "machine: " << describe(machine_info()) << std::endl;
   if (writer_) metrics_ = std::make_unique<MetricsLog>(paths_.metrics);
 }
 

@@ -26,6 +26,12 @@ MachineInfo machine_info() {
   return info;
 }
 
+std::string describe(const MachineInfo& machine) {
+  return machine.cpu + "; ATen kernels " + machine.aten_isa + "; OpenBLAS core " +
+         (machine.blas_core.empty() ? "(not OpenBLAS)" : machine.blas_core) + "; " +
+         (machine.thread_env.empty() ? "thread settings: defaults" : machine.thread_env);
+}
+
 std::string cpu_description(std::istream& cpuinfo, unsigned cores) {
   std::string name, family, model;
   for (std::string line; std::getline(cpuinfo, line);) {  // each key's first value: the first processor's

@@ -16,6 +16,10 @@ struct MachineInfo {
 };
 MachineInfo machine_info();
 
+/// One line for logs and reports: "CPU; ATen kernels AVX2; OpenBLAS core Haswell; thread
+/// settings: defaults" (or the variables set).
+std::string describe(const MachineInfo& machine);
+
 /// The first processor of a /proc/cpuinfo text (each key's first value), as "AMD EPYC (family 26, model 2), 2 cores":
 /// its model name (or "unknown CPU"), then its family and model where the text gives them
 /// (one name covers CPUs of different speed), then `cores`, the machine's logical cores.
