@@ -104,3 +104,24 @@ TEST(Cli, TrainingAndOtherCommandsGetTheirOwnThreadSettings) {
   EXPECT_NE(r.output.find("\"thread_env\":\"GOMP_SPINCOUNT=77 OPENBLAS_THREAD_TIMEOUT=9\""), std::string::npos)
       << r.output;
 }
+
+// `bench attention` measures each case in a child started through the shell from the
+// executable's own path: a path with spaces, a comma and quotes still measures every case.
+TEST(Cli, BenchAttentionSweepsFromAFolderWithSpacesAndQuotes) {
+  const auto top = fresh_dir("bench_path"), dir = top / "a b, 'c'";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::string(ROPELAB_BINARY_DIR) + "/ropelab", dir / "ropelab");
+  // the copy's path for this test's own shell: double quotes, the single quotes as they are
+  const auto r = run_shell("\"" + (dir / "ropelab").string() +
+                           "\" bench attention --seq 32 --mode causal --compare streaming,materialized --batch 1 "
+                           "--heads 1 --head-dim 8 --repeats 1 --threads 1 --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto at = r.output.find("{\"bench\"");  // stderr shares the output: a failed case's line comes first
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const auto row = nlohmann::json::parse(r.output.substr(at, r.output.find('\n', at) - at));
+  EXPECT_EQ(row.at("T"), 32) << r.output;
+  EXPECT_GT(row.at("streaming_ms").get<double>(), 0) << r.output;
+  EXPECT_GT(row.at("materialized_ms").get<double>(), 0) << r.output;
+  EXPECT_EQ(r.output.find("failed"), std::string::npos) << r.output;
+  std::filesystem::remove_all(top);
+}

@@ -1,5 +1,7 @@
 #include "ropelab/bench/attention_sweep.h"
 
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -17,6 +19,14 @@ double available_memory_bytes() {
   while (meminfo >> key >> kb >> unit)
     if (key == "MemAvailable:") return kb * 1024.0;
   return 0;
+}
+
+/// `word` as one word of a POSIX shell command line: in single quotes, each quote inside
+/// written as '\''.
+std::string shell_word(const std::string& word) {
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
 }
 
 }  // namespace
@@ -107,13 +117,21 @@ void sweep_attention(const AttentionBenchOptions& o, const AttentionVariant (&va
                                          std::to_string(threads)};
         if (!o.backward) argv.push_back("--forward-only");
         std::ostringstream command;
-        for (const auto& a : argv) command << a << ' ';
+        for (const auto& a : argv) command << shell_word(a) << ' ';
         FILE* pipe = popen(command.str().c_str(), "r");
         if (!pipe) throw std::runtime_error("bench attention: cannot start " + executable);
         double seconds = -1, peak = -1;
         const int read = std::fscanf(pipe, "%lf %lf", &seconds, &peak);
         const int status = pclose(pipe);
-        if (read == 2 && status == 0) row.ms[b] = 1e3 * seconds, row.mib[b] = peak;
+        if (read == 2 && status == 0)
+          row.ms[b] = 1e3 * seconds, row.mib[b] = peak;
+        else  // the child's own error, if any, went to stderr before this line
+          std::fprintf(stderr, "bench attention: case %s failed (%s); '-' in its row\n",
+                       attention_case(variant, causal, T).c_str(),
+                       status == -1               ? "cannot wait for it"
+                       : WIFSIGNALED(status)      ? ("signal " + std::to_string(WTERMSIG(status))).c_str()
+                       : WEXITSTATUS(status) != 0 ? ("exit status " + std::to_string(WEXITSTATUS(status))).c_str()
+                                                  : "no measurement printed");
       }
       on_row(row);
     }

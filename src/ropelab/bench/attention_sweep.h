@@ -41,7 +41,8 @@ std::string attention_case(const AttentionVariant& variant, bool causal, int64_t
 AttentionBenchOptions parse_attention_case(const std::string& text, AttentionBenchOptions options);
 
 /// Runs every (mode, length) for both variants as `executable bench attention --child
-/// CASE ...` with `options` and `threads` on `device`, calling `on_row` as rows finish.
+/// CASE ...` with `options` and `threads` on `device`, calling `on_row` as rows finish. A
+/// case whose child fails is named on stderr (its exit status or signal) and left at -1.
 void sweep_attention(const AttentionBenchOptions& options, const AttentionVariant (&variants)[2],
                      const std::vector<int64_t>& lengths, const std::vector<bool>& modes, const torch::Device& device,
                      int64_t threads, const std::string& executable,

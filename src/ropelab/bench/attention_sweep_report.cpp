@@ -73,8 +73,9 @@ void AttentionSweepReport::print_footer(const std::vector<bool>& modes) const {
     else
       std::printf("  %s: %s not faster at the lengths measured\n", mode_name(causal), second_.c_str());
   }
-  std::printf("(ratio: %s ms / %s ms; '-': not run, where T x T tensors would not fit in memory)\n", first_.c_str(),
-              second_.c_str());
+  std::printf(
+      "(ratio: %s ms / %s ms; '-': not run, where T x T tensors would not fit in memory, or failed as stderr says)\n",
+      first_.c_str(), second_.c_str());
 }
 
 }  // namespace ropelab
