@@ -322,6 +322,8 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
       << read_text(out + "/results.csv");
 
   write_experiment("4", "8");  // another config in the same directory: trained again
+  const auto old_log = read_text(run_dir + ".log");
+  ASSERT_NE(old_log.find("step 3/3"), std::string::npos) << old_log;
   r = run("ablate " + exp + " -o " + out + " --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(read_text(run_dir + "/metrics.jsonl").find("\"step\":4"), std::string::npos);
@@ -331,6 +333,19 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
     if (entry.path().filename().string().rfind("model.position.type=rotary.seed1.old-", 0) == 0)
       kept += std::filesystem::exists(entry.path() / "eval.test.ctx16.json");
   EXPECT_EQ(kept, 1);
+  int logs = 0;  // and so was its log, which the new run's does not continue
+  for (const auto& entry : std::filesystem::directory_iterator(out + "/runs"))
+    if (entry.path().filename().string().rfind("model.position.type=rotary.seed1.log.old-", 0) == 0) {
+      EXPECT_EQ(read_text(entry.path().string()), old_log);
+      EXPECT_NE(r.output.find("ablate: the previous log of model.position.type=rotary seed 1 moved to " +
+                              entry.path().string()),
+                std::string::npos)
+          << r.output;
+      ++logs;
+    }
+  EXPECT_EQ(logs, 1);
+  EXPECT_EQ(read_text(run_dir + ".log").find("step 3/3"), std::string::npos);
+  EXPECT_NE(read_text(run_dir + ".log").find("step 4/4"), std::string::npos);
   std::filesystem::remove_all(root);
 }
 

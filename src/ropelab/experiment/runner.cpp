@@ -7,6 +7,7 @@
 #include <map>
 
 #include "ropelab/run/ablation_layout.h"
+#include "ropelab/run/ownership.h"
 #include "ropelab/run/run.h"
 #include "ropelab/util/clock.h"
 #include "ropelab/util/subprocess.h"
@@ -26,8 +27,9 @@ struct Running {
 pid_t start_step(const Job& job, size_t step, const std::string& executable) {
   std::vector<std::string> argv{executable};
   argv.insert(argv.end(), job.steps[step].begin(), job.steps[step].end());
-  // A run started anew (train --overwrite) starts the log anew; a resumed training and a
-  // finished run's added evaluations append to it, so that the log keeps every attempt.
+  // A run started anew (train --overwrite) starts the log anew (the old run's log was moved
+  // aside with it); a resumed training and a finished run's added evaluations append to it,
+  // so that the log keeps every attempt.
   return spawn(argv, {}, "ablate", job.log, !(step == 0 && job.whole));
 }
 
@@ -59,6 +61,10 @@ JobsOutcome run_jobs(const std::vector<Job>& jobs, const std::string& executable
     while (!signals.received() && next < jobs.size() && static_cast<int64_t>(running.size()) < parallel) {
       const auto& job = jobs[next];
       fs::create_directories(fs::path(job.dir).parent_path());
+      std::error_code ec;
+      if (job.whole && fs::file_size(job.log, ec) > 0 && !ec)  // the log of the run that train --overwrite moves
+        std::cout << "ablate: the previous log of " << job.variant << " seed " << job.seed << " moved to "
+                  << move_run_aside(job.log) << std::endl;
       running[start_step(job, 0, executable)] = {next, 0, now_seconds()};
       ++next;
       std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant << " seed " << job.seed
