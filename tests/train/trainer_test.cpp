@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -160,7 +161,9 @@ TEST_F(Training, AFailedSaveKeepsThePreviousCheckpoint) {
 }
 
 // SIGKILL at arbitrary moments of a process that saves over and over: whatever the moment,
-// the checkpoint on disk loads (the old one or the new one, never a torn file).
+// the checkpoint on disk loads (the old one or the new one, never a torn file). Every
+// other trial waits for the child's first completed save before its delay, so that kills
+// land after a save however slow the machine (a loaded CI core takes longer than the delay).
 TEST_F(Training, KillingASaveLeavesALoadableCheckpoint) {
   Seq2Seq model(tiny_options().d_model(64).d_ff(256));
   torch::optim::Adam adam(model->parameters(), torch::optim::AdamOptions(1e-3));
@@ -169,16 +172,27 @@ TEST_F(Training, KillingASaveLeavesALoadableCheckpoint) {
   save_checkpoint(path, *model, &adam, p);
   int64_t latest = 0;  // the highest step a kill left behind: > 0 once a kill landed after a save
   for (int trial = 0; trial < 12; ++trial) {
+    int saved[2];
+    ASSERT_EQ(::pipe(saved), 0);
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      for (p.step = 1;; ++p.step) save_checkpoint(path, *model, &adam, p);
+      ::close(saved[0]);
+      for (p.step = 1;; ++p.step) {
+        save_checkpoint(path, *model, &adam, p);
+        if (p.step == 1 && ::write(saved[1], "s", 1) != 1) std::_Exit(1);
+      }
     }
+    ::close(saved[1]);
+    char byte = 0;
+    if (trial % 2 == 1) ASSERT_EQ(::read(saved[0], &byte, 1), 1) << "trial " << trial;
     ::usleep(static_cast<useconds_t>(3000 + 7919 * trial % 40000));  // spread over several saves
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
+    ::close(saved[0]);  // open until the kill: the child's one write never meets a closed pipe
     ASSERT_TRUE(WIFSIGNALED(status));
+    ASSERT_EQ(WTERMSIG(status), SIGKILL) << "trial " << trial;
     Seq2Seq other(tiny_options().d_model(64).d_ff(256));
     torch::optim::Adam other_adam(other->parameters(), torch::optim::AdamOptions(1e-3));
     Progress q;
