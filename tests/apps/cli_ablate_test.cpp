@@ -335,7 +335,8 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_EQ(kept, 1);
   int logs = 0;  // and so was its log, which the new run's does not continue
   for (const auto& entry : std::filesystem::directory_iterator(out + "/runs"))
-    if (entry.path().filename().string().rfind("model.position.type=rotary.seed1.log.old-", 0) == 0) {
+    if (const auto name = entry.path().filename().string();
+        name.rfind("model.position.type=rotary.seed1.old-", 0) == 0 && entry.path().extension() == ".log") {
       EXPECT_EQ(read_text(entry.path().string()), old_log);
       EXPECT_NE(r.output.find("ablate: the previous log of model.position.type=rotary seed 1 moved to " +
                               entry.path().string()),

@@ -162,3 +162,22 @@ TEST_F(Ownership, MovingAsideNeverReplacesAnEarlierOldRun) {
   EXPECT_TRUE(std::filesystem::exists(first + "/checkpoint_last.pt"));
   EXPECT_TRUE(std::filesystem::exists(second + "/checkpoint_last.pt"));
 }
+
+// A run's log goes aside beside its run: RUN.log -> RUN.old-STAMP.log, a second in the same
+// second RUN.old-STAMP-2.log; a path without the suffix keeps its whole name.
+TEST_F(Ownership, ALogMovedAsideKeepsItsSuffixLast) {
+  const auto log = (dir_ / "run.log").string();
+  std::ofstream(log) << "first\n";
+  const auto first = move_run_aside(log, ".log");
+  std::ofstream(log) << "second\n";
+  const auto second = move_run_aside(log, ".log");
+  EXPECT_EQ(first.rfind((dir_ / "run.old-").string(), 0), 0u) << first;
+  EXPECT_EQ(std::filesystem::path(first).extension(), ".log") << first;
+  EXPECT_EQ(std::filesystem::path(second).extension(), ".log") << second;
+  EXPECT_NE(first, second);
+  EXPECT_EQ(ropelab::testing::read_text(first), "first\n");
+  EXPECT_EQ(ropelab::testing::read_text(second), "second\n");
+  const auto other = (dir_ / "notes").string();
+  std::ofstream(other) << "x";
+  EXPECT_EQ(move_run_aside(other, ".log").rfind((dir_ / "notes.old-").string(), 0), 0u);
+}

@@ -64,7 +64,7 @@ JobsOutcome run_jobs(const std::vector<Job>& jobs, const std::string& executable
       std::error_code ec;
       if (job.whole && fs::file_size(job.log, ec) > 0 && !ec)  // the log of the run that train --overwrite moves
         std::cout << "ablate: the previous log of " << job.variant << " seed " << job.seed << " moved to "
-                  << move_run_aside(job.log) << std::endl;
+                  << move_run_aside(job.log, ".log") << std::endl;
       running[start_step(job, 0, executable)] = {next, 0, now_seconds()};
       ++next;
       std::cout << "ablate: [" << (skipped + next) << "/" << total << "] start " << job.variant << " seed " << job.seed

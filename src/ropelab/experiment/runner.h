@@ -20,8 +20,8 @@ struct JobsOutcome {
 
 /// Runs `jobs`, `parallel` at a time. A job's steps run in order, each `executable` with
 /// the step's arguments, their output in the job's log (a job that is the run's whole work,
-/// Job::whole, starts it anew, a previous log moved aside to LOG.old-YYYYMMDD-HHMMSS as
-/// train --overwrite moves the old run; a resumed training and the evaluations append); the first
+/// Job::whole, starts it anew, a previous RUN.log moved aside to RUN.old-YYYYMMDD-HHMMSS.log
+/// as train --overwrite moves the old run; a resumed training and the evaluations append); the first
 /// step that fails ends the job. A training step must leave the run at its end (a training
 /// stopped by a signal exits 0 without: the job fails, and the next ablate resumes it). A
 /// job whose steps all succeed gets its done marker (AblationLayout::done). Prints a line

@@ -93,7 +93,7 @@ RunState run_state(const std::string& dir) {
   return RunState::unfinished;
 }
 
-std::string move_run_aside(const std::string& dir) {
+std::string move_run_aside(const std::string& dir, const std::string& suffix) {
   char stamp[32];
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -101,8 +101,11 @@ std::string move_run_aside(const std::string& dir) {
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
   auto base = fs::path(dir).lexically_normal().string();
   while (base.size() > 1 && base.back() == '/') base.pop_back();
-  std::string target = base + ".old-" + stamp;
-  for (int n = 2; fs::exists(target); ++n) target = base + ".old-" + stamp + "-" + std::to_string(n);
+  if (!suffix.empty() && base.size() > suffix.size() &&
+      base.compare(base.size() - suffix.size(), suffix.size(), suffix) == 0)
+    base.resize(base.size() - suffix.size());
+  std::string target = base + ".old-" + stamp + suffix;
+  for (int n = 2; fs::exists(target); ++n) target = base + ".old-" + stamp + "-" + std::to_string(n) + suffix;
   std::error_code ec;
   fs::rename(dir, target, ec);
   if (ec) throw std::runtime_error(dir + ": cannot move the old run aside to " + target + ": " + ec.message());

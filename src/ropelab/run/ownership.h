@@ -69,7 +69,8 @@ struct RunPlan {
 /// unfinished run starts again from step 0, saying so. --resume without a run is refused.
 RunPlan plan_run(const std::string& dir, RunRequest request, bool same_config);
 
-/// Moves DIR to a free name DIR.old-YYYYMMDD-HHMMSS[-N] and returns it.
-std::string move_run_aside(const std::string& dir);
+/// Moves DIR to a free name DIR.old-YYYYMMDD-HHMMSS[-N] and returns it. With a `suffix`
+/// that DIR ends with (a run's log, RUN.log), the stamp goes before it: RUN.old-...log.
+std::string move_run_aside(const std::string& dir, const std::string& suffix = "");
 
 }  // namespace ropelab
