@@ -140,5 +140,22 @@ TEST_F(Results, SignificanceCsvQuotesVariantsAndNotes) {
       "\"c\",\"model.position={type: \"\"a, b\"\"}\",test_ppl,1,,,,\"items.tsv, line 2: expected \"\"nll\"\"\"\n");
 }
 
+// Each table is written whole or not at all: a disk that fills while results.md is written
+// (its temporary file is /dev/full here) stops the ablation with results.md's path and
+// leaves the results.md already there as it was.
+TEST_F(Results, ATableThatCannotBeWrittenStopsWithItsPath) {
+  RunResult run;
+  run.variant = "a", run.seed = 1, run.metrics["test_ppl"] = 2.5, run.device = "cpu";
+  const auto out = write_results({run});
+  const auto before = testing::read_text(out / "results.md");
+  run.metrics["test_ppl"] = 3.5;
+  std::filesystem::create_symlink("/dev/full", out / "results.md.tmp");
+  ExperimentSpec spec;
+  spec.path = "exp.yaml";
+  EXPECT_EQ(testing::error_of([&] { write_ablation_results(spec, {run}, out.string(), "ropelab ablate exp.yaml"); }),
+            (out / "results.md").string() + ": cannot write results table (disk full?): No space left on device");
+  EXPECT_EQ(testing::read_text(out / "results.md"), before);
+}
+
 }  // namespace
 }  // namespace ropelab

@@ -222,3 +222,16 @@ TEST_F(Plot, PanelsShareTheirAxes) {
   ASSERT_EQ(heights.size(), 2u);
   EXPECT_EQ(heights[0], heights[1]);  // frames of one size
 }
+
+// A plot is replaced whole or not at all: a disk that fills while it is written (its
+// temporary file is /dev/full here) names the plot and leaves the old one in place.
+TEST_F(Plot, APlotThatCannotBeWrittenLeavesTheOldOne) {
+  const auto path = (dir_ / "plot.svg").string();
+  const auto before = draw({Series{"a", {1, 2}, {3, 4}, {}}}, PlotOptions());
+  std::filesystem::create_symlink("/dev/full", path + ".tmp");
+  EXPECT_EQ(ropelab::testing::error_of([&] {
+              write_line_plot(path, {Series{"b", {1, 2}, {5, 6}, {}}}, PlotOptions());
+            }),
+            path + ": cannot write plot (disk full?): No space left on device");
+  EXPECT_EQ(read(path), before);
+}

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "ropelab/config/config.h"
 #include "ropelab/eval/passkey.h"
@@ -22,6 +22,7 @@
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
 #include "ropelab/task/task_registry.h"
+#include "ropelab/util/files.h"
 #include "ropelab/util/svg_plot.h"
 
 namespace ropelab {
@@ -222,7 +223,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   }
   std::stable_sort(metrics.begin(), metrics.end(), column_before);
   {
-    std::ofstream csv(layout.results_csv());
+    std::ostringstream csv;
     csv << "variant,seed,run,device";
     for (const auto& m : metrics) csv << "," << m;
     csv << "\n";
@@ -235,6 +236,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
       }
       csv << "\n";
     }
+    write_file_atomically(layout.results_csv(), csv.str(), "results table");
   }
   std::vector<std::string> order;  // variants in run order
   for (const auto& r : results)
@@ -247,7 +249,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     });
   };
   {
-    std::ofstream csv(layout.significance_csv());
+    std::ostringstream csv;
     csv << "variant,baseline_variant,column,seed,baseline,score,p_value,note\n";
     csv.precision(10);
     for (const auto& c : cells) {
@@ -257,8 +259,9 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
       else
         csv << ",,," << csv_text(c.missing) << '\n';
     }
+    write_file_atomically(layout.significance_csv(), csv.str(), "significance table");
   }
-  std::ofstream md(layout.results_md());
+  std::ostringstream md;
   md << "# " << spec.path << "\n\n`" << command
      << "`\n\nMean ± sample standard deviation over seeds (n = seeds; a single seed has no sd).\n\n";
   md << "| variant | n | device |";
@@ -354,6 +357,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   for (const auto& r : results)  // runs whose test items could not be read: named, not dropped
     if (!r.items_error.empty())
       md << "\nNo paired test uses " << r.variant << " seed " << r.seed << ": " << r.items_error << ".\n";
+  write_file_atomically(layout.results_md(), md.str(), "results table");
   PlotOptions plot;
   plot.title = spec.path + ": validation loss";
   plot.x_label = "step";

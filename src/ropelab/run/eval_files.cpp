@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ropelab/eval/paired_items.h"
+#include "ropelab/util/files.h"
 
 namespace ropelab {
 
@@ -52,8 +53,9 @@ std::vector<std::string> write_eval_files(const std::string& run_dir, const Eval
   std::vector<std::string> wrote;
   if (!report.hypotheses.empty()) {
     const auto path = hypotheses_path(run_dir, options.split, precision_suffix(options));
-    std::ofstream hyp(path);
-    for (const auto& h : report.hypotheses) hyp << h << '\n';
+    std::string text;
+    for (const auto& h : report.hypotheses) text += h + '\n';
+    write_file_atomically(path, text, "hypotheses");
     wrote.push_back(path);
   }
   if (!report.items.empty()) {
@@ -73,7 +75,7 @@ std::vector<std::string> write_eval_files(const std::string& run_dir, const Eval
       {"split", options.split}, {"checkpoint", options.checkpoint}, {"precision", options.precision}};
   if (!options.overrides.empty()) json["set"] = options.overrides;
   json.update(report.fields);
-  std::ofstream(files.json) << json.dump() << '\n';
+  write_file_atomically(files.json, json.dump() + '\n', "evaluation report");
   wrote.push_back(files.json);
   return wrote;
 }

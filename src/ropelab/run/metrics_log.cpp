@@ -6,7 +6,7 @@
 
 namespace ropelab {
 
-MetricsLog::MetricsLog(const std::string& path) : out_(path, std::ios::app) {
+MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path, std::ios::app) {
   if (!out_) throw std::runtime_error(path + ": cannot open for writing");
 }
 
@@ -15,6 +15,9 @@ void MetricsLog::write(const std::string& event, int64_t step,
   nlohmann::ordered_json line = {{"event", event}, {"step", step}};
   for (const auto& [k, v] : fields) line[k] = v;
   out_ << line.dump() << '\n' << std::flush;
+  if (!out_)
+    throw std::runtime_error(path_ + ": cannot write the " + event + " event of step " + std::to_string(step) +
+                             " (disk full?)");
 }
 
 double MetricsEvent::get(const std::string& key) const {

@@ -14,10 +14,12 @@ class MetricsLog {
  public:
   explicit MetricsLog(const std::string& path);
   /// {"event": EVENT, "step": STEP, key: value, ...}, flushed at once. Doubles are written
-  /// in their shortest exact form, so a resumed run compares bit for bit.
+  /// in their shortest exact form, so a resumed run compares bit for bit. Throws naming the
+  /// file when the line cannot be written: a curve never loses a point silently.
   void write(const std::string& event, int64_t step, std::initializer_list<std::pair<const char*, double>> fields);
 
  private:
+  std::string path_;
   std::ofstream out_;
 };
 

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+
+#include "ropelab/util/files.h"
 
 namespace ropelab {
 
@@ -268,9 +269,7 @@ void write_svg(const std::string& path, double W, double H, const std::string& t
     svg << "<text x=\"" << caption_x << "\" y=\"" << H - 10 << "\" font-size=\"11\" fill=\"#555\">" << escape(caption)
         << "</text>\n";
   svg << "</svg>\n";
-  std::ofstream out(path);
-  out << svg.str();
-  if (!out) throw std::runtime_error(path + ": cannot write plot");
+  write_file_atomically(path, svg.str(), "plot");
 }
 
 }  // namespace
