@@ -2,6 +2,7 @@
 // one line on stderr and a non-zero exit; no stack traces.
 #include <c10/util/Exception.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
@@ -102,6 +103,14 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::cerr << who << ": error: " << e.what() << std::endl;
+    return 1;
+  }
+  // What a command printed has to reach its file: `ropelab translate ... > FILE` on a full
+  // disk is a failure, not a success with the translations lost.
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  if (!flushed || !std::cout || std::ferror(stdout)) {  // the write that failed may be long past: no errno
+    std::cerr << who << ": error: cannot write standard output (disk full?)" << std::endl;
     return 1;
   }
   return 0;

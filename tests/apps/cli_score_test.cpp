@@ -26,6 +26,15 @@ TEST(Cli, ScorePrintsSacrebleuLinesAndRejectsBadFiles) {
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
 
+// Output that cannot reach its file (a full disk: /dev/full) fails the command with one line;
+// it does not exit 0 with the scores lost.
+TEST(Cli, OutputThatCannotBeWrittenFailsTheCommand) {
+  const auto ref = write_temp("ropelab_full_ref.txt", "The cat sat on the mat.\n");
+  const auto r = run("score --ref " + ref + " --hyp " + ref + " > /dev/full");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.output, "ropelab: error: cannot write standard output (disk full?)\n");
+}
+
 TEST(Cli, ScoreSelectsMetricsAndRunsPairedTests) {
   const auto ref = write_temp("ropelab_paired_ref.txt", "the cat sat on the mat\na dog barks\nit rains today\n");
   const auto base = write_temp("ropelab_paired_base.txt", "the cat sat on a mat\na dog barks\nit rained today\n");
