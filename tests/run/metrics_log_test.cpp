@@ -1,6 +1,11 @@
 // RUN/metrics.jsonl, the record of a training's curves (run/metrics_log.h).
 #include "ropelab/run/metrics_log.h"
 
+#include <sys/resource.h>
+
+#include <csignal>
+#include <filesystem>
+
 #include "../test_util.h"
 
 namespace ropelab {
@@ -28,6 +33,29 @@ TEST_F(MetricsLogFile, ALineThatCannotBeWrittenStopsWithTheFile) {
               log.write("valid", 100, {{"loss", 2.0}});
             }),
             "/dev/full: cannot write the valid event of step 100 (disk full?)");
+}
+
+// A line cut short (here by a file-size limit that lets 10 of its bytes through) is taken off
+// again: the file keeps its whole lines, and a resumed run's lines read back after them.
+TEST_F(MetricsLogFile, ALineCutShortIsTakenOff) {
+  const auto path = (dir_ / "metrics.jsonl").string();
+  MetricsLog(path).write("train", 10, {{"loss", 0.5}});
+  const auto whole = testing::read_text(path);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = whole.size() + 10;
+  const auto handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  const auto error = testing::error_of([&] { MetricsLog(path).write("valid", 20, {{"loss", 0.25}}); });
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, handler);
+  EXPECT_EQ(error, path + ": cannot write the valid event of step 20 (disk full?)");
+  EXPECT_EQ(testing::read_text(path), whole);
+  MetricsLog(path).write("valid", 20, {{"loss", 0.25}});
+  const auto events = read_metrics(path);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].get("loss"), 0.25);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "ropelab/run/metrics_log.h"
 
+#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -14,10 +15,18 @@ void MetricsLog::write(const std::string& event, int64_t step,
                        std::initializer_list<std::pair<const char*, double>> fields) {
   nlohmann::ordered_json line = {{"event", event}, {"step", step}};
   for (const auto& [k, v] : fields) line[k] = v;
+  std::error_code no_size;  // not a regular file (/dev/full): nothing to cut back
+  const auto before = std::filesystem::file_size(path_, no_size);
   out_ << line.dump() << '\n' << std::flush;
-  if (!out_)
+  if (!out_) {
+    // The part of the line that reached the file would glue onto the first line a resumed
+    // run appends: the file is cut back to its last whole line.
+    out_.close();
+    std::error_code ignored;
+    if (!no_size) std::filesystem::resize_file(path_, before, ignored);
     throw std::runtime_error(path_ + ": cannot write the " + event + " event of step " + std::to_string(step) +
                              " (disk full?)");
+  }
 }
 
 double MetricsEvent::get(const std::string& key) const {
