@@ -3,9 +3,11 @@
 
 #include <c10/core/impl/FakeGuardImpl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -40,6 +42,33 @@ inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
+
+/// While it lives, this process may write files of at most `bytes` (ulimit -f), and SIGXFSZ
+/// is ignored, so that a write past the limit fails instead of ending the test. The limit and
+/// the signal's handler are restored when it goes.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    if (::getrlimit(RLIMIT_FSIZE, &old_) != 0) throw std::runtime_error("getrlimit(RLIMIT_FSIZE) failed");
+    rlimit small = old_;
+    small.rlim_cur = bytes;
+    handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    if (::setrlimit(RLIMIT_FSIZE, &small) != 0) {
+      std::signal(SIGXFSZ, handler_);
+      throw std::runtime_error("setrlimit(RLIMIT_FSIZE) failed");
+    }
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    std::signal(SIGXFSZ, handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit old_{};
+  void (*handler_)(int) = SIG_DFL;
+};
 
 /// Every test starts from the same RNG state.
 class Seeded : public ::testing::Test {

@@ -1,9 +1,6 @@
 // RUN/metrics.jsonl, the record of a training's curves (run/metrics_log.h).
 #include "ropelab/run/metrics_log.h"
 
-#include <sys/resource.h>
-
-#include <csignal>
 #include <filesystem>
 
 #include "../test_util.h"
@@ -40,22 +37,21 @@ TEST_F(MetricsLogFile, ALineThatCannotBeWrittenStopsWithTheFile) {
 TEST_F(MetricsLogFile, ALineCutShortIsTakenOff) {
   const auto path = (dir_ / "metrics.jsonl").string();
   MetricsLog(path).write("train", 10, {{"loss", 0.5}});
+  MetricsLog log(path);  // a resumed run: its first line goes after the earlier ones
+  log.write("train", 15, {{"loss", 0.375}});
   const auto whole = testing::read_text(path);
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  rlimit small = old;
-  small.rlim_cur = whole.size() + 10;
-  const auto handler = std::signal(SIGXFSZ, SIG_IGN);
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  const auto error = testing::error_of([&] { MetricsLog(path).write("valid", 20, {{"loss", 0.25}}); });
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, handler);
+  std::string error;
+  {
+    testing::FileSizeLimit limit(whole.size() + 10);
+    error = testing::error_of([&] { log.write("valid", 20, {{"loss", 0.25}}); });
+  }
   EXPECT_EQ(error, path + ": cannot write the valid event of step 20 (disk full?)");
   EXPECT_EQ(testing::read_text(path), whole);
   MetricsLog(path).write("valid", 20, {{"loss", 0.25}});
   const auto events = read_metrics(path);
-  ASSERT_EQ(events.size(), 2u);
-  EXPECT_EQ(events[1].get("loss"), 0.25);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[1].get("loss"), 0.375);
+  EXPECT_EQ(events[2].get("loss"), 0.25);
 }
 
 }  // namespace

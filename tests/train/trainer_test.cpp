@@ -1,7 +1,6 @@
 // Training pieces and an end-to-end overfitting run through ropelab::train.
 #include "ropelab/train/trainer.h"
 
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,15 +124,11 @@ TEST_F(Training, ASaveThatCannotFitStopsBeforeWriting) {
     torch::NoGradGuard no_grad;
     for (auto& p : model->parameters()) p.add_(1.0);
   }
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  rlimit small = old;
-  small.rlim_cur = 2048;
-  const auto handler = std::signal(SIGXFSZ, SIG_IGN);
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  const auto message = error_of([&] { save_checkpoint(path, *model, nullptr, Progress{}); });
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, handler);
+  std::string message;
+  {
+    ropelab::testing::FileSizeLimit limit(2048);
+    message = error_of([&] { save_checkpoint(path, *model, nullptr, Progress{}); });
+  }
   EXPECT_EQ(message.rfind(path + ": needs ", 0), 0u) << message;
   EXPECT_NE(message.find("may write files of at most 2 KiB (ulimit -f); nothing was written"), std::string::npos)
       << message;

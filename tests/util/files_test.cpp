@@ -1,9 +1,6 @@
 // Writes refused before they start, and files never seen half-written.
 #include "ropelab/util/files.h"
 
-#include <sys/resource.h>
-
-#include <csignal>
 #include <filesystem>
 
 #include "../test_util.h"
@@ -19,21 +16,12 @@ TEST_F(Files, RequiredSpaceAgainstTheDiskAndTheFileSizeLimit) {
   EXPECT_NO_THROW(require_space(dir, 4096, "small"));
   auto m = error_of([&] { require_space(dir, uint64_t{1} << 60, "big.pt"); });
   EXPECT_EQ(m.rfind("big.pt: needs 1073741824.0 GiB but " + dir + " has ", 0), 0u) << m;
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  rlimit small = old;
-  small.rlim_cur = 64 * 1024;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  m = error_of([&] { require_space(dir, 100 * 1024, "c.pt"); });
-  const bool fits = [&] {
-    try {
-      require_space(dir, 60 * 1024, "c.pt");
-      return true;
-    } catch (const std::exception&) {
-      return false;
-    }
-  }();
-  ::setrlimit(RLIMIT_FSIZE, &old);
+  bool fits = false;
+  {
+    ropelab::testing::FileSizeLimit limit(64 * 1024);
+    m = error_of([&] { require_space(dir, 100 * 1024, "c.pt"); });
+    fits = error_of([&] { require_space(dir, 60 * 1024, "c.pt"); }).empty();
+  }
   EXPECT_EQ(m,
             "c.pt: needs 100 KiB but this process may write files of at most 64 KiB (ulimit -f); nothing was written");
   EXPECT_TRUE(fits);
@@ -59,15 +47,11 @@ TEST_F(Files, ANumberedCheckpointThatCannotFitIsNotStarted) {
   write("checkpoint_last.pt", std::string(100 * 1024, 'x'));
   paths.keep_numbered(5, 3);
   EXPECT_TRUE(std::filesystem::exists(paths.numbered(5)));
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  rlimit small = old;
-  small.rlim_cur = 64 * 1024;
-  const auto handler = std::signal(SIGXFSZ, SIG_IGN);
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  const auto m = error_of([&] { paths.keep_numbered(10, 3); });
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, handler);
+  std::string m;
+  {
+    ropelab::testing::FileSizeLimit limit(64 * 1024);
+    m = error_of([&] { paths.keep_numbered(10, 3); });
+  }
   EXPECT_EQ(m,
             paths.numbered(10) +
                 ": needs 100 KiB but this process may write files of at most 64 KiB (ulimit -f); nothing was written");

@@ -9,24 +9,27 @@ namespace ropelab {
 
 MetricsLog::MetricsLog(const std::string& path) : path_(path), out_(path, std::ios::app) {
   if (!out_) throw std::runtime_error(path + ": cannot open for writing");
+  std::error_code not_regular;  // /dev/full, a pipe: nothing to cut back
+  const auto size = std::filesystem::file_size(path, not_regular);
+  if (!not_regular) whole_bytes_ = size;
 }
 
 void MetricsLog::write(const std::string& event, int64_t step,
                        std::initializer_list<std::pair<const char*, double>> fields) {
   nlohmann::ordered_json line = {{"event", event}, {"step", step}};
   for (const auto& [k, v] : fields) line[k] = v;
-  std::error_code no_size;  // not a regular file (/dev/full): nothing to cut back
-  const auto before = std::filesystem::file_size(path_, no_size);
-  out_ << line.dump() << '\n' << std::flush;
+  const auto text = line.dump() + '\n';
+  out_ << text << std::flush;
   if (!out_) {
     // The part of the line that reached the file would glue onto the first line a resumed
     // run appends: the file is cut back to its last whole line.
     out_.close();
     std::error_code ignored;
-    if (!no_size) std::filesystem::resize_file(path_, before, ignored);
+    if (whole_bytes_) std::filesystem::resize_file(path_, *whole_bytes_, ignored);
     throw std::runtime_error(path_ + ": cannot write the " + event + " event of step " + std::to_string(step) +
                              " (disk full?)");
   }
+  if (whole_bytes_) *whole_bytes_ += text.size();
 }
 
 double MetricsEvent::get(const std::string& key) const {

@@ -2,8 +2,10 @@
 /// RUN/metrics.jsonl: one JSON object per line and event ("train", "valid"), appended
 /// as training goes, read back by the loss plot (report/run_plots.h) and `ropelab ablate`.
 
+#include <cstdint>
 #include <fstream>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,9 @@ class MetricsLog {
  private:
   std::string path_;
   std::ofstream out_;
+  /// The file's size after its last whole line; empty when it is not a regular file. The
+  /// log is the file's one writer, so the size is counted rather than asked per line.
+  std::optional<uint64_t> whole_bytes_;
 };
 
 /// One event of a metrics file.
