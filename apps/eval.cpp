@@ -41,16 +41,19 @@ void add_eval(CLI::App& cli) {
     const auto report = evaluate(*run.task, *run.model, *run.tokenizer, name, path,
                                  a->search.request(run.config.decode, false), protocol, device);
     const EvalFileOptions files{a->split, a->checkpoint, to_string(a->precision), a->overrides};
-    std::string wrote;
-    for (const auto& file : write_eval_files(a->run_dir, report, files)) wrote += file + " and ";
+    // The plot before the report: `ablate` takes the report as "evaluated", so a plot that
+    // cannot be written leaves no report and the next `ablate` evaluates again.
+    std::string svg;
     if (!report.position_loss.empty()) {
-      const auto svg = eval_positions_plot(a->run_dir, report, files);
+      svg = eval_positions_plot(a->run_dir, report, files);
       write_position_loss_plot(svg, a->run_dir, report,
                                "ropelab eval --run " + a->run_dir + " --split " + a->split +
                                    (a->context > 0 ? " --context " + std::to_string(a->context) : "") +
                                    (a->stride > 0 ? " --stride " + std::to_string(a->stride) : "") + " --per-position");
-      wrote += svg + " and ";
     }
+    std::string wrote;
+    for (const auto& file : write_eval_files(a->run_dir, report, files)) wrote += file + " and ";
+    if (!svg.empty()) wrote += svg + " and ";
     std::cout << report.summary << "\nwrote " << wrote.substr(0, wrote.size() - 5) << std::endl;
     for (const auto& w : report.warnings) std::cerr << "ropelab eval: warning: " << w << std::endl;
   });

@@ -128,6 +128,13 @@ TEST(Cli, EvalScalesRotaryWithoutRetraining) {
   r = run("eval --run " + lm + windowed + " --set model.attention.window_positions=sequence");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.substr(0, r.output.find('\n')), cache);
+  // a loss-by-position plot that cannot be written (its temporary file a link to /dev/full)
+  // leaves no report, so that `ablate` evaluates again
+  std::filesystem::create_symlink("/dev/full", lm + "/eval.test.ctx32.positions.svg.tmp");
+  r = run("eval --run " + lm + " --checkpoint last --context 32 --per-position");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(lm + "/eval.test.ctx32.positions.svg: cannot write"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(lm + "/eval.test.ctx32.json"));
   r = run("eval --run " + lm + " --checkpoint last --set model.d_model=8");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("--set model.d_model=8: a trained run takes only model.position.scaling.*"),

@@ -46,5 +46,21 @@ TEST_F(EvalFiles, AFileThatCannotBeWrittenStopsWithItsPath) {
   EXPECT_EQ(read_report_number(files.json, "bleu"), 12.5);
 }
 
+// An evaluation under --set overrides keeps its hypotheses beside the plain evaluation's, as
+// it keeps its report.
+TEST_F(EvalFiles, OverridesKeepTheirOwnHypotheses) {
+  const auto plain = hypotheses_path(dir_.string(), "test");
+  write_eval_files(dir_.string(), report(), options());
+  auto scaled_options = options();
+  scaled_options.overrides = {"model.position.scaling.type=yarn", "model.position.scaling.factor=4"};
+  auto scaled = report();
+  scaled.hypotheses = {"hola hola", "adios"};
+  const auto scaled_hyp = (dir_ / "hyp.test.set_yarn_4.txt").string();
+  EXPECT_EQ(write_eval_files(dir_.string(), scaled, scaled_options),
+            (std::vector<std::string>{scaled_hyp, (dir_ / "eval.test.set_yarn_4.json").string()}));
+  EXPECT_EQ(testing::read_text(plain), "hola\nadios\n");
+  EXPECT_EQ(testing::read_text(scaled_hyp), "hola hola\nadios\n");
+}
+
 }  // namespace
 }  // namespace ropelab

@@ -34,9 +34,9 @@ EvalFilePaths eval_file_paths(const std::string& run_dir, const std::string& tag
   return {stem + ".json", stem + ".items.tsv", stem + ".positions.csv", stem + ".positions.svg"};
 }
 
-std::string hypotheses_path(const std::string& run_dir, const std::string& split, const std::string& precision_suffix) {
+std::string hypotheses_path(const std::string& run_dir, const std::string& split, const std::string& suffix) {
   const auto name = std::filesystem::path(split).filename().string();
-  return (std::filesystem::path(run_dir) / ("hyp." + name + precision_suffix + ".txt")).string();
+  return (std::filesystem::path(run_dir) / ("hyp." + name + suffix + ".txt")).string();
 }
 
 std::string eval_file_tag(const EvalReport& report, const EvalFileOptions& options) {
@@ -52,7 +52,8 @@ std::vector<std::string> write_eval_files(const std::string& run_dir, const Eval
   const auto files = eval_file_paths(run_dir, eval_file_tag(report, options));
   std::vector<std::string> wrote;
   if (!report.hypotheses.empty()) {
-    const auto path = hypotheses_path(run_dir, options.split, precision_suffix(options));
+    const auto path =
+        hypotheses_path(run_dir, options.split, evaluation_tag(options.overrides) + precision_suffix(options));
     std::string text;
     for (const auto& h : report.hypotheses) text += h + '\n';
     write_file_atomically(path, text, "hypotheses");

@@ -1,13 +1,13 @@
 #pragma once
 /// The files one evaluation of a trained run leaves in its run directory (`ropelab eval`):
-///   RUN/hyp.<split><precision>.txt            the hypotheses of a translation task
+///   RUN/hyp.<split><set><precision>.txt       the hypotheses of a translation task
 ///   RUN/eval.<tag>.json                       the report's fields, after split, checkpoint, precision
 ///   RUN/eval.<tag>.items.tsv                  per-item statistics for paired tests between runs
 ///   RUN/eval.<tag>.positions.csv and .svg     a language model's mean loss by position
 ///                                             (the plot drawn by report/run_plots.h)
-/// where <tag> is the report's file tag, then the --set overrides (evaluation_tag), then the
-/// precision when it is not fp32: reports of another precision or config sit beside the
-/// plain ones, never over them.
+/// where <tag> is the report's file tag, then the --set overrides (<set>, evaluation_tag), then
+/// the precision when it is not fp32: reports and hypotheses of another precision or config
+/// sit beside the plain ones, never over them.
 
 #include <string>
 #include <vector>
@@ -38,9 +38,9 @@ struct EvalFilePaths {
 };
 EvalFilePaths eval_file_paths(const std::string& run_dir, const std::string& tag);
 
-/// RUN/hyp.<split's file name><precision suffix>.txt: the hypotheses of a translation task.
-std::string hypotheses_path(const std::string& run_dir, const std::string& split,
-                            const std::string& precision_suffix = "");
+/// RUN/hyp.<split's file name><suffix>.txt: the hypotheses of a translation task; the suffix
+/// is the overrides' tag and the precision's (empty for a plain evaluation).
+std::string hypotheses_path(const std::string& run_dir, const std::string& split, const std::string& suffix = "");
 
 /// The <tag> of the files: the report's file tag, the overrides' tag, the precision.
 std::string eval_file_tag(const EvalReport& report, const EvalFileOptions& options);
