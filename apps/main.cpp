@@ -17,6 +17,21 @@ std::vector<std::string>& ropelab::apps::command_line() {
   return args;
 }
 
+namespace {
+
+/// What a command printed has to reach its file: `ropelab translate ... > FILE` on a full
+/// disk is a failure, not a success with the translations lost. 0 when all of it did; else
+/// one line and 1 (the write that failed may be long past, so no errno).
+int standard_output_status(const std::string& who) {
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  if (flushed && std::cout && !std::ferror(stdout)) return 0;
+  std::cerr << who << ": error: cannot write standard output (disk full?)" << std::endl;
+  return 1;
+}
+
+}  // namespace
+
 namespace ropelab::apps {
 namespace {
 
@@ -84,7 +99,10 @@ int main(int argc, char** argv) {
   try {
     cli.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return cli.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version
+      cli.exit(e);
+      return standard_output_status(who);
+    }
     std::string message = e.what();
     for (auto& c : message) c = c == '\n' ? ' ' : c;
     std::cerr << who << ": usage error: " << message << " (see --help)" << std::endl;
@@ -105,13 +123,5 @@ int main(int argc, char** argv) {
     std::cerr << who << ": error: " << e.what() << std::endl;
     return 1;
   }
-  // What a command printed has to reach its file: `ropelab translate ... > FILE` on a full
-  // disk is a failure, not a success with the translations lost.
-  std::cout.flush();
-  const bool flushed = std::fflush(stdout) == 0;
-  if (!flushed || !std::cout || std::ferror(stdout)) {  // the write that failed may be long past: no errno
-    std::cerr << who << ": error: cannot write standard output (disk full?)" << std::endl;
-    return 1;
-  }
-  return 0;
+  return standard_output_status(who);
 }
