@@ -97,9 +97,11 @@ void add_passkey(CLI::App& cli) {
     std::string command = "ropelab passkey eval --run " + e->run_dir;
     for (const auto& arg : passkey_eval_args(e->grid)) command += " " + arg;
     command += (e->precision == Precision::fp32 ? "" : " --precision " + to_string(e->precision));
+    // the summary last: `ablate` takes it as "evaluated", so a table or heat map that cannot
+    // be written leaves none and the next `ablate` evaluates again
     write_passkey_table(files.csv, cells);
-    write_passkey_summary(files.json, cells);
     write_passkey_heat_map(files.svg, cells, e->grid, e->run_dir + ": passkey accuracy", command);
+    write_passkey_summary(files.json, cells);
     std::cout << format_passkey_cells(cells);
     std::cout << "wrote " << files.csv << ", " << files.json << " and " << files.svg << std::endl;
   });

@@ -62,6 +62,15 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   EXPECT_EQ(summary.at("documents@140").get<int>(), 4) << summary;
   EXPECT_DOUBLE_EQ(summary.at("correct@140").get<double>() / 4.0, summary.at("accuracy@140").get<double>());
   EXPECT_TRUE(std::filesystem::exists(lm + "/passkey.svg"));
+  // a heat map that cannot be written (its temporary file a link to /dev/full) leaves no
+  // summary, so that `ablate` evaluates again
+  std::filesystem::remove(lm + "/passkey.json");
+  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
+  r = run("passkey eval --run " + lm + " --checkpoint last --lengths 100 --depths 0 --documents 1 --threads 1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(lm + "/passkey.svg: cannot write"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(lm + "/passkey.json"));
+  std::filesystem::remove(lm + "/passkey.svg.tmp");
   r = run("passkey eval --run " + lm + " --checkpoint last --lengths 60 --threads 1");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("--lengths: 60 is below the"), std::string::npos) << r.output;
