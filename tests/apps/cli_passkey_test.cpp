@@ -21,13 +21,16 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
 
   const auto train = write_temp((root / "train.txt").string(), a.output);
   const auto lm = (root / "lm").string();
-  r = run("train " + std::string(ROPELAB_SOURCE_DIR) +
-          "/experiments/demo_tiny.yaml --set task=lm --set data.format=text --set tokenizer.type=byte"
-          " --set data.context=32 --set data.train=" +
-          train + " --set data.valid= --set data.test=" + train +
-          " --set train.steps=2 --set model.d_model=16 --set model.heads=2 --set model.d_ff=16"
-          " --set model.decoder_layers=1 --set model.position.type=rotary --threads 1 -o " +
-          lm);
+  const auto train_lm = [&](int steps, const std::string& more) {
+    return run("train " + std::string(ROPELAB_SOURCE_DIR) +
+               "/experiments/demo_tiny.yaml --set task=lm --set data.format=text --set tokenizer.type=byte"
+               " --set data.context=32 --set data.train=" +
+               train + " --set data.valid= --set data.test=" + train + " --set train.steps=" + std::to_string(steps) +
+               " --set model.d_model=16 --set model.heads=2 --set model.d_ff=16"
+               " --set model.decoder_layers=1 --set model.position.type=rotary --threads 1 " +
+               more + " -o " + lm);
+  };
+  r = train_lm(2, "");
   ASSERT_EQ(r.code, 0) << r.output;
   r = run("passkey eval --run " + lm + " --checkpoint last --lengths 100,140 --depths 0,1 --documents 2 --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -62,15 +65,69 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   EXPECT_EQ(summary.at("documents@140").get<int>(), 4) << summary;
   EXPECT_DOUBLE_EQ(summary.at("correct@140").get<double>() / 4.0, summary.at("accuracy@140").get<double>());
   EXPECT_TRUE(std::filesystem::exists(lm + "/passkey.svg"));
+  const auto partial = lm + "/passkey.partial.jsonl";  // the cells so far, gone once the summary is written
+  EXPECT_FALSE(std::filesystem::exists(partial));
   // a heat map that cannot be written (its temporary file a link to /dev/full) leaves no
-  // summary, so that `ablate` evaluates again
+  // summary, so that `ablate` evaluates again, and the cells scored, so that it goes on from them
   std::filesystem::remove(lm + "/passkey.json");
   std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
-  r = run("passkey eval --run " + lm + " --checkpoint last --lengths 100 --depths 0 --documents 1 --threads 1");
+  const auto one_cell = "passkey eval --run " + lm + " --checkpoint last --lengths 100,140 --depths 0 --threads 1";
+  r = run(one_cell + " --documents 1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find(lm + "/passkey.svg: cannot write"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(lm + "/passkey.json"));
+  EXPECT_TRUE(std::filesystem::exists(partial));
   std::filesystem::remove(lm + "/passkey.svg.tmp");
+  const auto first_table = read_text(lm + "/passkey.csv");
+  // the same evaluation again takes both cells from the partial file and scores none
+  r = run(one_cell + " --documents 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("passkey: 2 of 2 cells scored before, from " + partial), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("passkey: cell "), std::string::npos) << r.output;
+  EXPECT_EQ(read_text(lm + "/passkey.csv"), first_table);
+  EXPECT_TRUE(std::filesystem::exists(lm + "/passkey.json"));
+  EXPECT_FALSE(std::filesystem::exists(partial));
+  // a partial file of one cell goes on from the second; one of another grid is not taken
+  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
+  r = run(one_cell + " --documents 1");
+  std::filesystem::remove(lm + "/passkey.svg.tmp");
+  ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
+  const auto cells = read_text(partial);
+  write_temp(partial, cells.substr(0, cells.rfind('\n', cells.size() - 2) + 1));  // the last cell taken off
+  r = run(one_cell + " --documents 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("passkey: 1 of 2 cells scored before"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("passkey: cell 1/2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("passkey: cell 2/2, length 140 depth 0: "), std::string::npos) << r.output;
+  EXPECT_EQ(read_text(lm + "/passkey.csv"), first_table);
+  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
+  r = run(one_cell + " --documents 1");
+  std::filesystem::remove(lm + "/passkey.svg.tmp");
+  r = run(one_cell + " --documents 2");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("passkey: " + partial +
+                          " holds the cells of another grid, checkpoint or setting: scoring every cell"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("passkey: cell 1/2, length 100 depth 0: "), std::string::npos) << r.output;
+  // nor one of the same grid on a checkpoint saved since (the run trained on)
+  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
+  r = run(one_cell + " --documents 2");
+  std::filesystem::remove(lm + "/passkey.svg.tmp");
+  ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
+  r = train_lm(4, "--resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run(one_cell + " --documents 2");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("holds the cells of another grid, checkpoint or setting"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("passkey: cell 1/2, length 100 depth 0: "), std::string::npos) << r.output;
+  write_temp(partial, "not json\n");
+  r = run(one_cell + " --documents 2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(partial + " line 1: not {\"evaluation\": ...} (remove the file to score every cell again)"),
+            std::string::npos)
+      << r.output;
+  std::filesystem::remove(partial);
   r = run("passkey eval --run " + lm + " --checkpoint last --lengths 60 --threads 1");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("--lengths: 60 is below the"), std::string::npos) << r.output;

@@ -83,3 +83,59 @@ TEST(Passkey, WilsonIntervalsMatchTheInvertedScoreTest) {
   EXPECT_NE(error_of([] { wilson_interval(3, 2); }).find("wilson_interval: 3 of 2"), std::string::npos);
   EXPECT_NE(error_of([] { wilson_interval(0, 0); }).find("wilson_interval: 0 of 0"), std::string::npos);
 }
+
+using PasskeyPartial = ropelab::testing::TempDir;
+
+// The partial file of an evaluation under way gives back its cells, errors and all, to the
+// evaluation that wrote it, and none to another; a file that is not one stops with its line.
+TEST_F(PasskeyPartial, CellsComeBackToTheEvaluationThatWroteThem) {
+  PasskeyGrid grid;
+  grid.lengths = {100, 140};
+  grid.depths = {0, 0.25, 1};
+  grid.documents = 3;
+  const auto path = (dir_ / "passkey.partial.jsonl").string();
+  bool other = true;
+  EXPECT_TRUE(read_passkey_partial(path, "k", grid, &other).empty());  // no file: nothing scored
+  EXPECT_FALSE(other);
+  std::vector<PasskeyCell> cells(4);
+  for (size_t c = 0; c < cells.size(); ++c) {
+    cells[c].length = grid.lengths[c / 3], cells[c].depth = grid.depths[c % 3];
+    cells[c].documents = 3, cells[c].correct = static_cast<int64_t>(c % 4);
+  }
+  cells[3].documents = 0, cells[3].correct = 0;
+  cells[3].error = "position 140 is \"beyond\" the table,\nof 128";
+  write_passkey_partial(path, "eval --lengths 100,140 fnv1a 0123", cells);
+  const auto back = read_passkey_partial(path, "eval --lengths 100,140 fnv1a 0123", grid, &other);
+  EXPECT_FALSE(other);
+  ASSERT_EQ(back.size(), 4u);
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(back[c].length, cells[c].length);
+    EXPECT_EQ(back[c].depth, cells[c].depth);
+    EXPECT_EQ(back[c].documents, cells[c].documents);
+    EXPECT_EQ(back[c].correct, cells[c].correct);
+    EXPECT_EQ(back[c].error, cells[c].error);
+  }
+  EXPECT_TRUE(read_passkey_partial(path, "eval --lengths 100,140 fnv1a 4567", grid, &other).empty());
+  EXPECT_TRUE(other);
+
+  const auto text = ropelab::testing::read_text(path);
+  const auto second = text.find('\n') + 1, third = text.find('\n', second) + 1;
+  write("broken.jsonl", text.substr(0, third) + "{\"length\": 100, \"depth\": 0.25}\n");
+  EXPECT_EQ(
+      error_of(
+          [&] { read_passkey_partial((dir_ / "broken.jsonl").string(), "eval --lengths 100,140 fnv1a 0123", grid); }),
+      (dir_ / "broken.jsonl").string() +
+          " line 3: not a passkey cell {\"length\", \"depth\", \"documents\", \"correct\", \"error\"} (remove the "
+          "file to score every cell again)");
+  write("skipped.jsonl", text.substr(0, second) + text.substr(third));  // cell 1 left out
+  EXPECT_EQ(error_of([&] {
+              read_passkey_partial((dir_ / "skipped.jsonl").string(), "eval --lengths 100,140 fnv1a 0123", grid);
+            }),
+            (dir_ / "skipped.jsonl").string() +
+                " line 2: length 100 depth 0.25 with 3 documents, where the grid's cell 1 is length 100 depth 0 with 3 "
+                "(remove the file to score every cell again)");
+  write("head.jsonl", "{\"grid\": 1}\n");
+  EXPECT_EQ(error_of([&] { read_passkey_partial((dir_ / "head.jsonl").string(), "k", grid); }),
+            (dir_ / "head.jsonl").string() +
+                " line 1: not {\"evaluation\": ...} (remove the file to score every cell again)");
+}

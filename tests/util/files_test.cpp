@@ -67,3 +67,18 @@ TEST_F(Files, ANumberedCheckpointThatCannotFitIsNotStarted) {
   EXPECT_FALSE(std::filesystem::exists(paths.numbered(10)));
   EXPECT_EQ(paths.numbered_checkpoints().size(), 1u);
 }
+
+// A file's fingerprint is the 64-bit FNV-1a hash of its bytes: the published test vectors
+// ("", "a", "foobar") and 76800 bytes read in several blocks, against an independent
+// Python implementation (h = ((h ^ byte) * 0x100000001b3) mod 2^64 from 0xcbf29ce484222325).
+TEST_F(Files, AFingerprintIsTheFnv1aHashOfTheBytes) {
+  EXPECT_EQ(file_fingerprint(write("empty", "")), "cbf29ce484222325");
+  EXPECT_EQ(file_fingerprint(write("a", "a")), "af63dc4c8601ec8c");
+  EXPECT_EQ(file_fingerprint(write("foobar", "foobar")), "85944171f73967e8");
+  std::string bytes;
+  for (int i = 0; i < 300; ++i)
+    for (int b = 0; b < 256; ++b) bytes += static_cast<char>(b);
+  EXPECT_EQ(file_fingerprint(write("blocks", bytes)), "9a27aaa0adbc6725");
+  const auto missing = (dir_ / "missing.pt").string();
+  EXPECT_EQ(error_of([&] { file_fingerprint(missing); }), missing + ": cannot read (No such file or directory)");
+}

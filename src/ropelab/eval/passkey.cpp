@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -157,6 +159,74 @@ void write_passkey_summary(const std::string& path, const std::vector<PasskeyCel
     json["documents@" + std::to_string(length)] = counts.second;
   }
   write_file_atomically(path, json.dump() + "\n", "passkey summary");
+}
+
+void write_passkey_partial(const std::string& path, const std::string& key, const std::vector<PasskeyCell>& cells) {
+  std::string text = nlohmann::ordered_json{{"evaluation", key}}.dump() + "\n";
+  for (const auto& c : cells)
+    text += nlohmann::ordered_json{{"length", c.length},
+                                   {"depth", c.depth},
+                                   {"documents", c.documents},
+                                   {"correct", c.correct},
+                                   {"error", c.error}}
+                .dump() +
+            "\n";
+  write_file_atomically(path, text, "passkey cells scored so far");
+}
+
+std::vector<PasskeyCell> read_passkey_partial(const std::string& path, const std::string& key, const PasskeyGrid& grid,
+                                              bool* other) {
+  if (other) *other = false;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return {};
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read the passkey cells scored so far");
+  const auto fail = [&](int64_t line, const std::string& what) {
+    return std::runtime_error(path + " line " + std::to_string(line) + ": " + what +
+                              " (remove the file to score every cell again)");
+  };
+  std::string line;
+  int64_t number = 1;
+  if (!std::getline(in, line)) throw fail(number, "empty, not a passkey evaluation's cells");
+  const auto head = nlohmann::json::parse(line, nullptr, false);
+  if (!head.is_object() || head.size() != 1 || !head.contains("evaluation") || !head["evaluation"].is_string())
+    throw fail(number, "not {\"evaluation\": ...}");
+  if (head["evaluation"].get<std::string>() != key) {
+    if (other) *other = true;
+    return {};
+  }
+  std::vector<PasskeyCell> cells;
+  while (std::getline(in, line)) {
+    ++number;
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    const bool shaped = j.is_object() && j.size() == 5 && j.contains("length") && j["length"].is_number_integer() &&
+                        j.contains("depth") && j["depth"].is_number() && j.contains("documents") &&
+                        j["documents"].is_number_integer() && j.contains("correct") &&
+                        j["correct"].is_number_integer() && j.contains("error") && j["error"].is_string();
+    if (!shaped)
+      throw fail(number, "not a passkey cell {\"length\", \"depth\", \"documents\", \"correct\", \"error\"}");
+    PasskeyCell c;
+    c.length = j["length"].get<int64_t>();
+    c.depth = j["depth"].get<double>();
+    c.documents = j["documents"].get<int64_t>();
+    c.correct = j["correct"].get<int64_t>();
+    c.error = j["error"].get<std::string>();
+    if (c.documents < 0 || c.correct < 0 || c.correct > c.documents)
+      throw fail(number, std::to_string(c.correct) + " correct of " + std::to_string(c.documents) + " documents");
+    const size_t at = cells.size(), depths = grid.depths.size();  // the grid's cell `at`, lengths outer
+    if (depths == 0 || at >= grid.lengths.size() * depths)
+      throw fail(number, "a cell beyond the grid's " + std::to_string(grid.lengths.size() * depths));
+    if (c.length != grid.lengths[at / depths] || c.depth != grid.depths[at % depths] ||
+        (c.error.empty() && c.documents != grid.documents)) {
+      std::ostringstream what;
+      what << "length " << c.length << " depth " << c.depth << " with " << c.documents
+           << " documents, where the grid's cell " << at + 1 << " is length " << grid.lengths[at / depths] << " depth "
+           << grid.depths[at % depths] << " with " << grid.documents;
+      throw fail(number, what.str());
+    }
+    cells.push_back(std::move(c));
+  }
+  return cells;
 }
 
 std::vector<std::string> passkey_eval_args(const PasskeyGrid& grid) {

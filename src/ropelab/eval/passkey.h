@@ -92,4 +92,18 @@ std::string format_passkey_cells(const std::vector<PasskeyCell>& cells);
 /// "documents@L", the counts of the evaluated cells}.
 void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells);
 
+/// The partial file of an evaluation under way (RUN/passkey.partial.jsonl): a first line
+/// {"evaluation": KEY}, KEY naming what is evaluated (the grid, the checkpoint's contents,
+/// the settings), then one {"length", "depth", "documents", "correct", "error"} object per cell
+/// scored so far, in the grid's order. Rewritten whole after each cell, so that an evaluation
+/// stopped part-way goes on from the cell it was at.
+void write_passkey_partial(const std::string& path, const std::string& key, const std::vector<PasskeyCell>& cells);
+
+/// The cells of the partial file at `path` when it was written under `key`; none when there
+/// is no such file, or when it holds another evaluation's cells (`*other` is then true).
+/// Throws "PATH line N: ..." on a line that is not what write_passkey_partial writes, or not
+/// the next cell of `grid` (lengths outer).
+std::vector<PasskeyCell> read_passkey_partial(const std::string& path, const std::string& key, const PasskeyGrid& grid,
+                                              bool* other = nullptr);
+
 }  // namespace ropelab

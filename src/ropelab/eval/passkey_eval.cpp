@@ -4,37 +4,61 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
+#include <stdexcept>
 
 namespace ropelab {
 
-std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& model, const Tokenizer& tokenizer,
-                                          const PasskeyGrid& grid, const torch::Device& device,
-                                          const PasskeyProgress& progress) {
-  DecodeRequest request;  // greedy, the key's digits and a little more
-  request.search.decode = DecodeOptions().beam(1).max_len_a(0).max_len_b(grid.digits + 2);
-  request.search.sample = false;
-  torch::NoGradGuard no_grad;
-  model->eval();
-  std::vector<PasskeyCell> cells;
+namespace {
+
+std::string describe_cell(int64_t length, double depth) {
+  std::ostringstream s;
+  s << "length " << length << " depth " << depth;
+  return s.str();
+}
+
+}  // namespace
+
+std::vector<PasskeyCell> score_passkey_grid(const PasskeyGrid& grid, const PasskeyContinuations& continue_prompts,
+                                            const PasskeyProgress& progress, const std::vector<PasskeyCell>& scored) {
   const size_t total = grid.lengths.size() * grid.depths.size();
-  uint64_t index = 0;  // one document stream over the grid: no two cells share a document
+  if (scored.size() > total)
+    throw std::invalid_argument(std::to_string(scored.size()) + " cells scored already, but the grid has " +
+                                std::to_string(total));
+  std::vector<PasskeyCell> cells;
+  size_t c = 0;  // the cell's number: its documents are c * documents ... of the stream
   for (const auto length : grid.lengths)
     for (const auto depth : grid.depths) {
+      if (c < scored.size()) {  // a cell scored before: it must be this cell, whole
+        const auto& s = scored[c];
+        if (s.length != length || s.depth != depth)
+          throw std::invalid_argument("scored cell " + std::to_string(c + 1) + " is " +
+                                      describe_cell(s.length, s.depth) + ", the grid's is " +
+                                      describe_cell(length, depth));
+        if (s.error.empty() && s.documents != grid.documents)
+          throw std::invalid_argument("scored cell " + std::to_string(c + 1) + " (" + describe_cell(length, depth) +
+                                      ") has " + std::to_string(s.documents) + " documents, the grid " +
+                                      std::to_string(grid.documents));
+        cells.push_back(s);
+        ++c;
+        continue;
+      }
       PasskeyCell cell;
       cell.length = length;
       cell.depth = depth;
-      std::vector<PasskeyDocument> documents;
-      std::vector<std::string> prompts;
       PasskeyOptions options;
       options.length = length;
       options.depth = depth;
       options.digits = grid.digits;
+      std::vector<PasskeyDocument> documents;
+      std::vector<std::string> prompts;
       for (int64_t k = 0; k < grid.documents; ++k) {
-        documents.push_back(make_passkey_document(options, grid.seed, index++));
+        const auto index = static_cast<uint64_t>(c) * static_cast<uint64_t>(grid.documents) + static_cast<uint64_t>(k);
+        documents.push_back(make_passkey_document(options, grid.seed, index));
         prompts.push_back(documents.back().prompt);
       }
       try {
-        const auto outputs = task.decode_lines(model, tokenizer, prompts, request, device);
+        const auto outputs = continue_prompts(prompts);
         for (size_t k = 0; k < documents.size(); ++k) cell.correct += passkey_retrieved(outputs[k], documents[k].key);
         cell.documents = static_cast<int64_t>(documents.size());
       } catch (const c10::Error& e) {  // the message, without LibTorch's C++ backtrace
@@ -43,9 +67,26 @@ std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& mod
         cell.error = e.what();
       }
       cells.push_back(cell);
+      ++c;
       if (progress) progress(cells.back(), cells.size(), total);
     }
   return cells;
+}
+
+std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& model, const Tokenizer& tokenizer,
+                                          const PasskeyGrid& grid, const torch::Device& device,
+                                          const PasskeyProgress& progress, const std::vector<PasskeyCell>& scored) {
+  DecodeRequest request;  // greedy, the key's digits and a little more
+  request.search.decode = DecodeOptions().beam(1).max_len_a(0).max_len_b(grid.digits + 2);
+  request.search.sample = false;
+  torch::NoGradGuard no_grad;
+  model->eval();
+  return score_passkey_grid(
+      grid,
+      [&](const std::vector<std::string>& prompts) {
+        return task.decode_lines(model, tokenizer, prompts, request, device);
+      },
+      progress, scored);
 }
 
 }  // namespace ropelab

@@ -15,10 +15,25 @@ namespace ropelab {
 /// Told of each cell as it is scored: the cell, how many cells are done, and of how many.
 using PasskeyProgress = std::function<void(const PasskeyCell& cell, size_t done, size_t total)>;
 
-/// Accuracy per (length, depth), lengths outer. A cell the model cannot evaluate (a
-/// context beyond a learned position table) carries the error instead of a score.
+/// A model's continuations of prompts, one output (the prompt and its continuation) each.
+/// An exception is a cell the model cannot take; its message becomes the cell's error.
+using PasskeyContinuations = std::function<std::vector<std::string>(const std::vector<std::string>& prompts)>;
+
+/// Accuracy per (length, depth), lengths outer: `grid.documents` documents a cell, cell c's
+/// the documents c * grid.documents ... of the grid's stream, so that no two cells share one.
+/// `scored`: the grid's first cells already scored (an evaluation stopped part-way,
+/// passkey.h's partial file), taken as they are; scoring goes on from the next cell with the
+/// documents that cell would have had. Throws std::invalid_argument when they are not the
+/// grid's first cells.
+std::vector<PasskeyCell> score_passkey_grid(const PasskeyGrid& grid, const PasskeyContinuations& continue_prompts,
+                                            const PasskeyProgress& progress = {},
+                                            const std::vector<PasskeyCell>& scored = {});
+
+/// score_passkey_grid with the model's greedy continuations. A cell the model cannot
+/// evaluate (a context beyond a learned position table) carries the error instead of a score.
 std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& model, const Tokenizer& tokenizer,
                                           const PasskeyGrid& grid, const torch::Device& device,
-                                          const PasskeyProgress& progress = {});
+                                          const PasskeyProgress& progress = {},
+                                          const std::vector<PasskeyCell>& scored = {});
 
 }  // namespace ropelab

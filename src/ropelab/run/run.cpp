@@ -41,7 +41,7 @@ std::string RunPaths::loss_plot() const { return (fs::path(dir) / "loss.svg").st
 
 RunPaths::PasskeyFiles RunPaths::passkey(const std::string& precision_suffix) const {
   const auto stem = (fs::path(dir) / ("passkey" + precision_suffix)).string();
-  return {stem + ".csv", stem + ".json", stem + ".svg"};
+  return {stem + ".csv", stem + ".json", stem + ".svg", stem + ".partial.jsonl"};
 }
 
 bool run_started_with(const std::string& dir, const Config& config, const ConfigFiles& files) {

@@ -7,7 +7,8 @@
 ///   RUN/data/                   the training split's token store
 ///   RUN/loss.svg                the loss curves; RUN/trained: training reached its end
 ///   RUN/checkpoint_avgN.pt      ropelab average's output
-///   RUN/passkey.{csv,json,svg}  passkey retrieval; RUN/eval.*, RUN/hyp.*: run/eval_files.h
+///   RUN/passkey.{csv,json,svg}  passkey retrieval (.partial.jsonl while under way)
+///   RUN/eval.*, RUN/hyp.*       evaluations: run/eval_files.h
 
 #include <memory>
 #include <string>
@@ -44,10 +45,11 @@ struct RunPaths {
   /// RUN/loss.svg: the training and validation loss curves.
   std::string loss_plot() const;
   /// Passkey retrieval's files: RUN/passkey<precision>.csv (every cell), .json (accuracy
-  /// per length) and .svg (the heat map); `precision_suffix` is "" for fp32, else ".bf16"
-  /// or ".fp16" (beside the fp32 files).
+  /// per length) and .svg (the heat map), and .partial.jsonl (the cells scored so far while
+  /// the evaluation is under way: eval/passkey.h); `precision_suffix` is "" for fp32, else
+  /// ".bf16" or ".fp16" (beside the fp32 files).
   struct PasskeyFiles {
-    std::string csv, json, svg;
+    std::string csv, json, svg, partial;
   };
   PasskeyFiles passkey(const std::string& precision_suffix) const;
 };

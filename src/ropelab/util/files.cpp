@@ -84,4 +84,20 @@ void write_file_atomically(const std::string& path, const std::string& bytes, co
   fsync_path(dir);
 }
 
+std::string file_fingerprint(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw std::runtime_error(path + ": cannot read (" + std::strerror(errno) + ")");
+  uint64_t hash = 0xcbf29ce484222325ULL;  // the offset basis
+  unsigned char buffer[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0)
+    for (size_t i = 0; i < n; ++i) hash = (hash ^ buffer[i]) * 0x100000001b3ULL;  // the FNV prime
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) throw std::runtime_error(path + ": cannot read");
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
 }  // namespace ropelab

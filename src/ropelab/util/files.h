@@ -19,4 +19,9 @@ void require_space(const std::string& dir, uint64_t bytes, const std::string& wh
 /// names PATH and `what`: "PATH: cannot write WHAT (disk full?): REASON".
 void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what);
 
+/// The 64-bit FNV-1a hash of the file's bytes (Fowler, Noll and Vo), as 16 hex digits: what
+/// tells two versions of a file apart (a checkpoint saved again). Throws naming PATH when it
+/// cannot be read.
+std::string file_fingerprint(const std::string& path);
+
 }  // namespace ropelab

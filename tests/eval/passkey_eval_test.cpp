@@ -1,0 +1,121 @@
+// Scoring a passkey grid (eval/passkey_eval.h) with a stand-in for the model: documents by
+// cell, errors kept per cell, and an evaluation that goes on from the cells scored before.
+#include "ropelab/eval/passkey_eval.h"
+
+#include "../test_util.h"
+
+using namespace ropelab;
+using ropelab::testing::error_of;
+
+namespace {
+
+/// Answers with the document's key when its last digit is even, else with "0": which
+/// documents a cell gets shows in its count. Prompts longer than `longest` are refused, as a
+/// learned position table refuses them.
+struct Oracle {
+  int64_t longest = 1 << 20;
+  int64_t calls = 0;
+  std::vector<std::string> operator()(const std::vector<std::string>& prompts) {
+    ++calls;
+    std::vector<std::string> out;
+    for (const auto& p : prompts) {
+      if (static_cast<int64_t>(p.size()) > longest) throw std::runtime_error("too long for the table");
+      const std::string before = "The pass key is ";
+      const auto at = p.find(before) + before.size();
+      const auto key = p.substr(at, p.find('.', at) - at);
+      out.push_back(p + " " + ((key.back() - '0') % 2 == 0 ? key : "0") + ".");
+    }
+    return out;
+  }
+};
+
+PasskeyGrid small_grid() {
+  PasskeyGrid g;
+  g.lengths = {120, 160, 200};
+  g.depths = {0, 0.5, 1};
+  g.documents = 8;
+  return g;
+}
+
+}  // namespace
+
+// Cell c holds documents c * documents ... c * documents + documents - 1 of the grid's
+// stream, and every cell is asked once, in order, lengths outer.
+TEST(PasskeyGrid, EachCellScoresItsOwnDocuments) {
+  const auto grid = small_grid();
+  Oracle oracle;
+  std::vector<size_t> told;
+  const auto cells = score_passkey_grid(grid, std::ref(oracle), [&](const PasskeyCell&, size_t done, size_t total) {
+    told.push_back(done);
+    EXPECT_EQ(total, 9u);
+  });
+  ASSERT_EQ(cells.size(), 9u);
+  EXPECT_EQ(oracle.calls, 9);
+  EXPECT_EQ(told, (std::vector<size_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  int64_t all = 0;
+  for (size_t c = 0; c < cells.size(); ++c) {
+    EXPECT_EQ(cells[c].length, grid.lengths[c / 3]);
+    EXPECT_EQ(cells[c].depth, grid.depths[c % 3]);
+    EXPECT_EQ(cells[c].documents, 8);
+    int64_t even = 0;
+    for (int64_t k = 0; k < 8; ++k) {
+      PasskeyOptions o;
+      o.length = cells[c].length, o.depth = cells[c].depth;
+      const auto key = make_passkey_document(o, grid.seed, c * 8 + static_cast<uint64_t>(k)).key;
+      even += (key.back() - '0') % 2 == 0;
+    }
+    EXPECT_EQ(cells[c].correct, even) << "cell " << c;
+    all += cells[c].correct;
+  }
+  EXPECT_GT(all, 0);
+  EXPECT_LT(all, 72);
+}
+
+// An evaluation that goes on from its first cells scores only the rest, with the documents
+// they would have had: the same cells as one evaluation straight through. A cell the model
+// refused stays refused, with its reason.
+TEST(PasskeyGrid, GoingOnFromScoredCellsGivesTheSameCells) {
+  const auto grid = small_grid();
+  Oracle straight;
+  straight.longest = 180;  // the 200-character cells are refused
+  const auto whole = score_passkey_grid(grid, std::ref(straight));
+  ASSERT_EQ(whole.size(), 9u);
+  EXPECT_EQ(whole[8].error, "too long for the table");
+  EXPECT_EQ(whole[8].documents, 0);
+  for (size_t first : {1u, 4u, 7u, 8u, 9u}) {
+    Oracle rest;
+    rest.longest = 180;
+    std::vector<PasskeyCell> scored(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(first));
+    std::vector<size_t> told;
+    const auto cells = score_passkey_grid(
+        grid, std::ref(rest), [&](const PasskeyCell&, size_t done, size_t) { told.push_back(done); }, scored);
+    EXPECT_EQ(rest.calls, static_cast<int64_t>(9 - first)) << first;
+    EXPECT_EQ(told.size(), 9 - first) << first;
+    if (!told.empty()) EXPECT_EQ(told.front(), first + 1);
+    ASSERT_EQ(cells.size(), 9u);
+    for (size_t c = 0; c < 9; ++c) {
+      EXPECT_EQ(cells[c].correct, whole[c].correct) << "from " << first << ", cell " << c;
+      EXPECT_EQ(cells[c].documents, whole[c].documents) << "from " << first << ", cell " << c;
+      EXPECT_EQ(cells[c].error, whole[c].error) << "from " << first << ", cell " << c;
+    }
+  }
+}
+
+// Scored cells that are not the grid's first are refused before anything is scored.
+TEST(PasskeyGrid, ScoredCellsMustStartTheGrid) {
+  const auto grid = small_grid();
+  Oracle oracle;
+  auto cells = score_passkey_grid(grid, std::ref(oracle));
+  std::vector<PasskeyCell> wrong{cells[1]};
+  Oracle none;
+  EXPECT_EQ(error_of([&] { score_passkey_grid(grid, std::ref(none), {}, wrong); }),
+            "scored cell 1 is length 120 depth 0.5, the grid's is length 120 depth 0");
+  auto fewer = std::vector<PasskeyCell>{cells[0]};
+  fewer[0].documents = 4;
+  EXPECT_EQ(error_of([&] { score_passkey_grid(grid, std::ref(none), {}, fewer); }),
+            "scored cell 1 (length 120 depth 0) has 4 documents, the grid 8");
+  cells.push_back(cells[0]);
+  EXPECT_EQ(error_of([&] { score_passkey_grid(grid, std::ref(none), {}, cells); }),
+            "10 cells scored already, but the grid has 9");
+  EXPECT_EQ(none.calls, 0);
+}
