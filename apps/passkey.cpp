@@ -1,9 +1,12 @@
 // ropelab passkey make | eval: passkey-retrieval documents and a language model's accuracy
 // on them (Mohtashami and Jaggi 2023).
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
+#include "ropelab/build_config.h"
 #include "ropelab/eval/passkey_eval.h"
 #include "ropelab/report/run_plots.h"
 #include "ropelab/task/task_registry.h"
@@ -100,10 +103,15 @@ void add_passkey(CLI::App& cli) {
     // An evaluation stopped part-way goes on from its partial file when that was written by
     // this same evaluation: the grid, the settings and the checkpoint's bytes, which a
     // fingerprint taken before and after the load holds to the model that was loaded.
-    std::string key = "passkey eval --digits " + std::to_string(e->grid.digits) + " --precision " +
-                      to_string(e->precision) + " --device " + device.str();
+    // (the depths exactly, beside the flags' 6 digits; the program's version and the run's
+    // config.yaml, so that another release or a config edited by hand starts again)
+    std::string key = std::string("ropelab ") + ROPELAB_VERSION + " passkey eval --digits " +
+                      std::to_string(e->grid.digits) + " --precision " + to_string(e->precision) + " --device " +
+                      device.str();
     for (const auto& arg : passkey_eval_args(e->grid)) key += " " + arg;
+    key += " depths " + nlohmann::json(e->grid.depths).dump();
     for (const auto& o : e->overrides) key += " --set " + o;
+    key += " config fnv1a " + file_fingerprint(RunPaths(e->run_dir).config);
     if (fingerprint() != loaded)
       throw std::runtime_error(RunPaths(e->run_dir).checkpoint(e->checkpoint) +
                                ": replaced while it was loaded; run the evaluation again");
@@ -112,10 +120,15 @@ void add_passkey(CLI::App& cli) {
     auto scored = read_passkey_partial(files.partial, key, e->grid, &other);
     if (other)
       std::cerr << "passkey: " << files.partial
-                << " holds the cells of another grid, checkpoint or setting: scoring every cell" << std::endl;
+                << " holds the cells of another grid, checkpoint or setting: scoring every cell (they are replaced)"
+                << std::endl;
+    const auto failed =
+        std::count_if(scored.begin(), scored.end(), [](const PasskeyCell& c) { return !c.error.empty(); });
     if (!scored.empty())
-      std::cerr << "passkey: " << scored.size() << " of " << e->grid.lengths.size() * e->grid.depths.size()
-                << " cells scored before, from " << files.partial << std::endl;
+      std::cerr << "passkey: " << scored.size() - static_cast<size_t>(failed) << " of "
+                << e->grid.lengths.size() * e->grid.depths.size() << " cells scored before, from " << files.partial
+                << (failed ? " (" + std::to_string(failed) + " that failed are scored again)" : std::string())
+                << std::endl;
     // a line per cell on stderr as it is scored: a grid to 32k characters takes the better
     // part of an hour on one core, and stdout keeps the table alone
     const double start = now_seconds();

@@ -121,6 +121,15 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("holds the cells of another grid, checkpoint or setting"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("passkey: cell 1/2, length 100 depth 0: "), std::string::npos) << r.output;
+  // nor one of a run whose config.yaml was edited since (here: a comment added)
+  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
+  r = run(one_cell + " --documents 2");
+  std::filesystem::remove(lm + "/passkey.svg.tmp");
+  ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
+  write_temp(lm + "/config.yaml", read_text(lm + "/config.yaml") + "# edited by hand\n");
+  r = run(one_cell + " --documents 2");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("holds the cells of another grid, checkpoint or setting"), std::string::npos) << r.output;
   write_temp(partial, "not json\n");
   r = run(one_cell + " --documents 2");
   EXPECT_EQ(r.code, 1) << r.output;

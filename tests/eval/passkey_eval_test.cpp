@@ -72,32 +72,43 @@ TEST(PasskeyGrid, EachCellScoresItsOwnDocuments) {
 }
 
 // An evaluation that goes on from its first cells scores only the rest, with the documents
-// they would have had: the same cells as one evaluation straight through. A cell the model
-// refused stays refused, with its reason.
+// they would have had: the same cells as one evaluation straight through. A cell that
+// failed is scored again (here it fails again, with the same reason).
 TEST(PasskeyGrid, GoingOnFromScoredCellsGivesTheSameCells) {
   const auto grid = small_grid();
   Oracle straight;
-  straight.longest = 180;  // the 200-character cells are refused
+  straight.longest = 180;  // the 200-character cells (7 to 9) are refused
   const auto whole = score_passkey_grid(grid, std::ref(straight));
   ASSERT_EQ(whole.size(), 9u);
-  EXPECT_EQ(whole[8].error, "too long for the table");
-  EXPECT_EQ(whole[8].documents, 0);
+  for (size_t c = 6; c < 9; ++c) {
+    EXPECT_EQ(whole[c].error, "too long for the table");
+    EXPECT_EQ(whole[c].documents, 0);
+  }
   for (size_t first : {1u, 4u, 7u, 8u, 9u}) {
     Oracle rest;
     rest.longest = 180;
     std::vector<PasskeyCell> scored(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(first));
+    const size_t again = first > 6 ? first - 6 : 0;  // the failed cells among them
     std::vector<size_t> told;
     const auto cells = score_passkey_grid(
         grid, std::ref(rest), [&](const PasskeyCell&, size_t done, size_t) { told.push_back(done); }, scored);
-    EXPECT_EQ(rest.calls, static_cast<int64_t>(9 - first)) << first;
-    EXPECT_EQ(told.size(), 9 - first) << first;
-    if (!told.empty()) EXPECT_EQ(told.front(), first + 1);
+    EXPECT_EQ(rest.calls, static_cast<int64_t>(9 - first + again)) << first;
+    ASSERT_EQ(told.size(), 9 - first + again) << first;
+    EXPECT_EQ(told.front(), first + 1 - again) << first;
     ASSERT_EQ(cells.size(), 9u);
-    for (size_t c = 0; c < 9; ++c) {
+    for (size_t c = first - again; c < 9; ++c) {  // the cells scored now
       EXPECT_EQ(cells[c].correct, whole[c].correct) << "from " << first << ", cell " << c;
       EXPECT_EQ(cells[c].documents, whole[c].documents) << "from " << first << ", cell " << c;
       EXPECT_EQ(cells[c].error, whole[c].error) << "from " << first << ", cell " << c;
     }
+  }
+  // a failed cell whose error has passed is scored this time
+  Oracle roomy;
+  const auto cells = score_passkey_grid(grid, std::ref(roomy), {}, whole);
+  EXPECT_EQ(roomy.calls, 3);
+  for (size_t c = 6; c < 9; ++c) {
+    EXPECT_TRUE(cells[c].error.empty()) << c;
+    EXPECT_EQ(cells[c].documents, 8) << c;
   }
 }
 

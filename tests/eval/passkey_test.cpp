@@ -134,6 +134,30 @@ TEST_F(PasskeyPartial, CellsComeBackToTheEvaluationThatWroteThem) {
             (dir_ / "skipped.jsonl").string() +
                 " line 2: length 100 depth 0.25 with 3 documents, where the grid's cell 1 is length 100 depth 0 with 3 "
                 "(remove the file to score every cell again)");
+  const auto bad_cell = [&](const std::string& cell) {
+    write("cell.jsonl", text.substr(0, second) + cell + "\n");
+    return error_of(
+        [&] { read_passkey_partial((dir_ / "cell.jsonl").string(), "eval --lengths 100,140 fnv1a 0123", grid); });
+  };
+  const auto line2 = (dir_ / "cell.jsonl").string() + " line 2: ";
+  EXPECT_EQ(bad_cell("{\"length\":100,\"depth\":0,\"documents\":3,\"correct\":4,\"error\":\"\"}"),
+            line2 + "4 correct of 3 documents (remove the file to score every cell again)");
+  EXPECT_EQ(bad_cell("{\"length\":100,\"depth\":0,\"documents\":3,\"correct\":0,\"error\":\"failed\"}"),
+            line2 + "a cell with an error and 3 documents (remove the file to score every cell again)");
+  write("long.jsonl", text + text.substr(second) + text.substr(second));  // 4 + 8 cells of a grid of 6
+  EXPECT_EQ(error_of([&] {
+              read_passkey_partial((dir_ / "long.jsonl").string(), "eval --lengths 100,140 fnv1a 0123", grid);
+            }),
+            (dir_ / "long.jsonl").string() +
+                " line 6: length 100 depth 0 with 3 documents, where the grid's cell 5 is length 140 depth 0.25 with 3 "
+                "(remove the file to score every cell again)");
+  std::vector<PasskeyCell> seven(7);  // the grid's six cells, then one more
+  for (size_t c = 0; c < 7; ++c)
+    seven[c].length = grid.lengths[c / 3 % 2], seven[c].depth = grid.depths[c % 3], seven[c].documents = 3;
+  write_passkey_partial((dir_ / "seven.jsonl").string(), "k", seven);
+  EXPECT_EQ(error_of([&] { read_passkey_partial((dir_ / "seven.jsonl").string(), "k", grid); }),
+            (dir_ / "seven.jsonl").string() +
+                " line 8: a cell beyond the grid's 6 (remove the file to score every cell again)");
   write("head.jsonl", "{\"grid\": 1}\n");
   EXPECT_EQ(error_of([&] { read_passkey_partial((dir_ / "head.jsonl").string(), "k", grid); }),
             (dir_ / "head.jsonl").string() +

@@ -180,7 +180,8 @@ std::vector<PasskeyCell> read_passkey_partial(const std::string& path, const std
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return {};
   std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot read the passkey cells scored so far");
+  if (!std::filesystem::is_regular_file(path, ec) || !in)
+    throw std::runtime_error(path + ": cannot read the passkey cells scored so far (not a readable file)");
   const auto fail = [&](int64_t line, const std::string& what) {
     return std::runtime_error(path + " line " + std::to_string(line) + ": " + what +
                               " (remove the file to score every cell again)");
@@ -213,6 +214,8 @@ std::vector<PasskeyCell> read_passkey_partial(const std::string& path, const std
     c.error = j["error"].get<std::string>();
     if (c.documents < 0 || c.correct < 0 || c.correct > c.documents)
       throw fail(number, std::to_string(c.correct) + " correct of " + std::to_string(c.documents) + " documents");
+    if (!c.error.empty() && c.documents != 0)
+      throw fail(number, "a cell with an error and " + std::to_string(c.documents) + " documents");
     const size_t at = cells.size(), depths = grid.depths.size();  // the grid's cell `at`, lengths outer
     if (depths == 0 || at >= grid.lengths.size() * depths)
       throw fail(number, "a cell beyond the grid's " + std::to_string(grid.lengths.size() * depths));
@@ -226,6 +229,7 @@ std::vector<PasskeyCell> read_passkey_partial(const std::string& path, const std
     }
     cells.push_back(std::move(c));
   }
+  if (in.bad()) throw std::runtime_error(path + ": cannot read the passkey cells scored so far");
   return cells;
 }
 

@@ -39,9 +39,11 @@ std::vector<PasskeyCell> score_passkey_grid(const PasskeyGrid& grid, const Passk
           throw std::invalid_argument("scored cell " + std::to_string(c + 1) + " (" + describe_cell(length, depth) +
                                       ") has " + std::to_string(s.documents) + " documents, the grid " +
                                       std::to_string(grid.documents));
-        cells.push_back(s);
-        ++c;
-        continue;
+        if (s.error.empty()) {  // a cell that failed is scored again: its error may have passed (memory)
+          cells.push_back(s);
+          ++c;
+          continue;
+        }
       }
       PasskeyCell cell;
       cell.length = length;

@@ -22,9 +22,10 @@ using PasskeyContinuations = std::function<std::vector<std::string>(const std::v
 /// Accuracy per (length, depth), lengths outer: `grid.documents` documents a cell, cell c's
 /// the documents c * grid.documents ... of the grid's stream, so that no two cells share one.
 /// `scored`: the grid's first cells already scored (an evaluation stopped part-way,
-/// passkey.h's partial file), taken as they are; scoring goes on from the next cell with the
-/// documents that cell would have had. Throws std::invalid_argument when they are not the
-/// grid's first cells.
+/// passkey.h's partial file), taken as they are but for those that carry an error, which are
+/// scored again (the error may have been passing, a device out of memory); the other cells
+/// are scored with the documents they would have had. Throws std::invalid_argument when
+/// they are not the grid's first cells.
 std::vector<PasskeyCell> score_passkey_grid(const PasskeyGrid& grid, const PasskeyContinuations& continue_prompts,
                                             const PasskeyProgress& progress = {},
                                             const std::vector<PasskeyCell>& scored = {});
