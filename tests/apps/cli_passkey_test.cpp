@@ -130,6 +130,18 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   r = run(one_cell + " --documents 2");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("holds the cells of another grid, checkpoint or setting"), std::string::npos) << r.output;
+  // nor one of other flags: the key's digits, documents' seed, and a --set of the run's config
+  for (const std::string flag : {"--digits 4", "--passkey-seed 7", "--set model.attention.kernel=materialized"}) {
+    std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
+    r = run(one_cell + " --documents 2");
+    std::filesystem::remove(lm + "/passkey.svg.tmp");
+    ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
+    r = run(one_cell + " --documents 2 " + flag);
+    EXPECT_EQ(r.code, 0) << flag << "\n" << r.output;
+    EXPECT_NE(r.output.find("holds the cells of another grid, checkpoint or setting"), std::string::npos)
+        << flag << "\n"
+        << r.output;
+  }
   write_temp(partial, "not json\n");
   r = run(one_cell + " --documents 2");
   EXPECT_EQ(r.code, 1) << r.output;

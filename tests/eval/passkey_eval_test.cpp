@@ -119,12 +119,13 @@ TEST(PasskeyGrid, ScoredCellsMustStartTheGrid) {
   auto cells = score_passkey_grid(grid, std::ref(oracle));
   std::vector<PasskeyCell> wrong{cells[1]};
   Oracle none;
-  EXPECT_EQ(error_of([&] { score_passkey_grid(grid, std::ref(none), {}, wrong); }),
-            "scored cell 1 is length 120 depth 0.5, the grid's is length 120 depth 0");
+  EXPECT_EQ(
+      error_of([&] { score_passkey_grid(grid, std::ref(none), {}, wrong); }),
+      "scored cell 1: length 120 depth 0.5 with 8 documents, where the grid's cell 1 is length 120 depth 0 with 8");
   auto fewer = std::vector<PasskeyCell>{cells[0]};
   fewer[0].documents = 4;
   EXPECT_EQ(error_of([&] { score_passkey_grid(grid, std::ref(none), {}, fewer); }),
-            "scored cell 1 (length 120 depth 0) has 4 documents, the grid 8");
+            "scored cell 1: length 120 depth 0 with 4 documents, where the grid's cell 1 is length 120 depth 0 with 8");
   cells.push_back(cells[0]);
   EXPECT_EQ(error_of([&] { score_passkey_grid(grid, std::ref(none), {}, cells); }),
             "10 cells scored already, but the grid has 9");

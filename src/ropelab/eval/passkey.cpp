@@ -161,6 +161,20 @@ void write_passkey_summary(const std::string& path, const std::vector<PasskeyCel
   write_file_atomically(path, json.dump() + "\n", "passkey summary");
 }
 
+std::string passkey_cell_mismatch(const PasskeyGrid& grid, size_t at, const PasskeyCell& cell) {
+  const size_t depths = grid.depths.size(), total = grid.lengths.size() * depths;
+  if (at >= total) return "a cell beyond the grid's " + std::to_string(total);
+  const auto length = grid.lengths[at / depths];
+  const auto depth = grid.depths[at % depths];
+  if (cell.length == length && cell.depth == depth && (!cell.error.empty() || cell.documents == grid.documents))
+    return "";
+  std::ostringstream what;
+  what << "length " << cell.length << " depth " << cell.depth << " with " << cell.documents
+       << " documents, where the grid's cell " << at + 1 << " is length " << length << " depth " << depth << " with "
+       << grid.documents;
+  return what.str();
+}
+
 void write_passkey_partial(const std::string& path, const std::string& key, const std::vector<PasskeyCell>& cells) {
   std::string text = nlohmann::ordered_json{{"evaluation", key}}.dump() + "\n";
   for (const auto& c : cells)
@@ -216,17 +230,8 @@ std::vector<PasskeyCell> read_passkey_partial(const std::string& path, const std
       throw fail(number, std::to_string(c.correct) + " correct of " + std::to_string(c.documents) + " documents");
     if (!c.error.empty() && c.documents != 0)
       throw fail(number, "a cell with an error and " + std::to_string(c.documents) + " documents");
-    const size_t at = cells.size(), depths = grid.depths.size();  // the grid's cell `at`, lengths outer
-    if (depths == 0 || at >= grid.lengths.size() * depths)
-      throw fail(number, "a cell beyond the grid's " + std::to_string(grid.lengths.size() * depths));
-    if (c.length != grid.lengths[at / depths] || c.depth != grid.depths[at % depths] ||
-        (c.error.empty() && c.documents != grid.documents)) {
-      std::ostringstream what;
-      what << "length " << c.length << " depth " << c.depth << " with " << c.documents
-           << " documents, where the grid's cell " << at + 1 << " is length " << grid.lengths[at / depths] << " depth "
-           << grid.depths[at % depths] << " with " << grid.documents;
-      throw fail(number, what.str());
-    }
+    const auto mismatch = passkey_cell_mismatch(grid, cells.size(), c);
+    if (!mismatch.empty()) throw fail(number, mismatch);
     cells.push_back(std::move(c));
   }
   if (in.bad()) throw std::runtime_error(path + ": cannot read the passkey cells scored so far");

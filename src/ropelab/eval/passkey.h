@@ -78,6 +78,12 @@ struct PasskeyCell {
   double accuracy() const { return documents > 0 ? static_cast<double>(correct) / static_cast<double>(documents) : 0; }
 };
 
+/// Why `cell` cannot stand as the grid's cell `at` (lengths outer, from 0), or "" when it
+/// can: the same length and depth and, unless it carries an error, the grid's documents.
+/// "length L depth D with N documents, where the grid's cell at+1 is ..." or "a cell beyond
+/// the grid's N". A stopped evaluation's cells are checked by this before they are taken.
+std::string passkey_cell_mismatch(const PasskeyGrid& grid, size_t at, const PasskeyCell& cell);
+
 /// passkey.csv: length, depth, documents, correct, accuracy, ci95_low, ci95_high (Wilson's
 /// interval of the accuracy; empty for a cell not evaluated), error.
 void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>& cells);

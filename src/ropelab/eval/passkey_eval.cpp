@@ -4,20 +4,9 @@
 
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <stdexcept>
 
 namespace ropelab {
-
-namespace {
-
-std::string describe_cell(int64_t length, double depth) {
-  std::ostringstream s;
-  s << "length " << length << " depth " << depth;
-  return s.str();
-}
-
-}  // namespace
 
 std::vector<PasskeyCell> score_passkey_grid(const PasskeyGrid& grid, const PasskeyContinuations& continue_prompts,
                                             const PasskeyProgress& progress, const std::vector<PasskeyCell>& scored) {
@@ -31,14 +20,8 @@ std::vector<PasskeyCell> score_passkey_grid(const PasskeyGrid& grid, const Passk
     for (const auto depth : grid.depths) {
       if (c < scored.size()) {  // a cell scored before: it must be this cell, whole
         const auto& s = scored[c];
-        if (s.length != length || s.depth != depth)
-          throw std::invalid_argument("scored cell " + std::to_string(c + 1) + " is " +
-                                      describe_cell(s.length, s.depth) + ", the grid's is " +
-                                      describe_cell(length, depth));
-        if (s.error.empty() && s.documents != grid.documents)
-          throw std::invalid_argument("scored cell " + std::to_string(c + 1) + " (" + describe_cell(length, depth) +
-                                      ") has " + std::to_string(s.documents) + " documents, the grid " +
-                                      std::to_string(grid.documents));
+        const auto mismatch = passkey_cell_mismatch(grid, c, s);
+        if (!mismatch.empty()) throw std::invalid_argument("scored cell " + std::to_string(c + 1) + ": " + mismatch);
         if (s.error.empty()) {  // a cell that failed is scored again: its error may have passed (memory)
           cells.push_back(s);
           ++c;
