@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "ropelab/build_config.h"
 #include "ropelab/eval/passkey_eval.h"
@@ -102,20 +101,21 @@ void add_passkey(CLI::App& cli) {
     command += (e->precision == Precision::fp32 ? "" : " --precision " + to_string(e->precision));
     // An evaluation stopped part-way goes on from its partial file when that was written by
     // this same evaluation: the grid, the settings and the checkpoint's bytes, which a
-    // fingerprint taken before and after the load holds to the model that was loaded.
-    // (the depths exactly, beside the flags' 6 digits; the program's version and the run's
-    // config.yaml, so that another release or a config edited by hand starts again)
-    std::string key = std::string("ropelab ") + ROPELAB_VERSION + " passkey eval --digits " +
-                      std::to_string(e->grid.digits) + " --precision " + to_string(e->precision) + " --device " +
-                      device.str();
-    for (const auto& arg : passkey_eval_args(e->grid)) key += " " + arg;
-    key += " depths " + nlohmann::json(e->grid.depths).dump();
-    for (const auto& o : e->overrides) key += " --set " + o;
-    key += " config fnv1a " + file_fingerprint(RunPaths(e->run_dir).config);
+    // fingerprint taken before and after the load holds to the model that was loaded
+    // (the program's version and the run's config.yaml too, so that another release or a
+    // config edited by hand starts again).
+    PasskeyEvaluation evaluation;
+    evaluation.grid = e->grid;
+    evaluation.version = ROPELAB_VERSION;
+    evaluation.precision = to_string(e->precision);
+    evaluation.device = device.str();
+    evaluation.overrides = e->overrides;
+    evaluation.config_fingerprint = file_fingerprint(RunPaths(e->run_dir).config);
     if (fingerprint() != loaded)
       throw std::runtime_error(RunPaths(e->run_dir).checkpoint(e->checkpoint) +
                                ": replaced while it was loaded; run the evaluation again");
-    key += " checkpoint fnv1a " + loaded;
+    evaluation.checkpoint_fingerprint = loaded;
+    const auto key = passkey_evaluation_key(evaluation);
     bool other = false;
     auto scored = read_passkey_partial(files.partial, key, e->grid, &other);
     if (other)

@@ -2,6 +2,7 @@
 // answers read back from continuations, and the Wilson intervals of the accuracy.
 #include "ropelab/eval/passkey.h"
 
+#include <functional>
 #include <regex>
 #include <set>
 
@@ -82,6 +83,50 @@ TEST(Passkey, WilsonIntervalsMatchTheInvertedScoreTest) {
   }
   EXPECT_NE(error_of([] { wilson_interval(3, 2); }).find("wilson_interval: 3 of 2"), std::string::npos);
   EXPECT_NE(error_of([] { wilson_interval(0, 0); }).find("wilson_interval: 0 of 0"), std::string::npos);
+}
+
+// A partial file's key changes with every part of what is evaluated, the depths beyond the
+// flags' 6 digits included, and --set values cannot run into one another.
+TEST(Passkey, AnEvaluationsKeyNamesEveryPartOfIt) {
+  PasskeyEvaluation base;
+  base.grid.lengths = {100, 140};
+  base.grid.depths = {0, 0.5, 1};
+  base.version = "1.0.0";
+  base.precision = "fp32";
+  base.device = "cpu";
+  base.overrides = {"model.attention.kernel=materialized"};
+  base.config_fingerprint = "0123";
+  base.checkpoint_fingerprint = "4567";
+  const auto key = passkey_evaluation_key(base);
+  EXPECT_EQ(passkey_evaluation_key(base), key);
+  const std::vector<std::pair<const char*, std::function<void(PasskeyEvaluation&)>>> changes{
+      {"lengths",
+       [](PasskeyEvaluation& e) {
+         e.grid.lengths = {100, 141};
+       }},
+      {"depths",
+       [](PasskeyEvaluation& e) {
+         e.grid.depths = {0, 0.5000001, 1};
+       }},
+      {"documents", [](PasskeyEvaluation& e) { e.grid.documents = 21; }},
+      {"digits", [](PasskeyEvaluation& e) { e.grid.digits = 6; }},
+      {"seed", [](PasskeyEvaluation& e) { e.grid.seed = 2; }},
+      {"version", [](PasskeyEvaluation& e) { e.version = "1.0.1"; }},
+      {"precision", [](PasskeyEvaluation& e) { e.precision = "bf16"; }},
+      {"device", [](PasskeyEvaluation& e) { e.device = "cuda:0"; }},
+      {"overrides", [](PasskeyEvaluation& e) { e.overrides.clear(); }},
+      {"config", [](PasskeyEvaluation& e) { e.config_fingerprint = "0124"; }},
+      {"checkpoint", [](PasskeyEvaluation& e) { e.checkpoint_fingerprint = "4568"; }},
+  };
+  for (const auto& [part, change] : changes) {
+    auto other = base;
+    change(other);
+    EXPECT_NE(passkey_evaluation_key(other), key) << part;
+  }
+  auto joined = base, split = base;
+  joined.overrides = {"a=1 --set b=2"};
+  split.overrides = {"a=1", "b=2"};
+  EXPECT_NE(passkey_evaluation_key(joined), passkey_evaluation_key(split));
 }
 
 using PasskeyPartial = ropelab::testing::TempDir;

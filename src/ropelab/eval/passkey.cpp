@@ -238,6 +238,21 @@ std::vector<PasskeyCell> read_passkey_partial(const std::string& path, const std
   return cells;
 }
 
+std::string passkey_evaluation_key(const PasskeyEvaluation& e) {
+  return nlohmann::ordered_json{{"program", "ropelab " + e.version},
+                                {"lengths", e.grid.lengths},
+                                {"depths", e.grid.depths},
+                                {"documents", e.grid.documents},
+                                {"digits", e.grid.digits},
+                                {"passkey_seed", e.grid.seed},
+                                {"precision", e.precision},
+                                {"device", e.device},
+                                {"set", e.overrides},
+                                {"config_fnv1a", e.config_fingerprint},
+                                {"checkpoint_fnv1a", e.checkpoint_fingerprint}}
+      .dump();
+}
+
 std::vector<std::string> passkey_eval_args(const PasskeyGrid& grid) {
   std::ostringstream lengths, depths;
   for (size_t i = 0; i < grid.lengths.size(); ++i) lengths << (i ? "," : "") << grid.lengths[i];

@@ -98,6 +98,22 @@ std::string format_passkey_cells(const std::vector<PasskeyCell>& cells);
 /// "documents@L", the counts of the evaluated cells}.
 void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells);
 
+/// What a passkey evaluation scores and with what: its partial file is taken back only by
+/// an evaluation that agrees on all of it.
+struct PasskeyEvaluation {
+  PasskeyGrid grid;
+  std::string version;                 // the program's, so that another release starts again
+  std::string precision, device;       // "fp32", "cpu"
+  std::vector<std::string> overrides;  // --set KEY=VALUE, in the order given
+  std::string config_fingerprint;      // of the run's config.yaml
+  std::string checkpoint_fingerprint;  // of the checkpoint's bytes as loaded
+};
+
+/// The key of `evaluation`'s partial file: one JSON object holding every field (the depths
+/// exactly, where the flags keep 6 digits), so that two evaluations share a key only when
+/// they agree on all of them.
+std::string passkey_evaluation_key(const PasskeyEvaluation& evaluation);
+
 /// The partial file of an evaluation under way (RUN/passkey.partial.jsonl): a first line
 /// {"evaluation": KEY}, KEY naming what is evaluated (the grid, the checkpoint's contents,
 /// the settings), then one {"length", "depth", "documents", "correct", "error"} object per cell
