@@ -2,6 +2,8 @@
 // cell, errors kept per cell, and an evaluation that goes on from the cells scored before.
 #include "ropelab/eval/passkey_eval.h"
 
+#include <stdexcept>
+
 #include "../test_util.h"
 
 using namespace ropelab;
@@ -130,4 +132,22 @@ TEST(PasskeyGrid, ScoredCellsMustStartTheGrid) {
   EXPECT_EQ(error_of([&] { score_passkey_grid(grid, std::ref(none), {}, cells); }),
             "10 cells scored already, but the grid has 9");
   EXPECT_EQ(none.calls, 0);
+}
+
+// A cell whose continuations fail carries an error even when the exception says nothing,
+// and a callback that answers fewer prompts than it was asked stops the grid.
+TEST(PasskeyGrid, FailedOrShortContinuationsAreNotScores) {
+  const auto grid = small_grid();
+  const auto silent = [](const std::vector<std::string>&) -> std::vector<std::string> { throw std::runtime_error(""); };
+  const auto cells = score_passkey_grid(grid, silent);
+  ASSERT_EQ(cells.size(), 9u);
+  for (const auto& c : cells) {
+    EXPECT_EQ(c.error, "an exception without a message");
+    EXPECT_EQ(c.documents, 0);
+  }
+  const auto short_by_one = [](const std::vector<std::string>& prompts) {
+    return std::vector<std::string>(prompts.begin(), prompts.end() - 1);
+  };
+  EXPECT_NE(error_of([&] { score_passkey_grid(grid, short_by_one); }).find("passkey: 7 continuations of 8 prompts"),
+            std::string::npos);
 }

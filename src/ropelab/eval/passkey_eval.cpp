@@ -15,16 +15,15 @@ std::vector<PasskeyCell> score_passkey_grid(const PasskeyGrid& grid, const Passk
     throw std::invalid_argument(std::to_string(scored.size()) + " cells scored already, but the grid has " +
                                 std::to_string(total));
   std::vector<PasskeyCell> cells;
-  size_t c = 0;  // the cell's number: its documents are c * documents ... of the stream
   for (const auto length : grid.lengths)
     for (const auto depth : grid.depths) {
-      if (c < scored.size()) {  // a cell scored before: it must be this cell, whole
+      const size_t c = cells.size();  // the cell's number: its documents are c * documents ... of the stream
+      if (c < scored.size()) {        // a cell scored before: it must be this cell, whole
         const auto& s = scored[c];
         const auto mismatch = passkey_cell_mismatch(grid, c, s);
         if (!mismatch.empty()) throw std::invalid_argument("scored cell " + std::to_string(c + 1) + ": " + mismatch);
         if (s.error.empty()) {  // a cell that failed is scored again: its error may have passed (memory)
           cells.push_back(s);
-          ++c;
           continue;
         }
       }
@@ -42,17 +41,24 @@ std::vector<PasskeyCell> score_passkey_grid(const PasskeyGrid& grid, const Passk
         documents.push_back(make_passkey_document(options, grid.seed, index));
         prompts.push_back(documents.back().prompt);
       }
+      std::vector<std::string> outputs;
+      bool failed = true;  // an exception's message may be empty
       try {
-        const auto outputs = continue_prompts(prompts);
-        for (size_t k = 0; k < documents.size(); ++k) cell.correct += passkey_retrieved(outputs[k], documents[k].key);
-        cell.documents = static_cast<int64_t>(documents.size());
+        outputs = continue_prompts(prompts);
+        failed = false;
       } catch (const c10::Error& e) {  // the message, without LibTorch's C++ backtrace
         cell.error = e.what_without_backtrace();
       } catch (const std::exception& e) {
         cell.error = e.what();
       }
+      if (failed && cell.error.empty()) cell.error = "an exception without a message";
+      if (!failed) {  // a continuation per prompt is the callback's contract, not the model's
+        TORCH_INTERNAL_ASSERT(outputs.size() == prompts.size(), "passkey: ", outputs.size(), " continuations of ",
+                              prompts.size(), " prompts");
+        for (size_t k = 0; k < documents.size(); ++k) cell.correct += passkey_retrieved(outputs[k], documents[k].key);
+        cell.documents = static_cast<int64_t>(documents.size());
+      }
       cells.push_back(cell);
-      ++c;
       if (progress) progress(cells.back(), cells.size(), total);
     }
   return cells;
