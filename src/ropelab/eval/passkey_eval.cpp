@@ -41,18 +41,17 @@ std::vector<PasskeyCell> score_passkey_grid(const PasskeyGrid& grid, const Passk
         documents.push_back(make_passkey_document(options, grid.seed, index));
         prompts.push_back(documents.back().prompt);
       }
+      // the reason a cell failed; never empty, since an empty error is what says "evaluated"
+      const auto reason = [](const char* what) { return *what ? std::string(what) : "an exception without a message"; };
       std::vector<std::string> outputs;
-      bool failed = true;  // an exception's message may be empty
       try {
         outputs = continue_prompts(prompts);
-        failed = false;
       } catch (const c10::Error& e) {  // the message, without LibTorch's C++ backtrace
-        cell.error = e.what_without_backtrace();
+        cell.error = reason(e.what_without_backtrace());
       } catch (const std::exception& e) {
-        cell.error = e.what();
+        cell.error = reason(e.what());
       }
-      if (failed && cell.error.empty()) cell.error = "an exception without a message";
-      if (!failed) {  // a continuation per prompt is the callback's contract, not the model's
+      if (cell.error.empty()) {  // a continuation per prompt is the callback's contract, not the model's
         TORCH_INTERNAL_ASSERT(outputs.size() == prompts.size(), "passkey: ", outputs.size(), " continuations of ",
                               prompts.size(), " prompts");
         for (size_t k = 0; k < documents.size(); ++k) cell.correct += passkey_retrieved(outputs[k], documents[k].key);
