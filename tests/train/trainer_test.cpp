@@ -322,6 +322,67 @@ TEST_F(Training, ResumeContinuesBitForBit) {
   EXPECT_EQ(step_losses(from_best), a);
 }
 
+// A metrics line that cannot be written (metrics.jsonl a link to /dev/full) stops the
+// training with one line naming the file, after saving the updates trained since the last
+// checkpoint to checkpoint_last.pt; a validation saves its best checkpoint before its line.
+TEST_F(Training, AMetricsLineThatFailsKeepsTheUpdates) {
+  const auto data = write(
+      "pairs.tsv", "the cat\tel gato\nthe dog\tel perro\na red house\tuna casa roja\ngood night\tbuenas noches\n");
+  auto config_for = [&](int64_t steps, int64_t log_every, int64_t valid_every) {
+    return load_config(
+        {{},
+         {"data.train=" + data, "data.valid=" + data, "tokenizer.type=word", "model.d_model=16", "model.heads=2",
+          "model.d_ff=16", "model.encoder_layers=1", "model.decoder_layers=1", "train.max_tokens=12",
+          "train.steps=" + std::to_string(steps), "train.log_every=" + std::to_string(log_every),
+          "train.valid_every=" + std::to_string(valid_every), "train.threads=1", "train.lr_schedule=constant",
+          "train.lr=0.003"}});
+  };
+  auto progress_of = [](const std::string& run, const std::string& file) {
+    auto loaded = open_run(run, "last", torch::kCPU, yaml_config_files());
+    Progress p;
+    load_checkpoint(run + "/" + file, loaded.model->module(), nullptr, &p);
+    return p;
+  };
+  auto full_disk_for_metrics = [](const std::string& run) {
+    std::filesystem::remove(run + "/metrics.jsonl");
+    std::filesystem::create_symlink("/dev/full", run + "/metrics.jsonl");
+  };
+  // a validation's line (every 2 updates; train lines every 100)
+  const auto valid = (dir_ / "valid").string();
+  train(config_for(4, 100, 2), yaml_config_files(), valid, false);
+  const auto before = progress_of(valid, "checkpoint_last.pt");
+  ASSERT_EQ(before.step, 4);
+  full_disk_for_metrics(valid);
+  EXPECT_EQ(error_of([&] { train(config_for(9, 100, 2), yaml_config_files(), valid, true); }),
+            valid + "/metrics.jsonl: cannot write the valid event of step 6 (disk full?); the 6 updates so far are " +
+                "saved in " + valid + "/checkpoint_last.pt (resume with --resume)");
+  const auto last = progress_of(valid, "checkpoint_last.pt"), best = progress_of(valid, "checkpoint_best.pt");
+  EXPECT_EQ(last.step, 6);
+  ASSERT_LT(last.best_valid, before.best_valid);  // update 6 improved: its best checkpoint was due
+  EXPECT_EQ(best.step, 6);
+  EXPECT_EQ(best.best_valid, last.best_valid);
+
+  // a training line (every update)
+  const auto lines = (dir_ / "lines").string();
+  train(config_for(4, 1, 0), yaml_config_files(), lines, false);
+  full_disk_for_metrics(lines);
+  EXPECT_EQ(error_of([&] { train(config_for(9, 1, 0), yaml_config_files(), lines, true); }),
+            lines + "/metrics.jsonl: cannot write the train event of step 5 (disk full?); the 5 updates so far are " +
+                "saved in " + lines + "/checkpoint_last.pt (resume with --resume)");
+  EXPECT_EQ(progress_of(lines, "checkpoint_last.pt").step, 5);
+
+  // the save fails too: both errors in the line, the previous checkpoint kept
+  const auto both = (dir_ / "both").string();
+  train(config_for(4, 1, 0), yaml_config_files(), both, false);
+  full_disk_for_metrics(both);
+  std::filesystem::create_symlink("/dev/full", both + "/checkpoint_last.pt.tmp");
+  EXPECT_EQ(error_of([&] { train(config_for(9, 1, 0), yaml_config_files(), both, true); }),
+            both + "/metrics.jsonl: cannot write the train event of step 5 (disk full?); saving the 5 updates to " +
+                both + "/checkpoint_last.pt failed too: " + both +
+                "/checkpoint_last.pt: cannot write checkpoint (disk full?): No space left on device");
+  EXPECT_EQ(progress_of(both, "checkpoint_last.pt").step, 4);
+}
+
 // Performer features: validation and the saved checkpoint use the features the last update
 // trained with. With redraw_every equal to the number of updates, no update ever sees a
 // new draw, so the run equals one that never redraws; a redraw inside the run is kept

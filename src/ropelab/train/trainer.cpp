@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -222,6 +223,10 @@ class Trainer {
   void validate();
   /// checkpoint_last.pt and the numbered copies.
   void checkpoint();
+  /// Runs `write` (a line of metrics.jsonl). When it throws (a full disk, a file-size
+  /// limit), the updates trained since the last checkpoint are saved to checkpoint_last.pt
+  /// before the error goes on, naming the file they are in.
+  void write_metrics(const std::function<void()>& write);
   /// An epoch ends when fewer batches than one update needs remain in its plan.
   void next_epoch_if_done(const std::vector<std::vector<size_t>>& plan);
 
@@ -322,8 +327,10 @@ void Trainer::validate() {
     std::printf("%svalid step %ld | loss %.4f | ppl %.2f%s\n", terminal_ ? "\r\033[K" : "",
                 static_cast<long>(progress_.step), loss, ppl, improved ? " | best" : "");
     std::fflush(stdout);
-    metrics_->write("valid", progress_.step, {{"loss", loss}, {"ppl", ppl}});
+    // the best checkpoint first: a metrics line that fails then saves a state whose
+    // best_valid is that checkpoint's
     if (improved) save_checkpoint(paths_.best, model_->module(), optimizer_.get(), progress_);
+    write_metrics([&] { metrics_->write("valid", progress_.step, {{"loss", loss}, {"ppl", ppl}}); });
   }
   if (t_.patience() > 0 && progress_.bad_validations >= t_.patience()) {
     *log_ << "early stop: no improvement in " << t_.patience() << " validations" << std::endl;
@@ -335,6 +342,22 @@ void Trainer::checkpoint() {
   if (!writer_) return;
   save_checkpoint(paths_.last, model_->module(), optimizer_.get(), progress_);
   paths_.keep_numbered(progress_.step, t_.keep_checkpoints());
+}
+
+void Trainer::write_metrics(const std::function<void()>& write) {
+  try {
+    write();
+  } catch (const std::exception& failed) {
+    const std::string what = failed.what();
+    try {
+      save_checkpoint(paths_.last, model_->module(), optimizer_.get(), progress_);
+    } catch (const std::exception& save) {
+      throw std::runtime_error(what + "; saving the " + std::to_string(progress_.step) + " updates to " + paths_.last +
+                               " failed too: " + save.what());
+    }
+    throw std::runtime_error(what + "; the " + std::to_string(progress_.step) + " updates so far are saved in " +
+                             paths_.last + " (resume with --resume)");
+  }
 }
 
 void Trainer::next_epoch_if_done(const std::vector<std::vector<size_t>>& plan) {
@@ -380,8 +403,10 @@ bool Trainer::step(const std::vector<std::vector<size_t>>& plan, const StopSigna
   }
   progress_.seconds = seconds_before + (now_seconds() - progress_log.started());
   if (writer_)
-    progress_log.update(update, progress_.step, lr, progress_.seconds,
-                        progress_.step % t_.log_every() == 0 || progress_.step == t_.steps(), metrics_.get());
+    write_metrics([&] {
+      progress_log.update(update, progress_.step, lr, progress_.seconds,
+                          progress_.step % t_.log_every() == 0 || progress_.step == t_.steps(), metrics_.get());
+    });
   if (stopping) {
     const int signal = signals.received();
     *log_ << "stopping on "
