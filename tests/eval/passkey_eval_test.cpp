@@ -2,6 +2,8 @@
 // cell, errors kept per cell, and an evaluation that goes on from the cells scored before.
 #include "ropelab/eval/passkey_eval.h"
 
+#include <filesystem>
+#include <sstream>
 #include <stdexcept>
 
 #include "../test_util.h"
@@ -150,4 +152,84 @@ TEST(PasskeyGrid, FailedOrShortContinuationsAreNotScores) {
   };
   EXPECT_NE(error_of([&] { score_passkey_grid(grid, short_by_one); }).find("passkey: 7 continuations of 8 prompts"),
             std::string::npos);
+}
+
+namespace {
+
+struct Stopped {};  // what a stop signal is to these tests: the evaluation ends at a cell
+
+/// score_passkey_grid with `oracle`, stopped (Stopped) once cell `stop_after` is told, 0 for never.
+PasskeyScorer scorer(const PasskeyGrid& grid, Oracle& oracle, size_t stop_after) {
+  return [&grid, &oracle, stop_after](const PasskeyProgress& progress, const std::vector<PasskeyCell>& scored) {
+    return score_passkey_grid(
+        grid, std::ref(oracle),
+        [&](const PasskeyCell& cell, size_t done, size_t total) {
+          progress(cell, done, total);
+          if (done == stop_after) throw Stopped{};
+        },
+        scored);
+  };
+}
+
+}  // namespace
+
+using PasskeyResuming = ropelab::testing::TempDir;
+
+// An evaluation stopped part-way goes on from its partial file, which holds the grid's first
+// cells in order at every moment: a failed cell scored again takes its own place, so that an
+// evaluation stopped a second time goes on again. Its log says what it took back and gives a
+// line per cell; a partial file of another evaluation is replaced.
+TEST_F(PasskeyResuming, AStoppedEvaluationGoesOnFromItsCells) {
+  auto grid = small_grid();
+  grid.lengths = {120, 200, 160};  // cells 4 to 6 refused by a table of 180
+  const auto partial = (dir_ / "passkey.partial.jsonl").string();
+  Oracle roomy;
+  const auto whole = score_passkey_grid(grid, std::ref(roomy));
+
+  Oracle table;
+  table.longest = 180;
+  std::ostringstream first;
+  EXPECT_THROW(score_passkey_resuming(grid, partial, "k", scorer(grid, table, 7), first), Stopped);
+  auto cells = read_passkey_partial(partial, "k", grid);
+  ASSERT_EQ(cells.size(), 7u);
+  EXPECT_EQ(cells[3].error, "too long for the table");
+  EXPECT_NE(first.str().find("passkey: cell 7/9, length 160 depth 0: "), std::string::npos) << first.str();
+
+  // the memory is there now: cells 4 and 5 are scored again, then it stops again
+  Oracle more;
+  std::ostringstream second;
+  EXPECT_THROW(score_passkey_resuming(grid, partial, "k", scorer(grid, more, 5), second), Stopped);
+  EXPECT_NE(
+      second.str().find("passkey: 4 of 9 cells scored before, from " + partial + " (3 that failed are scored again)"),
+      std::string::npos)
+      << second.str();
+  cells = read_passkey_partial(partial, "k", grid);
+  ASSERT_EQ(cells.size(), 7u);
+  for (size_t c : {3u, 4u}) EXPECT_EQ(cells[c].documents, whole[c].documents) << c;
+  EXPECT_EQ(cells[5].error, "too long for the table");
+  EXPECT_EQ(cells[6].correct, whole[6].correct);
+
+  Oracle last;
+  std::ostringstream third;
+  cells = score_passkey_resuming(grid, partial, "k", scorer(grid, last, 0), third);
+  EXPECT_EQ(last.calls, 3);  // cells 6, 8 and 9
+  EXPECT_NE(third.str().find("passkey: 6 of 9 cells scored before"), std::string::npos) << third.str();
+  ASSERT_EQ(cells.size(), whole.size());
+  for (size_t c = 0; c < cells.size(); ++c) {
+    EXPECT_EQ(cells[c].correct, whole[c].correct) << c;
+    EXPECT_EQ(cells[c].error, whole[c].error) << c;
+  }
+  EXPECT_EQ(read_passkey_partial(partial, "k", grid).size(), 9u);
+
+  // another evaluation's file: every cell scored, the file replaced
+  Oracle other;
+  std::ostringstream fourth;
+  score_passkey_resuming(grid, partial, "another", scorer(grid, other, 0), fourth);
+  EXPECT_EQ(other.calls, 9);
+  EXPECT_NE(fourth.str().find("passkey: " + partial + " holds the cells of another grid, checkpoint or setting"),
+            std::string::npos)
+      << fourth.str();
+  EXPECT_EQ(read_passkey_partial(partial, "another", grid).size(), 9u);
+  remove_passkey_partial(partial, fourth);
+  EXPECT_FALSE(std::filesystem::exists(partial));
 }

@@ -98,7 +98,7 @@ TEST(Passkey, AnEvaluationsKeyNamesEveryPartOfIt) {
   base.config_fingerprint = "0123";
   base.checkpoint_fingerprint = "4567";
   const auto key = passkey_evaluation_key(base);
-  EXPECT_EQ(passkey_evaluation_key(base), key);
+  EXPECT_EQ(passkey_evaluation_key(base), key);  // nothing of the moment in it (a time, a process id)
   const std::vector<std::pair<const char*, std::function<void(PasskeyEvaluation&)>>> changes{
       {"lengths",
        [](PasskeyEvaluation& e) {

@@ -82,3 +82,18 @@ TEST_F(Files, AFingerprintIsTheFnv1aHashOfTheBytes) {
   const auto missing = (dir_ / "missing.pt").string();
   EXPECT_EQ(error_of([&] { file_fingerprint(missing); }), missing + ": cannot read (No such file or directory)");
 }
+
+// A file read between two fingerprints: the fingerprint of what was read when it stayed the
+// same, one line naming it when it was replaced meanwhile, "" for a file that is not there.
+TEST_F(Files, AFileReplacedWhileReadIsCaught) {
+  const auto path = write("c.pt", "a");
+  int reads = 0;
+  EXPECT_EQ(fingerprint_while_reading(path, [&] { ++reads; }), "af63dc4c8601ec8c");
+  EXPECT_EQ(reads, 1);
+  EXPECT_EQ(error_of([&] { fingerprint_while_reading(path, [&] { write("c.pt", "foobar"); }); }),
+            path + ": replaced while it was being read; run the command again");
+  const auto missing = (dir_ / "missing.pt").string();
+  EXPECT_EQ(fingerprint_while_reading(missing, [] {}), "");
+  EXPECT_EQ(error_of([&] { fingerprint_while_reading(missing, [&] { write("missing.pt", "a"); }); }),
+            missing + ": replaced while it was being read; run the command again");
+}

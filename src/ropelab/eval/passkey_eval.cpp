@@ -2,9 +2,13 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
+
+#include "ropelab/util/clock.h"
 
 namespace ropelab {
 
@@ -77,6 +81,44 @@ std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& mod
         return task.decode_lines(model, tokenizer, prompts, request, device);
       },
       progress, scored);
+}
+
+std::vector<PasskeyCell> score_passkey_resuming(const PasskeyGrid& grid, const std::string& partial,
+                                                const std::string& key, const PasskeyScorer& score, std::ostream& log) {
+  bool other = false;
+  const auto scored = read_passkey_partial(partial, key, grid, &other);
+  if (other)
+    log << "passkey: " << partial
+        << " holds the cells of another grid, checkpoint or setting: scoring every cell (they are replaced)"
+        << std::endl;
+  const auto failed =
+      std::count_if(scored.begin(), scored.end(), [](const PasskeyCell& c) { return !c.error.empty(); });
+  if (!scored.empty())
+    log << "passkey: " << scored.size() - static_cast<size_t>(failed) << " of "
+        << grid.lengths.size() * grid.depths.size() << " cells scored before, from " << partial
+        << (failed ? " (" + std::to_string(failed) + " that failed are scored again)" : std::string()) << std::endl;
+  // a line per cell as it is scored: a grid to 32k characters takes the better part of an
+  // hour on one core
+  const double start = now_seconds();
+  auto so_far = scored;  // the grid's first cells: a failed cell scored again takes its own place
+  const auto progress = [&](const PasskeyCell& cell, size_t done, size_t total) {
+    if (done <= so_far.size())
+      so_far[done - 1] = cell;
+    else
+      so_far.push_back(cell);
+    write_passkey_partial(partial, key, so_far);
+    log << "passkey: cell " << done << "/" << total << ", length " << cell.length << " depth " << cell.depth << ": "
+        << (cell.error.empty() ? std::to_string(cell.correct) + "/" + std::to_string(cell.documents) + " found" : "n/a")
+        << ", " << format_duration(now_seconds() - start) << std::endl;
+  };
+  return score(progress, scored);
+}
+
+void remove_passkey_partial(const std::string& partial, std::ostream& log) {
+  std::error_code ec;
+  if (!std::filesystem::remove(partial, ec) && ec)
+    log << "passkey: warning: " << partial << " could not be removed (" << ec.message()
+        << "); the next evaluation of this checkpoint takes its cells" << std::endl;
 }
 
 }  // namespace ropelab

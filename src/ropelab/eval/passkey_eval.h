@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,23 @@ std::vector<PasskeyCell> evaluate_passkey(const Task& task, const TaskModel& mod
                                           const PasskeyGrid& grid, const torch::Device& device,
                                           const PasskeyProgress& progress = {},
                                           const std::vector<PasskeyCell>& scored = {});
+
+/// Scores a grid from its progress and the cells scored before (evaluate_passkey, or
+/// score_passkey_grid with continuations of one's own).
+using PasskeyScorer =
+    std::function<std::vector<PasskeyCell>(const PasskeyProgress& progress, const std::vector<PasskeyCell>& scored)>;
+
+/// A passkey evaluation that can stop and go on (`ropelab passkey eval`): the cells of the
+/// partial file at `partial` (passkey.h) written under `key` are taken back, the file is
+/// rewritten after each cell scored, so that a stopped evaluation loses at most the cell it
+/// was at, and `log` gets a line on what was taken back (or why nothing was) and one per cell
+/// as it is scored. The caller removes the file (remove_passkey_partial) once its results
+/// are written.
+std::vector<PasskeyCell> score_passkey_resuming(const PasskeyGrid& grid, const std::string& partial,
+                                                const std::string& key, const PasskeyScorer& score, std::ostream& log);
+
+/// Removes an evaluation's partial file once its results are written; a file that cannot be
+/// removed is a warning on `log` (the next evaluation of the same checkpoint takes its cells).
+void remove_passkey_partial(const std::string& partial, std::ostream& log);
 
 }  // namespace ropelab

@@ -100,4 +100,13 @@ std::string file_fingerprint(const std::string& path) {
   return hex;
 }
 
+std::string fingerprint_while_reading(const std::string& path, const std::function<void()>& read) {
+  const auto fingerprint = [&] { return std::filesystem::exists(path) ? file_fingerprint(path) : std::string(); };
+  const auto before = fingerprint();
+  read();
+  if (fingerprint() != before)
+    throw std::runtime_error(path + ": replaced while it was being read; run the command again");
+  return before;
+}
+
 }  // namespace ropelab

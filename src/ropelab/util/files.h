@@ -3,6 +3,7 @@
 /// when they cannot fit.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ropelab {
@@ -23,5 +24,12 @@ void write_file_atomically(const std::string& path, const std::string& bytes, co
 /// tells two versions of a file apart (a checkpoint saved again). Throws naming PATH when it
 /// cannot be read.
 std::string file_fingerprint(const std::string& path);
+
+/// The fingerprint of PATH as `read` (which loads PATH) found it: taken before and after
+/// `read`, so that a file replaced meanwhile (a training saving its checkpoint again) throws
+/// "PATH: replaced while it was being read; run the command again" instead of pairing one
+/// version's fingerprint with the other's contents. "" when PATH does not exist (`read`
+/// then says what is missing).
+std::string fingerprint_while_reading(const std::string& path, const std::function<void()>& read);
 
 }  // namespace ropelab
