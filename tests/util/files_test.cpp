@@ -1,7 +1,14 @@
 // Writes refused before they start, and files never seen half-written.
 #include "ropelab/util/files.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
 
 #include "../test_util.h"
 #include "ropelab/run/run.h"
@@ -96,4 +103,47 @@ TEST_F(Files, AFileReplacedWhileReadIsCaught) {
   EXPECT_EQ(fingerprint_while_reading(missing, [] {}), "");
   EXPECT_EQ(error_of([&] { fingerprint_while_reading(missing, [&] { write("missing.pt", "a"); }); }),
             missing + ": replaced while it was being read; run the command again");
+}
+
+// Two processes writing one file over and over, a reader between them: every read finds one
+// writer's whole file, and no write fails (each writer has PATH.tmp to itself while it writes).
+TEST_F(Files, TwoWritersOfOneFileTakeTurns) {
+  const auto path = (dir_ / "eval.json").string();
+  constexpr size_t kBytes = 1 << 21;
+  constexpr int kWrites = 60;
+  std::vector<pid_t> writers;
+  for (const char fill : {'a', 'b'}) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const std::string bytes(kBytes, fill);
+      try {
+        for (int i = 0; i < kWrites; ++i) write_file_atomically(path, bytes, "report");
+      } catch (const std::exception&) {
+        std::_Exit(1);
+      }
+      std::_Exit(0);
+    }
+    writers.push_back(pid);
+  }
+  int torn = 0, reads = 0;
+  std::vector<int> statuses(writers.size(), -1);  // -1 while the writer runs
+  for (;;) {
+    bool running = false;
+    for (size_t w = 0; w < writers.size(); ++w) {
+      if (statuses[w] == -1 && ::waitpid(writers[w], &statuses[w], WNOHANG) == 0) statuses[w] = -1;
+      running |= statuses[w] == -1;
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      ++reads;
+      torn += got.size() != kBytes || got.find_first_not_of(got[0]) != std::string::npos;
+    }
+    if (!running) break;
+  }
+  for (const int status : statuses) EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed";
+  EXPECT_GT(reads, 0);
+  EXPECT_EQ(torn, 0) << "of " << reads << " reads";
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
 }

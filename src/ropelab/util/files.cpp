@@ -1,6 +1,7 @@
 #include "ropelab/util/files.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -36,6 +37,26 @@ void fsync_path(const std::string& path) {
   if (rc != 0) throw std::runtime_error(path + ": fsync failed");
 }
 
+/// An exclusive flock(2) on a directory while it lives: the atomic writes into one directory
+/// take turns, across threads and processes, so that two writers of one PATH never share
+/// PATH.tmp (one truncating the other's half-written file, which the other then renames into
+/// place). A directory that cannot be opened is not locked: the write that follows says why.
+class DirectoryTurn {
+ public:
+  explicit DirectoryTurn(const std::string& dir) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    while (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~DirectoryTurn() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  DirectoryTurn(const DirectoryTurn&) = delete;
+  DirectoryTurn& operator=(const DirectoryTurn&) = delete;
+
+ private:
+  int fd_;
+};
+
 }  // namespace
 
 void require_space(const std::string& dir, uint64_t bytes, const std::string& what) {
@@ -57,6 +78,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes, co
   const auto parent = std::filesystem::path(path).parent_path();
   const auto dir = parent.empty() ? std::string(".") : parent.string();
   require_space(dir, bytes.size(), path);
+  const DirectoryTurn turn(dir);
   const auto tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(path + ": cannot write " + what + ": " + std::strerror(errno));
