@@ -59,7 +59,7 @@ case $action in
         die "$archive: tar failed"
       fi
       rm -f "$list"
-      mv "$archive.tmp" "$archive"
+      mv "$archive.tmp" "$archive" || die "$archive: cannot move the archive into place"
       packed=$((packed + 1))
       echo "run_records: $archive ($(du -h "$archive" | cut -f1))"
     done
@@ -99,7 +99,21 @@ case $action in
         [ -f "$run.log" ] && mv "$run.log" "$old.log"
         echo "run_records: $run was unfinished: moved to $old"
       fi
-      tar -C "$out" -xJf "$archive" || die "$archive: cannot unpack"
+      # Unpacked beside runs/ first and moved into place whole: a tar that stops part-way (a
+      # full disk, a kill) leaves no run folder holding ablation.done without its reports.
+      stage=$(mktemp -d "$out/.unpack.XXXXXX") || die "$out: cannot create a folder to unpack into"
+      if ! tar -C "$stage" -xJf "$archive"; then
+        rm -rf "$stage"
+        die "$archive: cannot unpack (nothing of it put in $out/runs)"
+      fi
+      if [ -e "$run.log" ]; then
+        mv "$run.log" "$run.log.old-$(date +%Y%m%d-%H%M%S)" || die "$run.log: cannot move it aside"
+      fi
+      if ! mv "$stage/runs/$name" "$run" || { [ -f "$stage/runs/$name.log" ] && ! mv "$stage/runs/$name.log" "$run.log"; }; then
+        rm -rf "$stage"
+        die "$run: cannot move the unpacked run into place"
+      fi
+      rm -rf "$stage"
       added=$((added + 1))
     done
     echo "run_records: $added runs unpacked into $out/runs, $kept there finished already"

@@ -173,6 +173,31 @@ class RunRecords(unittest.TestCase):
         self.assertEqual(list((self.out / "records").iterdir()), [])
         self.assertEqual(list(scratch.iterdir()), [])  # the member list is gone too
 
+    def test_an_unpack_that_stops_part_way_leaves_no_finished_looking_run(self):
+        make_run(self.out, "alibi.seed1")
+        self.assertEqual(run("pack", self.out, self.root / "records").returncode, 0)
+        stub = self.root / "bin"
+        stub.mkdir()
+        # A tar that lists as tar does but, unpacking, writes ablation.done alone and fails
+        # (a full disk, a kill after the archive's first member).
+        real = subprocess.run(["sh", "-c", "command -v tar"], capture_output=True, text=True).stdout.strip()
+        (stub / "tar").write_text('#!/bin/sh\ncase " $* " in *" -xJf "*)\n'
+                                  '  mkdir -p "$2/runs/alibi.seed1" && : > "$2/runs/alibi.seed1/ablation.done"; exit 2;;\n'
+                                  f'esac\nexec {real} "$@"\n')
+        (stub / "tar").chmod(0o755)
+        fresh = self.root / "fresh"
+        failed = run("unpack", fresh, self.root / "records", env={"PATH": f"{stub}:{os.environ['PATH']}"})
+        self.assertEqual(failed.returncode, 1)
+        self.assertIn("alibi.seed1.tar.xz: cannot unpack (nothing of it put in", failed.stderr)
+        self.assertEqual(len(failed.stderr.strip().splitlines()), 1, failed.stderr)
+        self.assertEqual(sorted(p.name for p in fresh.iterdir()), ["runs"])  # no folder left to unpack into
+        self.assertEqual(list((fresh / "runs").iterdir()), [])
+        done = run("unpack", fresh, self.root / "records")  # the real tar: the run, whole
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual((fresh / "runs" / "alibi.seed1" / "eval.test.ctx512.json").read_text(), '{"perplexity": 2.9}\n')
+        self.assertEqual((fresh / "runs" / "alibi.seed1.log").read_text(), "log of alibi.seed1\n")
+        self.assertEqual(sorted(p.name for p in fresh.iterdir()), ["runs"])
+
     def test_bad_arguments_fail_with_one_line(self):
         for args, message in ((["frob", self.out], "unknown action 'frob'"),
                               (["pack", self.root / "none"], "runs: no such folder"),
