@@ -20,11 +20,17 @@ def values(rows, column):
     return [float(r[column]) for r in rows if r.get(column, "") not in ("", "nan", "inf", "-inf")]
 
 
-def cell(rows, column, digits=2):
-    """mean ± sample sd over the seeds, the value alone for one seed, '-' for none."""
+def seeds_mark(count, seeds):
+    """' (n=k)' when a cell holds k values where the grid has `seeds` per variant, else ''."""
+    return f" (n={count})" if seeds and 0 < count < seeds else ""
+
+
+def cell(rows, column, digits=2, seeds=None):
+    """mean ± sample sd over the seeds, the value alone for one seed, '-' for none; with
+    `seeds` (the grid's seeds per variant), ' (n=k)' on a cell over fewer of them."""
     v = values(rows, column)
     if not v:
         return "-"
     if len(v) == 1:
-        return f"{v[0]:.{digits}f}"
-    return f"{statistics.mean(v):.{digits}f} ± {statistics.stdev(v):.{digits}f}"
+        return f"{v[0]:.{digits}f}" + seeds_mark(1, seeds)
+    return f"{statistics.mean(v):.{digits}f} ± {statistics.stdev(v):.{digits}f}" + seeds_mark(len(v), seeds)

@@ -2,7 +2,8 @@
 """experiments/results/ablate_length_512/tables.py on small results directories made here: its
 cells (mean ± sd over seeds, ratios), passkey counts pooled over seeds with Wilson's interval
 (against tests/golden/wilson_golden.json, found by bisection), --collect, which reads each
-run's directory from results.csv and stops on a missing or failed passkey table, and --budget."""
+run's directory from results.csv, keeps a cell the run cannot take and stops on a missing table
+or a failed depth of a length that has an accuracy, and --budget."""
 import csv
 import importlib.util
 import json
@@ -68,8 +69,10 @@ class Collect(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         with open(out, newline="") as f:
             rows = [list(r.values()) for r in csv.DictReader(f)]
-        self.assertEqual(rows, [[self.variant, "1", "1024", "0", "10", "7"], [self.variant, "1", "1024", "1", "10", "6"],
-                                [self.variant, "2", "1024", "0", "10", "3"], [self.variant, "2", "1024", "1", "10", "2"]])
+        self.assertEqual(rows, [[self.variant, "1", "1024", "0", "10", "7", ""],
+                                [self.variant, "1", "1024", "1", "10", "6", ""],
+                                [self.variant, "2", "1024", "0", "10", "3", ""],
+                                [self.variant, "2", "1024", "1", "10", "2", ""]])
 
     def test_a_run_without_its_passkey_table_stops_it_and_writes_nothing(self):
         (self.dir / "runs" / "other.seed2" / "passkey.csv").unlink()
@@ -80,12 +83,27 @@ class Collect(unittest.TestCase):
         self.assertIn("1 runs have no passkey.csv; nothing written", done.stderr)
         self.assertFalse(out.exists())
 
-    def test_a_failed_cell_stops_it(self):
+    def test_a_length_the_run_cannot_take_is_kept_with_its_error(self):
+        # no passkey@2048 for the run in results.csv: a learned table's length past its end
         table = self.dir / "runs" / "other.seed1" / "passkey.csv"
-        table.write_text(PASSKEY_HEADER + '2048,0,0,0,0.0000,,,"position 2048 is beyond the table"\n')
-        done = run("--collect", self.dir / "results.csv", self.dir / "cells.csv")
+        table.write_text(table.read_text() + '2048,0,0,0,0.0000,,,"position 2048 is beyond the table"\n')
+        out = self.dir / "cells.csv"
+        done = run("--collect", self.dir / "results.csv", out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        with open(out, newline="") as f:
+            rows = [list(r.values()) for r in csv.DictReader(f)]
+        self.assertIn([self.variant, "1", "2048", "0", "0", "0", "position 2048 is beyond the table"], rows)
+
+    def test_a_failed_depth_of_a_length_with_an_accuracy_stops_it(self):
+        # passkey@1024 = 0.7 in results.csv is then over the other depths only
+        table = self.dir / "runs" / "other.seed1" / "passkey.csv"
+        table.write_text(PASSKEY_HEADER + '1024,0,10,7,0.7,,,\n1024,1,0,0,0.0000,,,"out of memory"\n')
+        out = self.dir / "cells.csv"
+        done = run("--collect", self.dir / "results.csv", out)
         self.assertNotEqual(done.returncode, 0)
-        self.assertIn(f"{table}: length 2048 depth 0 failed: position 2048 is beyond the table", done.stderr)
+        self.assertIn(f"{table}: length 1024 depth 1 failed: out of memory (while", done.stderr)
+        self.assertIn("passkey@1024 = 0.7", done.stderr)
+        self.assertFalse(out.exists())
 
     def test_a_missing_results_csv_is_one_line(self):
         done = run("--collect", self.dir / "nothing.csv", self.dir / "cells.csv")
@@ -108,23 +126,31 @@ class Tables(unittest.TestCase):
                       [["model.position={type: rotary}", 1, "runs/a.seed1", 2.0, 8.0, 6.0],
                        ["model.position={type: rotary}", 2, "runs/a.seed2", 4.0, 12.0, ""],
                        ["model.position={type: alibi}", 1, "runs/b.seed1", 3.0, 2.7, 3.0]])
-            write_csv(here / "passkey" / "results.csv", ["variant", "seed", "run", "test_ppl@512", "passkey@1024"],
-                      [["model.position={type: rotary}", 1, "runs/a.seed1", 2.0, 0.7],
-                       ["model.position={type: rotary}", 2, "runs/a.seed2", 4.0, 0.3]])
-            write_csv(here / "passkey" / "cells.csv", ["variant", "seed", "length", "depth", "documents", "correct"],
-                      [["model.position={type: rotary}", 1, 1024, 0.5, 10, 7],
-                       ["model.position={type: rotary}", 2, 1024, 0.5, 10, 3]])
+            write_csv(here / "passkey" / "results.csv",
+                      ["variant", "seed", "run", "test_ppl@512", "passkey@1024", "passkey@2048"],
+                      [["model.position={type: rotary}", 1, "runs/a.seed1", 2.0, 0.7, ""],
+                       ["model.position={type: rotary}", 2, "runs/a.seed2", 4.0, 0.3, ""]])
+            write_csv(here / "passkey" / "cells.csv",
+                      ["variant", "seed", "length", "depth", "documents", "correct", "error"],
+                      [["model.position={type: rotary}", 1, 1024, 0.5, 10, 7, ""],
+                       ["model.position={type: rotary}", 2, 1024, 0.5, 10, 3, ""],
+                       ["model.position={type: rotary}", 1, 2048, 0.5, 0, 0, "beyond the table"],
+                       ["model.position={type: rotary}", 2, 2048, 0.5, 0, 0, "beyond the table"]])
             done = run(here)
         self.assertEqual(done.returncode, 0, done.stderr)
         lines = done.stdout.splitlines()
         # mean ± sample sd over two seeds; the ratio divides the means: 10 / 3
         self.assertIn("| rotary | 3.00 ± 1.41 | - | - | - | - | - | 10.00 ± 2.83 | 3.33 |", lines)
-        self.assertIn("| alibi | 3.00 | - | - | - | - | - | 2.70 | 0.90 |", lines)
-        # one seed of rotary lacks the sliding cell: the other seed's value alone
-        self.assertIn("| rotary | 3.00 ± 1.41 | - | - | 6.00 | 2.00 |", lines)
-        self.assertIn("| rotary | 3.000 ± 1.414 | 0.50 ± 0.28 |", lines)
-        # 10 of 20 over both seeds: Wilson's 95% interval [0.30, 0.70]
+        # the grid has two seeds a variant (rotary's): alibi's one is marked
+        self.assertIn("| alibi | 3.00 (n=1) | - | - | - | - | - | 2.70 (n=1) | 0.90 (n=1) |", lines)
+        # one seed of rotary lacks the sliding cell: the other seed's value alone, and the
+        # ratio over that seed (6 / 2), not over the means of different seeds (6 / 3)
+        self.assertIn("| rotary | 3.00 ± 1.41 | - | - | 6.00 (n=1) | 3.00 (n=1) |", lines)
+        self.assertIn("| rotary | 3.000 ± 1.414 | 0.50 ± 0.28 | - |", lines)
+        # 10 of 20 over both seeds: Wilson's 95% interval [0.30, 0.70]; a length the model
+        # cannot take is n/a
         self.assertIn("| 1024 | 0.50 [0.30, 0.70] (10/20) |", lines)
+        self.assertIn("| 2048 | n/a |", lines)
 
     def test_the_readings_take_an_encoder_not_a_fine_tune_of_the_same_type_name(self):
         with tempfile.TemporaryDirectory() as d:

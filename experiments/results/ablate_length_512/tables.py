@@ -8,11 +8,16 @@
 DIR (default: this file's directory) holds results.csv of ablate_length_512.yaml, and when
 they exist passkey/results.csv and passkey/cells.csv (ablate_length_512_passkey.yaml) and
 subword/results.csv (ablate_length_512_subword.yaml). Cells are the mean ± sample sd over
-seeds; ratios divide the means over seeds.
+seeds; ratios divide the means over the seeds that have both columns. A cell over fewer seeds
+than the grid has per variant (the most rows any variant of that results.csv has) carries
+"(n=k)": a grid still under way, or an evaluation that failed.
 
 --collect gathers the per (length, depth) passkey counts of every run in an ablation's
 results.csv (the passkey.csv of each row's run directory) into one CSV, so that the pooled
-table below needs no run directories; a run without its passkey.csv stops it.
+table below needs no run directories; a run without its passkey.csv stops it. A cell that
+failed is kept with its error (n/a in the table) when the run has no accuracy at that length
+(a learned table's lengths past its end); one at a length the run reports an accuracy for
+stops it, since that accuracy leaves the failed depths out.
 --budget sums the wall time of the runs an `ablate` log reports as finished (a run resumed
 after a stop counts only the part after its last start).
 
@@ -27,7 +32,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from result_cells import cell, read, values  # noqa: E402
+from result_cells import cell, read, seeds_mark, values  # noqa: E402
 
 TRAINED = 512
 CONTEXTS = [512, 1024, 2048, 4096, 8192, 16384, 32768]
@@ -55,14 +60,18 @@ LABELS = {"{type: rotary, unrotated: 0.25}": "p-rope (1/4 unrotated)",
           "{type: none}": "nope"}
 
 
-def mean(rows, column):
-    v = values(rows, column)
-    return statistics.mean(v) if v else None
+def seeds_of(runs):
+    """The grid's seeds per variant: the most rows any variant has."""
+    return max((len(rows) for rows in runs.values()), default=0)
 
 
-def ratio(rows, column, base):
-    a, b = mean(rows, column), mean(rows, base)
-    return f"{a / b:.2f}" if a is not None and b else "-"
+def ratio(rows, column, base, seeds=None):
+    """mean(column) / mean(base) over the seeds that have both."""
+    both = [r for r in rows if values([r], column) and values([r], base)]
+    if not both:
+        return "-"
+    a, b = statistics.mean(values(both, column)), statistics.mean(values(both, base))
+    return (f"{a / b:.2f}" if b else "-") + seeds_mark(len(both), seeds)
 
 
 def spec_of(variant):
@@ -92,22 +101,24 @@ def header(first, columns):
 
 
 def perplexity_tables(runs, unit):
+    n = seeds_of(runs)
     base = {v: r for v, r in runs.items() if not v.startswith("finetune")}
     print(f"\nNon-overlapping windows of C {unit}; the last column is ppl(64x) / ppl(1x):\n")
     header("variant", CONTEXTS + ["64x / 1x"])
     for variant, rows in base.items():
         cols = [f"test_ppl@{c}" for c in CONTEXTS]
-        print(f"| {label(variant)} | " + " | ".join(cell(rows, c) for c in cols)
-              + f" | {ratio(rows, cols[-1], cols[0])} |")
+        print(f"| {label(variant)} | " + " | ".join(cell(rows, c, seeds=n) for c in cols)
+              + f" | {ratio(rows, cols[-1], cols[0], n)} |")
 
     long = [c for c in CONTEXTS if c > SLIDING]
-    print(f"\nWindows of C {unit} sliding by {SLIDING} (every {unit[:-1]} scored with at least C - {SLIDING} "
-          "of history); the last column is ppl(64x) / ppl(1x):\n")
+    print(f"\nWindows of C {unit} sliding by {SLIDING} (every {unit[:-1]} after the test text's first C - {SLIDING} "
+          f"scored with at least C - {SLIDING} {unit} of history, the first C - {SLIDING} with their position's); "
+          "the last column is ppl(64x) / ppl(1x):\n")
     header("variant", [CONTEXTS[0]] + long + ["64x / 1x"])
     for variant, rows in base.items():
         cols = [f"test_ppl@{CONTEXTS[0]}"] + [f"test_ppl@{c}/{SLIDING}" for c in long]
-        print(f"| {label(variant)} | " + " | ".join(cell(rows, c) for c in cols)
-              + f" | {ratio(rows, cols[-1], cols[0])} |")
+        print(f"| {label(variant)} | " + " | ".join(cell(rows, c, seeds=n) for c in cols)
+              + f" | {ratio(rows, cols[-1], cols[0], n)} |")
 
     for sinks, title in [(0, "alone"), (4, "with 4 sinks")]:
         tag = f"#w{TRAINED}" + (f"s{sinks}" if sinks else "")
@@ -115,7 +126,7 @@ def perplexity_tables(runs, unit):
         header("variant", CONTEXTS)
         for variant, rows in base.items():
             cols = [f"test_ppl@{CONTEXTS[0]}"] + [f"test_ppl@{c}{tag}" for c in CONTEXTS[1:]]
-            print(f"| {label(variant)} | " + " | ".join(cell(rows, c) for c in cols) + " |")
+            print(f"| {label(variant)} | " + " | ".join(cell(rows, c, seeds=n) for c in cols) + " |")
 
     for variant, rows in base.items():
         if not any(values(rows, f"test_ppl@{c}+{s}") for c in CONTEXTS for s in SCALINGS):
@@ -123,9 +134,9 @@ def perplexity_tables(runs, unit):
         print(f"\n{label(variant)}, trained at {TRAINED}, evaluated with RoPE scaling at factor C / {TRAINED}, "
               "not retrained (non-overlapping):\n")
         header("scaling", CONTEXTS[1:])
-        print("| none | " + " | ".join(cell(rows, f"test_ppl@{c}") for c in CONTEXTS[1:]) + " |")
+        print("| none | " + " | ".join(cell(rows, f"test_ppl@{c}", seeds=n) for c in CONTEXTS[1:]) + " |")
         for s in SCALINGS:
-            print(f"| {s} | " + " | ".join(cell(rows, f"test_ppl@{c}+{s}") for c in CONTEXTS[1:]) + " |")
+            print(f"| {s} | " + " | ".join(cell(rows, f"test_ppl@{c}+{s}", seeds=n) for c in CONTEXTS[1:]) + " |")
 
     tuned = {v: r for v, r in runs.items() if v.startswith("finetune")}
     if tuned:
@@ -134,11 +145,13 @@ def perplexity_tables(runs, unit):
         for variant, rows in tuned.items():
             cols = [(f"test_ppl@{c}", f"test_ppl@{c}/{SLIDING}" if c > SLIDING else None) for c in CONTEXTS]
             print(f"| {label(variant)} | "
-                  + " | ".join(cell(rows, a) + (" / " + cell(rows, b) if b else "") for a, b in cols) + " |")
+                  + " | ".join(cell(rows, a, seeds=n) + (" / " + cell(rows, b, seeds=n) if b else "") for a, b in cols)
+                  + " |")
 
 
 def anchor_table(runs):
     """Measured ratios ppl(k L) / ppl(L) next to the published ones at the nearest multiple."""
+    n = seeds_of(runs)
     by_kind = {kind(v): rows for v, rows in runs.items() if kind(v)}
     print("\nReadings: ppl(k L) / ppl(L), non-overlapping windows, measured here at k = 2, 4, 16, 32 "
           "against Press et al. 2022 (k = 1.98, 4.9, 16.6, 30.3) and Kazemnejad et al. 2023 (k = 2, 4):\n")
@@ -153,7 +166,8 @@ def anchor_table(runs):
 
     for name in ["sinusoidal", "rotary", "t5_bias", "alibi", "none"]:
         rows = by_kind.get(name, [])
-        here = [ratio(rows, f"test_ppl@{TRAINED * k}", f"test_ppl@{TRAINED}") if rows else "-" for k in (2, 4, 16, 32)]
+        here = [ratio(rows, f"test_ppl@{TRAINED * k}", f"test_ppl@{TRAINED}", n) if rows else "-"
+                for k in (2, 4, 16, 32)]
         cells = [here[0], published(PRESS, name, 0), published(KAZEMNEJAD, name, 0),
                  here[1], published(PRESS, name, 1), published(KAZEMNEJAD, name, 1),
                  here[2], published(PRESS, name, 2), here[3], published(PRESS, name, 3)]
@@ -172,36 +186,44 @@ def passkey_tables(here):
     if not runs:
         return
     lengths = sorted({int(k.split("@")[1]) for rows in runs.values() for k in rows[0] if k.startswith("passkey@")})
+    seeds = seeds_of(runs)
     print("\nPasskey accuracy over the five depths (mean ± sd over seeds), by prompt length in bytes:\n")
     header("variant", ["test ppl"] + lengths)
     for variant, rows in runs.items():
-        print(f"| {label(variant)} | {cell(rows, f'test_ppl@{TRAINED}', 3)} | "
-              + " | ".join(cell(rows, f"passkey@{n}") for n in lengths) + " |")
+        print(f"| {label(variant)} | {cell(rows, f'test_ppl@{TRAINED}', 3, seeds)} | "
+              + " | ".join(cell(rows, f"passkey@{n}", seeds=seeds) for n in lengths) + " |")
     counts = {}
     path = os.path.join(here, "passkey", "cells.csv")
     if not os.path.exists(path):
         return
+    failed = {}  # (variant, length, depth) -> seeds whose cell has an error
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
             key = (row["variant"], int(row["length"]), row["depth"])
-            c, n = counts.get(key, (0, 0))
-            counts[key] = (c + int(row["correct"]), n + int(row["documents"]))
-    depths = sorted({k[2] for k in counts}, key=float)
+            if row.get("error"):
+                failed.setdefault(key, set()).add(row["seed"])
+                continue
+            c, n, k = counts.get(key, (0, 0, 0))
+            counts[key] = (c + int(row["correct"]), n + int(row["documents"]), k + 1)
+    depths = sorted({k[2] for k in list(counts) + list(failed)}, key=float)
     for variant in runs:
         cells = {k[1:]: v for k, v in counts.items() if k[0] == variant}
-        if not cells:
+        errors = {k[1:]: v for k, v in failed.items() if k[0] == variant}
+        if not cells and not errors:
             continue
-        print(f"\n{label(variant)}: passkeys retrieved over the seeds, accuracy [Wilson 95%] (correct/documents):\n")
+        print(f"\n{label(variant)}: passkeys retrieved over the seeds, accuracy [Wilson 95%] (correct/documents; "
+              "every seed is asked the same documents of a cell, so the interval counts a document once per seed "
+              "and is narrower than one over as many distinct documents; n/a: the model cannot take the length):\n")
         header("length", [f"depth {d}" for d in depths])
         for n in lengths:
             out = []
             for d in depths:
                 if (n, d) not in cells:
-                    out.append("-")
+                    out.append("n/a" if (n, d) in errors else "-")
                     continue
-                c, total = cells[(n, d)]
+                c, total, k = cells[(n, d)]
                 low, high = wilson(c, total)
-                out.append(f"{c / total:.2f} [{low:.2f}, {high:.2f}] ({c}/{total})")
+                out.append(f"{c / total:.2f} [{low:.2f}, {high:.2f}] ({c}/{total})" + seeds_mark(k, seeds))
             print(f"| {n} | " + " | ".join(out) + " |")
 
 
@@ -221,14 +243,17 @@ def collect(results_path, out_path):
             continue
         with open(table, newline="") as f:
             for r in csv.DictReader(f):
-                if r["error"]:
-                    sys.exit(f"{table}: length {r['length']} depth {r['depth']} failed: {r['error']}")
-                rows.append([run["variant"], run["seed"], r["length"], r["depth"], r["documents"], r["correct"]])
+                if r["error"] and run.get(f"passkey@{r['length']}", "") not in ("", "nan"):
+                    sys.exit(f"{table}: length {r['length']} depth {r['depth']} failed: {r['error']} (while "
+                             f"{results_path} gives passkey@{r['length']} = {run[f'passkey@' + r['length']]} for "
+                             f"{run['variant']} seed {run['seed']} over the other depths: evaluate it again)")
+                rows.append([run["variant"], run["seed"], r["length"], r["depth"], r["documents"], r["correct"],
+                             r["error"]])
     if missing:
         sys.exit(f"{results_path}: {missing} runs have no passkey.csv; nothing written")
     with open(out_path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["variant", "seed", "length", "depth", "documents", "correct"])
+        w.writerow(["variant", "seed", "length", "depth", "documents", "correct", "error"])
         w.writerows(rows)
     print(f"wrote {out_path}: {len(rows)} cells")
 
