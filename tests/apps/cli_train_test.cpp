@@ -29,6 +29,25 @@ TEST(Cli, SigtermDuringTrainingSavesAndExitsCleanly) {
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/loss.svg"));  // drawn once training reaches its end
   auto r = run("translate --run " + run_dir + " --checkpoint last --input " + data);
   EXPECT_EQ(r.code, 0) << r.output;
+  // validating every update: the update the stop follows is validated before the stop, so
+  // that the resumed run misses no validation
+  const auto validated = (root / "validated").string();
+  const std::string again = cli + " train " + ROPELAB_SOURCE_DIR +
+                            "/experiments/demo_tiny.yaml --set data.train=" + data + " --set data.valid=" + data +
+                            " --set train.steps=1000000 --set train.log_every=1 --set train.valid_every=1 --threads 1 "
+                            "-o " +
+                            validated + " > " + validated + ".log 2>&1 & pid=$!; for i in $(seq 100); do " +
+                            "grep -q 'step 2/' " + validated + ".log 2>/dev/null && break; sleep 0.1; done; " +
+                            "kill -TERM $pid; wait $pid";
+  std::ofstream(script_path) << again << "\n";
+  EXPECT_EQ(WEXITSTATUS(std::system(("bash " + script_path).c_str())), 0);
+  const auto log = read_text(validated + ".log");
+  const auto at = log.find("stopping on SIGTERM after step ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const auto step = std::stol(log.substr(at + std::string("stopping on SIGTERM after step ").size()));
+  EXPECT_NE(read_text(validated + "/metrics.jsonl").find("{\"event\":\"valid\",\"step\":" + std::to_string(step) + ","),
+            std::string::npos)
+      << "no validation of step " << step;
   std::filesystem::remove_all(root);
 }
 

@@ -383,6 +383,31 @@ TEST_F(Training, AMetricsLineThatFailsKeepsTheUpdates) {
   EXPECT_EQ(progress_of(both, "checkpoint_last.pt").step, 4);
 }
 
+// A run that stopped early (train.patience validations without improvement; here lr 1e-30, so
+// none improves after the first) is finished: training it again takes no update more.
+TEST_F(Training, AnEarlyStoppedRunStaysStopped) {
+  const auto data = write("pairs.tsv", "the cat\tel gato\nthe dog\tel perro\n");
+  const auto config =
+      load_config({{},
+                   {"data.train=" + data, "data.valid=" + data, "tokenizer.type=word", "model.d_model=16",
+                    "model.heads=2", "model.d_ff=16", "model.encoder_layers=1", "model.decoder_layers=1",
+                    "train.max_tokens=12", "train.steps=50", "train.log_every=1", "train.valid_every=1",
+                    "train.patience=2", "train.threads=1", "train.lr_schedule=constant", "train.lr=1e-30"}});
+  const auto run = (dir_ / "run").string();
+  auto step_of_last = [&] {
+    auto loaded = open_run(run, "last", torch::kCPU, yaml_config_files());
+    Progress p;
+    load_checkpoint(run + "/checkpoint_last.pt", loaded.model->module(), nullptr, &p);
+    return p.step;
+  };
+  train(config, yaml_config_files(), run, false);
+  ASSERT_EQ(step_of_last(), 3);  // validations 2 and 3 did not improve on 1
+  train(config, yaml_config_files(), run, true);
+  EXPECT_EQ(step_of_last(), 3);
+  EXPECT_TRUE(std::filesystem::exists(run + "/trained"));
+  EXPECT_EQ(step_losses(run).size(), 3u);  // no update logged after the stop
+}
+
 // Performer features: validation and the saved checkpoint use the features the last update
 // trained with. With redraw_every equal to the number of updates, no update ever sees a
 // new draw, so the run equals one that never redraws; a redraw inside the run is kept

@@ -300,6 +300,11 @@ Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::stri
     const auto from = paths_.resume_from();
     load_checkpoint(from, module, optimizer_.get(), &progress_);
     *log_ << "resume: " << from << " at step " << progress_.step << std::endl;
+    // a run that stopped early stays stopped (unless train.patience has been raised since)
+    stop_ = t_.patience() > 0 && progress_.bad_validations >= t_.patience();
+    if (stop_)
+      *log_ << "early stop: the run stopped at step " << progress_.step << " after " << progress_.bad_validations
+            << " validations without improvement (train.patience=" << t_.patience() << ")" << std::endl;
   }
   int64_t parameters = 0;
   for (const auto& p : module.parameters()) parameters += p.numel();
@@ -415,7 +420,14 @@ bool Trainer::step(const std::vector<std::vector<size_t>>& plan, const StopSigna
                                   : "another rank's signal")
           << " after step " << progress_.step << ": saving " << paths_.last << " (resume with --resume)" << std::endl;
     next_epoch_if_done(plan);
-    if (writer_) save_checkpoint(paths_.last, module, optimizer_.get(), progress_);
+    // an update that is due its validation has it before the stop, so that a resumed run
+    // misses none (its best checkpoint, numbered copy, early-stopping count)
+    if (t_.valid_every() > 0 && progress_.step % t_.valid_every() == 0) {
+      validate();
+      checkpoint();
+    } else if (writer_) {
+      save_checkpoint(paths_.last, module, optimizer_.get(), progress_);
+    }
     return false;
   }
   if (t_.valid_every() > 0 && progress_.step % t_.valid_every() == 0) {
