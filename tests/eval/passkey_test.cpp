@@ -2,7 +2,9 @@
 // answers read back from continuations, and the Wilson intervals of the accuracy.
 #include "ropelab/eval/passkey.h"
 
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
@@ -207,4 +209,30 @@ TEST_F(PasskeyPartial, CellsComeBackToTheEvaluationThatWroteThem) {
   EXPECT_EQ(error_of([&] { read_passkey_partial((dir_ / "head.jsonl").string(), "k", grid); }),
             (dir_ / "head.jsonl").string() +
                 " line 1: not {\"evaluation\": ...} (remove the file to score every cell again)");
+}
+
+// passkey.json: a length with a depth that could not be evaluated has no accuracy (it would
+// be over the other depths alone); its counts keep what was scored.
+TEST_F(PasskeyPartial, ALengthWithAFailedDepthHasNoAccuracy) {
+  auto cell = [](int64_t length, double depth, int64_t correct, const std::string& error) {
+    PasskeyCell c;
+    c.length = length, c.depth = depth, c.error = error;
+    c.documents = error.empty() ? 10 : 0;
+    c.correct = correct;
+    return c;
+  };
+  const auto path = (dir_ / "passkey.json").string();
+  write_passkey_summary(
+      path, {cell(100, 0, 3, ""), cell(100, 1, 5, ""), cell(200, 0, 7, ""), cell(200, 1, 0, "out of memory"),
+             cell(300, 0, 0, "beyond the table"), cell(300, 1, 0, "beyond the table")});
+  std::ifstream in(path);
+  const auto json = nlohmann::json::parse(in);
+  EXPECT_DOUBLE_EQ(json.at("accuracy@100").get<double>(), 0.4);
+  EXPECT_TRUE(json.at("ci95@100").is_array());
+  EXPECT_TRUE(json.at("accuracy@200").is_null()) << json;
+  EXPECT_TRUE(json.at("ci95@200").is_null()) << json;
+  EXPECT_EQ(json.at("correct@200").get<int64_t>(), 7);
+  EXPECT_EQ(json.at("documents@200").get<int64_t>(), 10);
+  EXPECT_TRUE(json.at("accuracy@300").is_null());
+  EXPECT_DOUBLE_EQ(json.at("accuracy").get<double>(), 15.0 / 30.0);  // over every evaluated cell
 }

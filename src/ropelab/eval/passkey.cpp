@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -132,10 +133,14 @@ std::string format_passkey_cells(const std::vector<PasskeyCell>& cells) {
 
 void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells) {
   std::map<int64_t, std::pair<int64_t, int64_t>> by_length;  // length -> (correct, documents)
+  std::set<int64_t> failed;                                  // lengths with a cell that has an error
   int64_t correct = 0, documents = 0;
   for (const auto& c : cells) {
     auto& [length_correct, length_documents] = by_length[c.length];
-    if (!c.error.empty()) continue;
+    if (!c.error.empty()) {
+      failed.insert(c.length);
+      continue;
+    }
     length_correct += c.correct, length_documents += c.documents;
     correct += c.correct, documents += c.documents;
   }
@@ -148,11 +153,15 @@ void write_passkey_summary(const std::string& path, const std::vector<PasskeyCel
     return nlohmann::json::array({ci.low, ci.high});
   };
   nlohmann::ordered_json json = {{"accuracy", accuracy(correct, documents)}};
+  // a length with a failed depth has no accuracy: over its other depths it would be
+  // another measure than its neighbours' (the counts below keep what was scored)
   for (const auto& [length, counts] : by_length)
-    json["accuracy@" + std::to_string(length)] = accuracy(counts.first, counts.second);
+    json["accuracy@" + std::to_string(length)] =
+        failed.count(length) ? nlohmann::json() : accuracy(counts.first, counts.second);
   json["ci95"] = interval(correct, documents);
   for (const auto& [length, counts] : by_length)
-    json["ci95@" + std::to_string(length)] = interval(counts.first, counts.second);
+    json["ci95@" + std::to_string(length)] =
+        failed.count(length) ? nlohmann::json() : interval(counts.first, counts.second);
   // the counts, which pool over runs (an ablation's seeds) as accuracies cannot
   for (const auto& [length, counts] : by_length) {
     json["correct@" + std::to_string(length)] = counts.first;
