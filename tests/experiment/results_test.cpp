@@ -2,6 +2,8 @@
 #include "ropelab/experiment/results.h"
 
 #include <filesystem>
+#include <limits>
+#include <map>
 
 #include "../test_util.h"
 #include "ropelab/config/config.h"
@@ -73,6 +75,28 @@ TEST_F(Results, DeviceIsWhereTheRunTrained) {
   // One device throughout: no such note.
   write_results({cpu, other});
   EXPECT_EQ(testing::read_text(out / "results.md").find("more than one device"), std::string::npos);
+}
+
+// A value that is not finite (an evaluation that failed) is left out of its variant's mean,
+// and the cell says over how many runs it is; a column no run of the variant has a number
+// for reads n/a, one it was never asked is "-".
+TEST_F(Results, AFailedValueIsLeftOutAndCounted) {
+  auto run = [](const std::string& variant, int64_t seed, std::map<std::string, double> metrics) {
+    RunResult r;
+    r.variant = variant, r.seed = seed, r.run = "runs/" + variant + ".seed" + std::to_string(seed), r.device = "cpu";
+    r.metrics = std::move(metrics);
+    return r;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto out = write_results({run("a", 1, {{"test_ppl@128", 2.0}, {"test_ppl@256", 3.0}}),
+                                  run("a", 2, {{"test_ppl@128", 4.0}, {"test_ppl@256", nan}}),
+                                  run("b", 1, {{"test_ppl@128", 5.0}, {"test_ppl@256", nan}}),
+                                  run("c", 1, {{"test_ppl@128", 6.0}})});
+  const auto md = testing::read_text(out / "results.md");
+  EXPECT_NE(md.find("| a | 2 | cpu | 3.000 ± 1.414 | 3.000 (n=1) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| b | 1 | cpu | 5.000 | n/a |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| c | 1 | cpu | 6.000 | - |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("nan"), std::string::npos) << md;
 }
 
 // Passkey retrieval pools its counts over seeds: a run's passkey.json gives correct@L and

@@ -276,11 +276,12 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
       if (r.variant == variant) runs.push_back(&r);
     md << "| " << variant << " | " << runs.size() << " | " << devices_cell(runs) << " |";
     for (const auto& m : metrics) {
-      std::vector<double> values;  // the runs that have this column
-      for (auto* r : runs)
-        if (r->metrics.count(m)) values.push_back(r->metrics.at(m));
+      // the finite values of the runs that have this column; a value that is not one (an
+      // evaluation that failed) is left out and the cell says over how many runs it is
+      const auto values = seed_stats::finite_values(results, variant, m);
+      const bool asked = std::any_of(runs.begin(), runs.end(), [&](const RunResult* r) { return r->metrics.count(m); });
       if (values.empty()) {
-        md << " - |";
+        md << (asked ? " n/a |" : " - |");
         continue;
       }
       const auto spread = mean_sd(values);
@@ -289,7 +290,8 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
         std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f" : " %.3f ± %.3f", spread.mean, spread.sd);
       else  // one seed: no spread to report
         std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f" : " %.3f", spread.mean);
-      md << cell << (pooled_significant(variant, m) ? " * |" : " |");
+      md << cell << (values.size() < runs.size() ? " (n=" + std::to_string(values.size()) + ")" : std::string())
+         << (pooled_significant(variant, m) ? " * |" : " |");
     }
     md << "\n";
     Series s;  // mean validation loss per step over the seeds that have it, ± their sample sd
