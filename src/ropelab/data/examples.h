@@ -49,8 +49,10 @@ std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Toke
 /// Sliding-window evaluation (Press et al. 2022): windows of `context` input tokens
 /// starting every `stride` tokens of the same stream; the first window scores all its
 /// predictions, every later one only its last `stride` (score_from = context - stride), so
-/// every token after the first is scored exactly once, with at least context - stride
-/// tokens of history. stride = context gives lm_chunks' windows. 0 < stride <= context.
+/// every token after the first is scored exactly once, and every token from the
+/// (context - stride)-th of the stream on with at least context - stride tokens of history
+/// (the first window's first context - stride tokens with fewer). stride = context gives
+/// lm_chunks' windows. 0 < stride <= context.
 std::vector<Example> lm_windows(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
                                 int64_t stride, int64_t* empty = nullptr, int64_t max_tokens = 0);
 

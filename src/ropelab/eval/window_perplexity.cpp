@@ -43,7 +43,8 @@ EvalReport window_perplexity(const Task& task, const TaskModel& model, const Tok
   s << "perplexity = " << perplexity << " (" << std::log2(perplexity) << " bits/token; " << tokens << " tokens in "
     << windows.size() << " windows of " << context;
   if (stride < context)
-    s << ", sliding by " << stride << ": each token with at least " << context - stride << " tokens of history";
+    s << ", sliding by " << stride << ": each token after the first " << context - stride << " with at least "
+      << context - stride << " tokens of history";
   s << ")";
   report.summary = s.str();
   report.item_columns = {"nll", "tokens"};  // per window, for paired tests between runs
