@@ -110,6 +110,13 @@ TEST_F(Ownership, RunStates) {
   EXPECT_EQ(run_state((dir_ / "half").string()), RunState::unfinished);
   make_run(dir_ / "done", true);
   EXPECT_EQ(run_state((dir_ / "done").string()), RunState::trained);
+  // a run record (scripts/run_records.sh): finished, its checkpoints left out
+  make_run(dir_ / "record", false);
+  std::ofstream(dir_ / "record" / "trained") << "step 2000\n";
+  EXPECT_EQ(run_state((dir_ / "record").string()), RunState::record);
+  make_run(dir_ / "evaluated", false);
+  std::ofstream(dir_ / "evaluated" / "ablation.done") << "";
+  EXPECT_EQ(run_state((dir_ / "evaluated").string()), RunState::record);
 }
 
 // What `train -o DIR` does, for every request and state.
@@ -149,6 +156,25 @@ TEST_F(Ownership, PlansForEveryRequestAndState) {
   EXPECT_EQ(p.moved_to.rfind(done + ".old-", 0), 0u) << p.moved_to;
   EXPECT_FALSE(std::filesystem::exists(done));
   EXPECT_TRUE(std::filesystem::exists(p.moved_to + "/checkpoint_last.pt"));  // kept, not deleted
+
+  // a run record is refused but for --overwrite, which moves it aside
+  const auto record = (dir_ / "record").string();
+  make_run(record, false);
+  std::ofstream(record + "/trained") << "step 2000\n";
+  for (const auto request : {RunRequest::start, RunRequest::resume})
+    for (const bool same : {true, false}) {
+      try {
+        plan_run(record, request, same);
+        ADD_FAILURE() << "a run record was trained into";
+      } catch (const RunDirRefused& e) {
+        EXPECT_EQ(std::string(e.what()), record +
+                                             ": a finished run without its checkpoints (a run record): nothing to "
+                                             "continue; train it again with --overwrite (the record is moved to " +
+                                             record + ".old-TIMESTAMP), or choose another -o");
+      }
+    }
+  p = plan_run(record, RunRequest::overwrite, false);
+  EXPECT_TRUE(std::filesystem::exists(p.moved_to + "/trained"));
 }
 
 // Two moves in one second take two names.

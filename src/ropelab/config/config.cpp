@@ -378,7 +378,8 @@ const SavedRunDefault kSavedRunDefaults[] = {
 // with; any other file is left as written.
 void fill_saved_run_defaults(const std::string& file, const YAML::Node& root) {
   const auto path = fs::path(file);
-  if (path.filename() != "config.yaml" || run_state(path.parent_path().string()) != RunState::trained) return;
+  const auto state = path.filename() == "config.yaml" ? run_state(path.parent_path().string()) : RunState::none;
+  if (state != RunState::trained && state != RunState::record) return;
   for (const char* stack : {"model.encoder_position", "model.decoder_position"}) {
     const auto position = yaml_merge::find_key(root, stack);
     for (const auto& saved : kSavedRunDefaults) {

@@ -11,6 +11,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ropelab/run/ablation_layout.h"
+#include "ropelab/run/run.h"
+
 namespace ropelab {
 
 namespace fs = std::filesystem;
@@ -90,6 +93,7 @@ RunState run_state(const std::string& dir) {
     const auto name = entry.path().filename().string();
     if (name.rfind("checkpoint_", 0) == 0 && entry.path().extension() == ".pt") return RunState::trained;
   }
+  if (fs::exists(RunPaths(dir).trained, ec) || fs::exists(AblationLayout::done(dir), ec)) return RunState::record;
   return RunState::unfinished;
 }
 
@@ -114,6 +118,12 @@ std::string move_run_aside(const std::string& dir, const std::string& suffix) {
 
 RunPlan plan_run(const std::string& dir, RunRequest request, bool same_config) {
   const auto state = run_state(dir);
+  // its evaluations are a finished run's results: training into it would mix two runs
+  if (state == RunState::record && request != RunRequest::overwrite)
+    throw RunDirRefused(dir +
+                        ": a finished run without its checkpoints (a run record): nothing to continue; train it "
+                        "again with --overwrite (the record is moved to " +
+                        dir + ".old-TIMESTAMP), or choose another -o");
   RunPlan plan;
   switch (request) {
     case RunRequest::resume:

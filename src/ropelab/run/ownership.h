@@ -49,6 +49,7 @@ enum class RunState {
   none,        // no config.yaml: nothing of a run (or a directory that is not one)
   unfinished,  // a config but no checkpoint: a run stopped before its first save
   trained,     // at least one checkpoint
+  record,      // finished (RUN/trained or ablation.done) without its checkpoints: a packed run record
 };
 RunState run_state(const std::string& dir);
 
