@@ -303,6 +303,11 @@ TEST_F(Training, ResumeContinuesBitForBit) {
   train(config_for(4), yaml_config_files(), resumed, false);
   train(config_for(9), yaml_config_files(), resumed, true);
   const auto a = step_losses(straight), b = step_losses(resumed);
+  // config.yaml holds the config the run went on with (train.steps 9); the one it trained
+  // with up to step 4 is kept beside it
+  EXPECT_NE(file_bytes(resumed + "/config.yaml").find("steps: 9\n"), std::string::npos);
+  EXPECT_NE(file_bytes(resumed + "/config.step4.yaml").find("steps: 4\n"), std::string::npos);
+  EXPECT_EQ(file_bytes(resumed + "/config.yaml"), file_bytes(straight + "/config.yaml"));
   ASSERT_EQ(a.size(), 9u);
   ASSERT_EQ(b.size(), 9u);
   EXPECT_EQ(a, b);
@@ -405,7 +410,8 @@ TEST_F(Training, AnEarlyStoppedRunStaysStopped) {
   train(config, yaml_config_files(), run, true);
   EXPECT_EQ(step_of_last(), 3);
   EXPECT_TRUE(std::filesystem::exists(run + "/trained"));
-  EXPECT_EQ(step_losses(run).size(), 3u);  // no update logged after the stop
+  EXPECT_EQ(step_losses(run).size(), 3u);                             // no update logged after the stop
+  EXPECT_FALSE(std::filesystem::exists(run + "/config.step3.yaml"));  // the same config: nothing to keep
 }
 
 // Performer features: validation and the saved checkpoint use the features the last update

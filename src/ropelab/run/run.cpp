@@ -73,6 +73,10 @@ std::string RunPaths::checkpoint(const std::string& which) const {
 
 std::string RunPaths::resume_from() const { return !fs::exists(last) && fs::exists(best) ? best : last; }
 
+std::string RunPaths::config_until(int64_t step) const {
+  return (fs::path(dir) / ("config.step" + std::to_string(step) + ".yaml")).string();
+}
+
 std::string RunPaths::numbered(int64_t step) const {
   return (fs::path(dir) / ("checkpoint_" + std::to_string(step) + ".pt")).string();
 }

@@ -31,6 +31,9 @@ struct RunPaths {
   /// The checkpoint --resume continues from: `last`, or `best` where a run stopped after a
   /// validation saved it and before `last` was written (absent: `last`, for the error).
   std::string resume_from() const;
+  /// RUN/config.stepSTEP.yaml: the config a run trained with up to STEP, kept when a resume
+  /// at STEP changed it (--set); config.yaml is the one it goes on with.
+  std::string config_until(int64_t step) const;
   /// RUN/checkpoint_STEP.pt, kept for the newest train.keep_checkpoints validations.
   std::string numbered(int64_t step) const;
   /// The numbered checkpoints present, oldest first.

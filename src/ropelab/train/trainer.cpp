@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <thread>
 
@@ -300,6 +302,21 @@ Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::stri
     const auto from = paths_.resume_from();
     load_checkpoint(from, module, optimizer_.get(), &progress_);
     *log_ << "resume: " << from << " at step " << progress_.step << std::endl;
+    // config.yaml says what the run goes on with: a config the resume changed (--set) is
+    // written there, the one before kept as config.stepN.yaml (the first of a step, which
+    // is the one that trained up to it)
+    if (writer_) {
+      std::ifstream in(paths_.config, std::ios::binary);
+      const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const auto now = files.write(config);
+      if (before != now) {
+        const auto until = paths_.config_until(progress_.step);
+        if (!fs::exists(until)) write_file_atomically(until, before, "config");
+        write_file_atomically(paths_.config, now, "config");
+        *log_ << "resume: the config changed: " << paths_.config << " holds it now, " << until
+              << " the one the run trained with up to step " << progress_.step << std::endl;
+      }
+    }
     // a run that stopped early stays stopped (unless train.patience has been raised since)
     stop_ = t_.patience() > 0 && progress_.bad_validations >= t_.patience();
     if (stop_)
