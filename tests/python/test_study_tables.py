@@ -152,6 +152,23 @@ class Tables(unittest.TestCase):
         self.assertIn("| 1024 | 0.50 [0.30, 0.70] (10/20) |", lines)
         self.assertIn("| 2048 | n/a |", lines)
 
+    def test_a_pooled_table_of_other_runs_than_the_mean_table_stops_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            here = pathlib.Path(d)
+            write_csv(here / "results.csv", ["variant", "seed", "run", "test_ppl@512"],
+                      [["model.position={type: rotary}", 1, "runs/a.seed1", 2.0]])
+            write_csv(here / "passkey" / "results.csv", ["variant", "seed", "run", "test_ppl@512", "passkey@1024"],
+                      [["model.position={type: rotary}", 1, "runs/a.seed1", 2.0, 0.7],
+                       ["model.position={type: rotary}", 2, "runs/a.seed2", 4.0, 0.3]])
+            # collected before seed 2 finished
+            write_csv(here / "passkey" / "cells.csv",
+                      ["variant", "seed", "length", "depth", "documents", "correct", "error"],
+                      [["model.position={type: rotary}", 1, 1024, 0.5, 10, 7, ""]])
+            done = run(here)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("cells.csv: holds 1 runs where", done.stderr)
+        self.assertIn("has 2 (1 not collected, 0 not in it): run --collect again", done.stderr)
+
     def test_the_readings_take_an_encoder_not_a_fine_tune_of_the_same_type_name(self):
         with tempfile.TemporaryDirectory() as d:
             here = pathlib.Path(d)

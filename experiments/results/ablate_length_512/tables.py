@@ -198,13 +198,21 @@ def passkey_tables(here):
         return
     failed = {}  # (variant, length, depth) -> seeds whose cell has an error
     with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            key = (row["variant"], int(row["length"]), row["depth"])
-            if row.get("error"):
-                failed.setdefault(key, set()).add(row["seed"])
-                continue
-            c, n, k = counts.get(key, (0, 0, 0))
-            counts[key] = (c + int(row["correct"]), n + int(row["documents"]), k + 1)
+        collected = list(csv.DictReader(f))
+    # the pooled table and the mean table above must speak of the same runs
+    runs_here = {(v, r["seed"]) for v, rows in runs.items() for r in rows}
+    runs_collected = {(r["variant"], r["seed"]) for r in collected}
+    if runs_here != runs_collected:
+        sys.exit(f"{path}: holds {len(runs_collected)} runs where {os.path.join(here, 'passkey', 'results.csv')} "
+                 f"has {len(runs_here)} ({len(runs_here - runs_collected)} not collected, "
+                 f"{len(runs_collected - runs_here)} not in it): run --collect again")
+    for row in collected:
+        key = (row["variant"], int(row["length"]), row["depth"])
+        if row.get("error"):
+            failed.setdefault(key, set()).add(row["seed"])
+            continue
+        c, n, k = counts.get(key, (0, 0, 0))
+        counts[key] = (c + int(row["correct"]), n + int(row["documents"]), k + 1)
     depths = sorted({k[2] for k in list(counts) + list(failed)}, key=float)
     for variant in runs:
         cells = {k[1:]: v for k, v in counts.items() if k[0] == variant}
