@@ -250,5 +250,19 @@ TEST(Cli, InitFromStartsANewRunFromAnotherRunsParameters) {
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.output.find("--resume continues a run; --init-from starts a new one from another"), std::string::npos)
       << r.output;
+  // refused before anything moves: a source in the directory the fine-tune trains into
+  // (--overwrite would move the source aside first)
+  for (const auto& source : {first, first + "/checkpoint_best.pt"})
+    for (const std::string request : {"", " --overwrite"}) {
+      r = run("train --init-from " + source + " --set train.steps=1 --threads 1 -o " + first + "/" + request);
+      EXPECT_NE(r.code, 0) << r.output;
+      EXPECT_NE(r.output.find("train.init_from: " + source + " is in the run directory -o " + first +
+                              "/ trains into; fine-tune into another directory (-o)"),
+                std::string::npos)
+          << r.output;
+      EXPECT_TRUE(std::filesystem::exists(first + "/checkpoint_best.pt")) << source << request;
+    }
+  for (const auto& entry : std::filesystem::directory_iterator(root))
+    EXPECT_EQ(entry.path().string().find(".old-"), std::string::npos) << entry.path();
   std::filesystem::remove_all(root);
 }

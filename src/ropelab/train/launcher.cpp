@@ -36,6 +36,22 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+/// Refuses a fine-tune (train.init_from) whose source is the run directory it trains into,
+/// or a file inside it: the run would start by moving its own parameters aside
+/// (--overwrite) or be taken for a run to continue.
+void refuse_init_from_itself(const std::string& init_from, const std::string& run_dir) {
+  if (init_from.empty()) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto dir = fs::weakly_canonical(run_dir, ec);
+  auto source = fs::weakly_canonical(init_from, ec);
+  if (ec || dir.empty()) return;
+  for (; !source.empty() && source != source.root_path(); source = source.parent_path())
+    if (source == dir)
+      throw ConfigError("train.init_from: " + init_from + " is in the run directory -o " + run_dir +
+                        " trains into; fine-tune into another directory (-o)");
+}
+
 }  // namespace
 
 bool run_train_command(const TrainInvocation& in, const std::function<Config()>& load, const ConfigFiles& files) {
@@ -61,8 +77,10 @@ bool run_train_command(const TrainInvocation& in, const std::function<Config()>&
     const bool may_continue = !rank;
     if (request == RunRequest::resume) plan = plan_run(in.run_dir, request, false);
     config = load();
-    if (request != RunRequest::resume)
+    if (request != RunRequest::resume) {
+      refuse_init_from_itself(config->train.init_from(), in.run_dir);
       plan = plan_run(in.run_dir, request, may_continue && run_started_with(in.run_dir, *config, files));
+    }
     if (!plan.moved_to.empty()) lock = RunLock::acquire(in.run_dir, holder);
     if (!plan.message.empty()) std::cout << plan.message << std::endl;
   }
