@@ -208,7 +208,7 @@ class SentencePieceTokenizer : public Tokenizer {
 
   void save(const std::string& path) const override {
     const fs::path target(path);
-    if (fs::path(path_) != target) fs::copy_file(path_, target, fs::copy_options::overwrite_existing);
+    if (fs::path(path_) != target) copy_file_atomically(path_, path, "tokenizer model");
   }
 
  private:

@@ -99,14 +99,7 @@ std::vector<std::string> RunPaths::numbered_checkpoints() const {
 void RunPaths::keep_numbered(int64_t step, int64_t keep) const {
   if (keep <= 0) return;
   const auto target = numbered(step);
-  require_space(dir, fs::file_size(last), target);
-  std::error_code ec;
-  fs::copy_file(last, target + ".tmp", fs::copy_options::overwrite_existing, ec);
-  if (!ec) fs::rename(target + ".tmp", target, ec);
-  if (ec) {
-    fs::remove(target + ".tmp", ec);
-    throw std::runtime_error(target + ": cannot copy the last checkpoint (disk full?): " + ec.message());
-  }
+  copy_file_atomically(last, target, "a copy of the last checkpoint");
   auto all = numbered_checkpoints();
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i]);
 }

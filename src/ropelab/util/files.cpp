@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <vector>
 
 namespace ropelab {
 
@@ -74,22 +76,39 @@ void require_space(const std::string& dir, uint64_t bytes, const std::string& wh
                              human_bytes(limit.rlim_cur) + " (ulimit -f); nothing was written");
 }
 
-void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what) {
+namespace {
+
+/// write(2) of all `size` bytes, retried when interrupted: 0, or the errno of the failure.
+int write_all(int fd, const char* data, size_t size) {
+  for (const char* p = data; p < data + size;) {
+    const ssize_t w = ::write(fd, p, static_cast<size_t>(data + size - p));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return errno;
+    p += w;
+  }
+  return 0;
+}
+
+/// What write_file_atomically and copy_file_atomically share: the space checked, PATH.tmp
+/// filled by `fill` (which returns 0 or the errno of a failed write, and may throw), fsynced,
+/// renamed over PATH, the directory fsynced. On any failure PATH.tmp is removed and PATH is
+/// untouched.
+void replace_atomically(const std::string& path, uint64_t bytes, const std::string& what,
+                        const std::function<int(int)>& fill) {
   const auto parent = std::filesystem::path(path).parent_path();
   const auto dir = parent.empty() ? std::string(".") : parent.string();
-  require_space(dir, bytes.size(), path);
+  require_space(dir, bytes, path);
   const DirectoryTurn turn(dir);
   const auto tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(path + ": cannot write " + what + ": " + std::strerror(errno));
   int error = 0;
-  for (const char* p = bytes.data(); p < bytes.data() + bytes.size() && error == 0;) {
-    const ssize_t w = ::write(fd, p, static_cast<size_t>(bytes.data() + bytes.size() - p));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0)
-      error = errno;
-    else
-      p += w;
+  try {
+    error = fill(fd);
+  } catch (...) {
+    ::close(fd);
+    std::remove(tmp.c_str());
+    throw;
   }
   if (error == 0 && ::fsync(fd) != 0) error = errno;
   if (::close(fd) != 0 && error == 0) error = errno;
@@ -104,6 +123,41 @@ void write_file_atomically(const std::string& path, const std::string& bytes, co
     throw std::runtime_error(path + ": cannot rename " + what + " into place: " + ec.message());
   }
   fsync_path(dir);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what) {
+  replace_atomically(path, bytes.size(), what, [&](int fd) { return write_all(fd, bytes.data(), bytes.size()); });
+}
+
+void copy_file_atomically(const std::string& from, const std::string& path, const std::string& what) {
+  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) throw std::runtime_error(from + ": cannot read (" + std::strerror(errno) + ")");
+  struct stat info {};
+  if (::fstat(in, &info) != 0) {
+    const int error = errno;
+    ::close(in);
+    throw std::runtime_error(from + ": cannot read (" + std::strerror(error) + ")");
+  }
+  auto copy = [&](int out) {
+    std::vector<char> buffer(1 << 20);
+    for (;;) {
+      const ssize_t n = ::read(in, buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0)
+        throw std::runtime_error(from + ": cannot read (" + std::strerror(errno) + "); " + path + " untouched");
+      if (n == 0) return 0;
+      if (const int error = write_all(out, buffer.data(), static_cast<size_t>(n))) return error;
+    }
+  };
+  try {
+    replace_atomically(path, static_cast<uint64_t>(info.st_size), what, copy);
+  } catch (...) {
+    ::close(in);
+    throw;
+  }
+  ::close(in);
 }
 
 std::string file_fingerprint(const std::string& path) {

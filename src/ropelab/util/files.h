@@ -20,6 +20,12 @@ void require_space(const std::string& dir, uint64_t bytes, const std::string& wh
 /// names PATH and `what`: "PATH: cannot write WHAT (disk full?): REASON".
 void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what);
 
+/// FROM's bytes to PATH as write_file_atomically writes them (space, PATH.tmp fsynced,
+/// rename, directory fsynced; PATH untouched on an error, with the same messages), read in
+/// blocks rather than held in memory: a checkpoint's numbered copy, a tokenizer model. A
+/// FROM that cannot be read throws "FROM: cannot read (REASON)".
+void copy_file_atomically(const std::string& from, const std::string& path, const std::string& what);
+
 /// The 64-bit FNV-1a hash of the file's bytes (Fowler, Noll and Vo), as 16 hex digits: what
 /// tells two versions of a file apart (a checkpoint saved again). Throws naming PATH when it
 /// cannot be read.
