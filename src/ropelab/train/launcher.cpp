@@ -42,14 +42,13 @@ int free_port() {
 void refuse_init_from_itself(const std::string& init_from, const std::string& run_dir) {
   if (init_from.empty()) return;
   namespace fs = std::filesystem;
-  std::error_code ec;
-  const auto dir = fs::weakly_canonical(run_dir, ec);
-  auto source = fs::weakly_canonical(init_from, ec);
-  if (ec || dir.empty()) return;
-  for (; !source.empty() && source != source.root_path(); source = source.parent_path())
-    if (source == dir)
-      throw ConfigError("train.init_from: " + init_from + " is in the run directory -o " + run_dir +
-                        " trains into; fine-tune into another directory (-o)");
+  std::error_code source_error, dir_error;
+  const auto source = fs::weakly_canonical(init_from, source_error), dir = fs::weakly_canonical(run_dir, dir_error);
+  if (source_error || dir_error) return;                 // the training that follows names what it cannot read
+  const auto relative = source.lexically_relative(dir);  // ".", "a/b" inside; "../x" outside
+  if (!relative.empty() && *relative.begin() != "..")
+    throw ConfigError("train.init_from: " + init_from + " is in the run directory -o " + run_dir +
+                      " trains into; fine-tune into another directory (-o)");
 }
 
 }  // namespace

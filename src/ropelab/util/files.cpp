@@ -59,24 +59,20 @@ class DirectoryTurn {
   int fd_;
 };
 
-}  // namespace
-
-void require_space(const std::string& dir, uint64_t bytes, const std::string& what) {
-  struct statvfs fs_info {};
-  if (::statvfs(dir.c_str(), &fs_info) == 0) {
-    const uint64_t free_bytes = static_cast<uint64_t>(fs_info.f_bavail) * fs_info.f_frsize;
-    if (bytes > free_bytes)
-      throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but " + dir + " has " +
-                               human_bytes(free_bytes) + " free; nothing was written");
+/// A file opened for reading, closed when this goes.
+class ReadFile {
+ public:
+  explicit ReadFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    if (fd_ < 0) throw std::runtime_error(path + ": cannot read (" + std::strerror(errno) + ")");
   }
-  struct rlimit limit {};
-  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-      bytes > static_cast<uint64_t>(limit.rlim_cur))
-    throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but this process may write files of at most " +
-                             human_bytes(limit.rlim_cur) + " (ulimit -f); nothing was written");
-}
+  ~ReadFile() { ::close(fd_); }
+  ReadFile(const ReadFile&) = delete;
+  ReadFile& operator=(const ReadFile&) = delete;
+  int fd() const { return fd_; }
 
-namespace {
+ private:
+  int fd_;
+};
 
 /// write(2) of all `size` bytes, retried when interrupted: 0, or the errno of the failure.
 int write_all(int fd, const char* data, size_t size) {
@@ -127,37 +123,40 @@ void replace_atomically(const std::string& path, uint64_t bytes, const std::stri
 
 }  // namespace
 
+void require_space(const std::string& dir, uint64_t bytes, const std::string& what) {
+  struct statvfs fs_info {};
+  if (::statvfs(dir.c_str(), &fs_info) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(fs_info.f_bavail) * fs_info.f_frsize;
+    if (bytes > free_bytes)
+      throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but " + dir + " has " +
+                               human_bytes(free_bytes) + " free; nothing was written");
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      bytes > static_cast<uint64_t>(limit.rlim_cur))
+    throw std::runtime_error(what + ": needs " + human_bytes(bytes) + " but this process may write files of at most " +
+                             human_bytes(limit.rlim_cur) + " (ulimit -f); nothing was written");
+}
+
 void write_file_atomically(const std::string& path, const std::string& bytes, const std::string& what) {
   replace_atomically(path, bytes.size(), what, [&](int fd) { return write_all(fd, bytes.data(), bytes.size()); });
 }
 
 void copy_file_atomically(const std::string& from, const std::string& path, const std::string& what) {
-  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) throw std::runtime_error(from + ": cannot read (" + std::strerror(errno) + ")");
+  const ReadFile in(from);
   struct stat info {};
-  if (::fstat(in, &info) != 0) {
-    const int error = errno;
-    ::close(in);
-    throw std::runtime_error(from + ": cannot read (" + std::strerror(error) + ")");
-  }
-  auto copy = [&](int out) {
+  if (::fstat(in.fd(), &info) != 0) throw std::runtime_error(from + ": cannot read (" + std::strerror(errno) + ")");
+  replace_atomically(path, static_cast<uint64_t>(info.st_size), what, [&](int out) {
     std::vector<char> buffer(1 << 20);
     for (;;) {
-      const ssize_t n = ::read(in, buffer.data(), buffer.size());
+      const ssize_t n = ::read(in.fd(), buffer.data(), buffer.size());
       if (n < 0 && errno == EINTR) continue;
       if (n < 0)
         throw std::runtime_error(from + ": cannot read (" + std::strerror(errno) + "); " + path + " untouched");
       if (n == 0) return 0;
       if (const int error = write_all(out, buffer.data(), static_cast<size_t>(n))) return error;
     }
-  };
-  try {
-    replace_atomically(path, static_cast<uint64_t>(info.st_size), what, copy);
-  } catch (...) {
-    ::close(in);
-    throw;
-  }
-  ::close(in);
+  });
 }
 
 std::string file_fingerprint(const std::string& path) {
