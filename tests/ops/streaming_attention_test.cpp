@@ -57,8 +57,25 @@ struct BiasCase {
   FireTileBias fire;     // FIRE's factored form: the streaming kernel evaluates it per tile
   torch::Tensor forget;  // a forget gate's cumulative log values (B, H, Tk)
   std::vector<torch::Tensor> parameters;
-  std::shared_ptr<PositionEncoderImpl> encoder;  // keeps the parameters alive
+  // what the golden run differentiates: the parameters, or a float64 twin's
+  std::vector<torch::Tensor> golden_parameters;
+  std::shared_ptr<PositionEncoderImpl> encoder, twin;  // keep the parameters alive
 };
+
+/// A float64 copy of `encoder` (the same parameter and buffer values), made with the same
+/// options: the golden run takes its bias from the copy, so that the gradients of the bias's
+/// parameters are summed over the logits in float64 too. Through the float encoder's own
+/// graph they would be rounded as the kernels' are, and no error could be told apart.
+std::shared_ptr<PositionEncoderImpl> float64_twin(PositionEncoderImpl& encoder, const PositionOptions& options,
+                                                  const PositionGeometry& geometry) {
+  auto twin = make_position_encoder(options, geometry);
+  twin->to(torch::kDouble);
+  torch::NoGradGuard no_grad;
+  auto parameters = encoder.named_parameters(), buffers = encoder.named_buffers();
+  for (auto& p : twin->named_parameters()) p.value().copy_(parameters[p.key()]);
+  for (auto& b : twin->named_buffers()) b.value().copy_(buffers[b.key()]);
+  return twin;
+}
 
 /// relative (H, Tq + Tk - 1) -> (1, H, Tq, Tk): query i and key j read column j - i + Tq - 1.
 torch::Tensor expand_relative(const torch::Tensor& relative, int64_t Tq, int64_t Tk) {
@@ -68,10 +85,20 @@ torch::Tensor expand_relative(const torch::Tensor& relative, int64_t Tq, int64_t
 
 BiasCase make_bias(BiasKind kind, const Shape& s, bool causal, torch::Dtype dtype) {
   BiasCase c;
-  auto table_of = [&](PositionType type) {
-    c.encoder = make_position_encoder(PositionOptions().type(type), PositionGeometry{s.H * s.Dh, s.H, causal});
+  const PositionGeometry geometry{s.H * s.Dh, s.H, causal};
+  const auto keys = Positions::range(0, s.Tk, 1, torch::kCPU),
+             queries = Positions::range(s.Tk - s.Tq, s.Tq, 1, torch::kCPU);
+  // an encoder in dtype, and the golden bias from its float64 twin's dense logit_bias
+  auto encoder_of = [&](const PositionOptions& options) {
+    c.encoder = make_position_encoder(options, geometry);
     c.encoder->to(dtype);
     for (auto& p : c.encoder->parameters()) c.parameters.push_back(p);
+    c.twin = float64_twin(*c.encoder, options, geometry);
+    c.golden_parameters = c.twin->parameters();
+    c.golden = c.twin->logit_bias(queries, keys);
+  };
+  auto table_of = [&](PositionType type) {
+    encoder_of(PositionOptions().type(type));
     c.relative = relative_bias_table(*c.encoder, s.Tq, s.Tk, torch::kCPU);
   };
   switch (kind) {
@@ -95,16 +122,12 @@ BiasCase make_bias(BiasKind kind, const Shape& s, bool causal, torch::Dtype dtyp
       break;
     case BiasKind::fire:
     case BiasKind::fire_tiles: {
-      c.encoder = make_position_encoder(PositionOptions().type(PositionType::fire).fire_threshold(4.0),
-                                        PositionGeometry{s.H * s.Dh, s.H, causal});
-      c.encoder->to(dtype);
-      for (auto& p : c.encoder->parameters()) c.parameters.push_back(p);
-      auto positions = Positions::range(0, s.Tk, 1, torch::kCPU);
-      auto queries = Positions::range(s.Tk - s.Tq, s.Tq, 1, torch::kCPU);
-      // the golden run adds the encoder's own dense bias, the kernels the factored form
-      c.dense = c.encoder->logit_bias(queries, positions).contiguous();
+      encoder_of(PositionOptions().type(PositionType::fire).fire_threshold(4.0));
+      // the kernels take the encoder's dense bias, or (per tile) its factored form
       if (kind == BiasKind::fire_tiles)
-        c.golden = c.dense, c.dense = torch::Tensor(), c.fire = c.encoder->factored_bias(s.Tq, s.Tk);
+        c.fire = c.encoder->factored_bias(s.Tq, s.Tk);
+      else
+        c.dense = c.encoder->logit_bias(queries, keys).contiguous();
       break;
     }
     case BiasKind::forget: {
@@ -112,12 +135,12 @@ BiasCase make_bias(BiasKind kind, const Shape& s, bool causal, torch::Dtype dtyp
       // written as the sum of log f_l over l in (j, a] (minus that over (a, j] when j > a)
       auto x = torch::randn({s.B, s.H, s.Tk}, torch::TensorOptions().dtype(dtype).requires_grad(true));
       c.parameters.push_back(x);
-      const auto log_f = torch::log_sigmoid(x);
-      c.forget = log_f.cumsum(-1);
+      c.forget = torch::log_sigmoid(x).cumsum(-1);
       const auto l = torch::arange(s.Tk).view({1, 1, s.Tk}), j = torch::arange(s.Tk).view({1, s.Tk, 1});
       const auto a = (torch::arange(s.Tq) + (s.Tk - s.Tq)).view({s.Tq, 1, 1});
-      const auto between = ((j < l) & (l <= a)).to(dtype) - ((a < l) & (l <= j)).to(dtype);  // (Tq, Tk, Tk)
-      c.golden = torch::einsum("bhl,ijl->bhij", {log_f, between});
+      const auto between =
+          ((j < l) & (l <= a)).to(torch::kDouble) - ((a < l) & (l <= j)).to(torch::kDouble);  // (Tq, Tk, Tk)
+      c.golden = torch::einsum("bhl,ijl->bhij", {torch::log_sigmoid(x.to(torch::kDouble)), between});
       break;
     }
     case BiasKind::dense:
@@ -126,6 +149,7 @@ BiasCase make_bias(BiasKind kind, const Shape& s, bool causal, torch::Dtype dtyp
       break;
   }
   if (!c.golden.defined()) c.golden = c.relative.defined() ? expand_relative(c.relative, s.Tq, s.Tk) : c.dense;
+  if (!c.twin) c.golden_parameters = c.parameters;
   return c;
 }
 
@@ -192,8 +216,10 @@ class StreamingAttentionKernel : public ropelab::testing::KernelTest {
     }
     auto bias = make_bias(kind, s, c.causal, dtype());
     auto w = torch::randn({s.B, s.H, s.Tq, s.Dh}, options());
-    std::vector<torch::Tensor> inputs{q, k, v};
+    std::vector<torch::Tensor> inputs{q, k, v}, golden_inputs{q, k, v};
     for (const auto& p : bias.parameters) inputs.push_back(p);
+    for (const auto& p : bias.golden_parameters) golden_inputs.push_back(p);
+    ASSERT_EQ(inputs.size(), golden_inputs.size());
 
     const KeyVisibility vis{c.causal, c.window, c.sinks};
     ASSERT_TRUE(streaming_attention_available(q, k, v, bias.dense, bias.relative, bias.fire, bias.forget));
@@ -215,26 +241,33 @@ class StreamingAttentionKernel : public ropelab::testing::KernelTest {
     auto gold = golden(q.to(torch::kDouble), k.to(torch::kDouble), v.to(torch::kDouble),
                        bias.golden.defined() ? bias.golden.to(torch::kDouble) : torch::Tensor(),
                        hidden_mask(s, pad, c.causal, c.window, c.sinks));
-    auto grads = [&](const torch::Tensor& out) {
-      return torch::autograd::grad({(out * w.to(out.scalar_type())).sum()}, inputs, {}, /*retain_graph=*/true, false,
-                                   /*allow_unused=*/true);
+    auto grads = [&](const torch::Tensor& out, const std::vector<torch::Tensor>& of = {}) {
+      return torch::autograd::grad({(out * w.to(out.scalar_type())).sum()}, of.empty() ? inputs : of, {},
+                                   /*retain_graph=*/true, false, /*allow_unused=*/true);
     };
-    const auto g_stream = grads(streaming), g_chunk = grads(chunked), g_mat = grads(materialized), g_gold = grads(gold);
+    const auto g_stream = grads(streaming), g_chunk = grads(chunked), g_mat = grads(materialized),
+               g_gold = grads(gold, golden_inputs);
     expect_close(streaming, materialized, gold, "output");
     expect_close(chunked, materialized, gold, "chunked output");
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!g_gold[i].defined()) continue;  // a parameter the bias does not use here
       ASSERT_TRUE(g_stream[i].defined()) << "input " << i;
       ASSERT_TRUE(g_chunk[i].defined()) << "chunked, input " << i;
-      expect_close(g_stream[i], g_mat[i], g_gold[i], "gradient of input " + std::to_string(i));
-      expect_close(g_chunk[i], g_mat[i], g_gold[i], "chunked gradient of input " + std::to_string(i));
+      // a bias parameter's gradient sums over up to every logit; q's, k's and v's over a row or column
+      const int64_t summed = i < 3 ? 0 : s.B * s.H * s.Tq * s.Tk;
+      expect_close(g_stream[i], g_mat[i], g_gold[i], "gradient of input " + std::to_string(i), summed);
+      expect_close(g_chunk[i], g_mat[i], g_gold[i], "chunked gradient of input " + std::to_string(i), summed);
     }
   }
 
   /// fp64: the kernel equals the golden run to rounding. fp32: its mean error against the
   /// golden run is at most 4x the materialized kernel's, plus a floor of float rounding.
+  /// `summed` > 0: each value is a sum over that many logits, which the kernels accumulate in
+  /// their own order (tile by tile) and ATen's materialized backward pairwise, so the floor is
+  /// the bound of a sequential float sum, summed * 2^-24 relative (the double runs hold these
+  /// gradients to 1e-10).
   void expect_close(const torch::Tensor& streaming, const torch::Tensor& materialized, const torch::Tensor& gold,
-                    const std::string& what) {
+                    const std::string& what, int64_t summed = 0) {
     ASSERT_TRUE(torch::isfinite(streaming).all().item<bool>()) << what;
     if (dtype() == torch::kDouble) {
       EXPECT_LT(max_diff(streaming, gold), 1e-10) << what;
@@ -243,8 +276,8 @@ class StreamingAttentionKernel : public ropelab::testing::KernelTest {
     const auto g = gold.to(torch::kDouble);
     const double mine = (streaming.to(torch::kDouble) - g).abs().mean().item<double>();
     const double reference = (materialized.to(torch::kDouble) - g).abs().mean().item<double>();
-    // the floor: float rounding of sums over many logits (bias parameters' gradients)
-    const double floor = 2e-6 * std::max(1.0, g.abs().max().item<double>());
+    const double floor = std::max(2e-6, static_cast<double>(summed) * std::ldexp(1.0, -24)) *
+                         std::max(1.0, g.abs().max().item<double>());
     EXPECT_LE(mine, 4 * reference + floor) << what << ": streaming " << mine << ", materialized " << reference;
     EXPECT_LT(max_diff(streaming, g), 1e-3) << what;
   }
