@@ -56,6 +56,26 @@ TEST(Cli, ATrainedRunIsNeverOverwritten) {
   std::filesystem::remove_all(root);
 }
 
+// A start refused before it writes anything (a config error, a device the machine lacks)
+// leaves no empty run directory; a directory that was there before stays.
+TEST(Cli, ARefusedStartLeavesNoEmptyRunDirectory) {
+  const auto root = fresh_dir("refused");
+  const auto run_dir = (root / "run").string();
+  auto r = run_shell(demo_train("--set model.d_model=-3 -o " + run_dir));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("model.d_model=-3 must be positive"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(run_dir));
+  r = run_shell(demo_train("--device cuda:7 -o " + run_dir));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("device cuda:7 requested but"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(run_dir));
+  std::filesystem::create_directories(run_dir);
+  r = run_shell(demo_train("--set model.d_model=-3 -o " + run_dir));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_TRUE(std::filesystem::is_directory(run_dir));
+  std::filesystem::remove_all(root);
+}
+
 // While a run trains, a second writer is refused at once, naming the holder; readers evaluate
 // its checkpoints as they are replaced; the first run, stopped by SIGTERM once they are done,
 // leaves a loadable checkpoint. It has more steps than it can reach and is stopped, not left

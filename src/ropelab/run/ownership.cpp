@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "ropelab/run/ablation_layout.h"
 #include "ropelab/run/run.h"
@@ -26,10 +27,12 @@ std::string lock_path(const std::string& dir) { return (fs::path(dir) / ".lock")
 
 RunLock RunLock::acquire(const std::string& dir, const std::string& holder) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
+  const bool created = fs::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create the run directory: " + ec.message());
   const auto path = lock_path(dir);
   RunLock lock;
+  lock.dir_ = dir;
+  lock.created_ = created;
   lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock.fd_ < 0) throw std::runtime_error(path + ": cannot open the run's lock file: " + std::strerror(errno));
   if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
@@ -66,15 +69,35 @@ RunLock RunLock::inherit(const std::string& dir, int fd) {
   return lock;
 }
 
-RunLock::RunLock(RunLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+RunLock::RunLock(RunLock&& other) noexcept : fd_(other.fd_), dir_(std::move(other.dir_)), created_(other.created_) {
+  other.fd_ = -1;
+  other.created_ = false;
+}
 
 RunLock& RunLock::operator=(RunLock&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.fd_;
+    dir_ = std::move(other.dir_);
+    created_ = other.created_;
     other.fd_ = -1;
+    other.created_ = false;
   }
   return *this;
+}
+
+void RunLock::release_unused() {
+  if (fd_ < 0) return;
+  if (created_) {  // still ours while the lock is held: no other writer can have added a file
+    std::error_code ec;
+    bool only_lock = true;
+    for (const auto& entry : fs::directory_iterator(dir_, ec))
+      if (entry.path().filename() != ".lock") only_lock = false;
+    if (!ec && only_lock && fs::remove(lock_path(dir_), ec)) fs::remove(dir_, ec);  // fails harmlessly if not empty
+  }
+  ::close(fd_);
+  fd_ = -1;
+  created_ = false;
 }
 
 RunLock::~RunLock() {

@@ -36,9 +36,15 @@ class RunLock {
   bool held() const { return fd_ >= 0; }
   /// Lets child processes inherit the lock: clears close-on-exec and returns the descriptor.
   int share_with_children() const;
+  /// Gives the lock up. When `acquire` created DIR and DIR still holds nothing but its lock
+  /// file, removes both: a command refused before it wrote anything (a config error, a
+  /// device it cannot use) leaves no empty run directory. A directory that existed is kept.
+  void release_unused();
 
  private:
   int fd_ = -1;
+  std::string dir_;       // set by acquire
+  bool created_ = false;  // acquire created dir_
 };
 
 /// The environment variable that hands a launcher's lock descriptor to its workers.
