@@ -57,31 +57,31 @@ TEST_F(Ownership, TheLockIsExclusiveAndNamesItsHolder) {
   EXPECT_TRUE(locked(run));
 }
 
-// A lock given up unused removes the directory its acquire created, and nothing else: a
+// A lock released unused removes the directory its acquire created, and nothing else: a
 // directory that existed, or one the holder wrote into, stays.
 TEST_F(Ownership, AnUnusedNewRunDirectoryIsRemoved) {
   namespace fs = std::filesystem;
   const auto fresh = (dir_ / "fresh").string();
-  auto lock = RunLock::acquire(fresh, "ropelab train a.yaml -o fresh");
+  auto lock = std::make_unique<RunLock>(RunLock::acquire(fresh, "ropelab train a.yaml -o fresh"));
   ASSERT_TRUE(fs::is_directory(fresh));
-  RunLock moved = std::move(lock);  // the directory goes with the lock
-  lock.release_unused();
+  auto moved = std::make_unique<RunLock>(std::move(*lock));  // the directory goes with the lock
+  lock.reset();
   EXPECT_TRUE(fs::is_directory(fresh));
-  moved.release_unused();
+  EXPECT_TRUE(locked(fresh));
+  moved.reset();
   EXPECT_FALSE(fs::exists(fresh));
-  EXPECT_FALSE(moved.held());
 
   const auto existing = (dir_ / "existing").string();
   fs::create_directories(existing);
-  auto kept = RunLock::acquire(existing, "ropelab train a.yaml -o existing");
-  kept.release_unused();
+  RunLock::acquire(existing, "ropelab train a.yaml -o existing");  // released at once
   EXPECT_TRUE(fs::is_directory(existing));
   EXPECT_FALSE(locked(existing));
 
   const auto written = (dir_ / "written").string();
-  auto used = RunLock::acquire(written, "ropelab train a.yaml -o written");
-  std::ofstream(written + "/config.yaml") << "task: lm\n";
-  used.release_unused();
+  {
+    const auto used = RunLock::acquire(written, "ropelab train a.yaml -o written");
+    std::ofstream(written + "/config.yaml") << "task: lm\n";
+  }
   EXPECT_TRUE(fs::exists(written + "/config.yaml"));
   EXPECT_FALSE(locked(written));
 }

@@ -69,24 +69,20 @@ RunLock RunLock::inherit(const std::string& dir, int fd) {
   return lock;
 }
 
-RunLock::RunLock(RunLock&& other) noexcept : fd_(other.fd_), dir_(std::move(other.dir_)), created_(other.created_) {
-  other.fd_ = -1;
-  other.created_ = false;
-}
+RunLock::RunLock(RunLock&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), dir_(std::move(other.dir_)), created_(std::exchange(other.created_, false)) {}
 
 RunLock& RunLock::operator=(RunLock&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
+    release();
+    fd_ = std::exchange(other.fd_, -1);
     dir_ = std::move(other.dir_);
-    created_ = other.created_;
-    other.fd_ = -1;
-    other.created_ = false;
+    created_ = std::exchange(other.created_, false);
   }
   return *this;
 }
 
-void RunLock::release_unused() {
+void RunLock::release() {
   if (fd_ < 0) return;
   if (created_) {  // still ours while the lock is held: no other writer can have added a file
     std::error_code ec;
@@ -97,15 +93,13 @@ void RunLock::release_unused() {
   }
   ::close(fd_);
   fd_ = -1;
-  created_ = false;
 }
 
-RunLock::~RunLock() {
-  if (fd_ >= 0) ::close(fd_);
-}
+RunLock::~RunLock() { release(); }
 
-int RunLock::share_with_children() const {
+int RunLock::share_with_children() {
   if (fd_ < 0 || ::fcntl(fd_, F_SETFD, 0) != 0) throw std::runtime_error("run lock: cannot share with the workers");
+  created_ = false;
   return fd_;
 }
 

@@ -23,7 +23,8 @@ class RunLock {
  public:
   /// Creates DIR if needed and locks it for this process; `holder` (the command line) is
   /// written into the lock file for whoever is refused. Throws naming DIR and the holder's
-  /// PID and command when another process holds it.
+  /// PID and command when another process holds it. Released with DIR still empty but for
+  /// the lock, a DIR it created is removed again.
   static RunLock acquire(const std::string& dir, const std::string& holder);
   /// A lock a parent process took and passed down as descriptor `fd` (checked to be DIR's).
   static RunLock inherit(const std::string& dir, int fd);
@@ -35,13 +36,15 @@ class RunLock {
   ~RunLock();
   bool held() const { return fd_ >= 0; }
   /// Lets child processes inherit the lock: clears close-on-exec and returns the descriptor.
-  int share_with_children() const;
+  /// Shared, the directory is no longer this lock's to remove (a child may still hold it).
+  int share_with_children();
+
+ private:
   /// Gives the lock up. When `acquire` created DIR and DIR still holds nothing but its lock
   /// file, removes both: a command refused before it wrote anything (a config error, a
   /// device it cannot use) leaves no empty run directory. A directory that existed is kept.
-  void release_unused();
+  void release();
 
- private:
   int fd_ = -1;
   std::string dir_;       // set by acquire
   bool created_ = false;  // acquire created dir_

@@ -62,52 +62,47 @@ bool run_train_command(const TrainInvocation& in, const std::function<Config()>&
   RunLock lock;
   RunPlan plan;
   std::optional<Config> config;
-  try {
-    if (inherited) {  // a worker of `--nproc`: the launcher holds the lock and has decided
-      lock = RunLock::inherit(in.run_dir, std::atoi(inherited));
-      plan.resume = in.resume;
-    } else if (rank && std::atoi(rank) != 0) {  // another launcher's worker: rank 0 owns the directory
-      plan.resume = in.resume && std::filesystem::exists(RunPaths(in.run_dir).resume_from());
-    } else {
-      const auto request = in.resume ? RunRequest::resume : in.overwrite ? RunRequest::overwrite : RunRequest::start;
-      if (request == RunRequest::resume && !std::filesystem::is_directory(in.run_dir))
-        plan_run(in.run_dir, request, false);  // refuses (nothing to resume) without creating the directory
-      lock = RunLock::acquire(in.run_dir, holder);
-      // Workers of another launcher cannot learn rank 0's decision: they continue only when told.
-      const bool may_continue = !rank;
-      if (request == RunRequest::resume) plan = plan_run(in.run_dir, request, false);
-      config = load();
-      if (request != RunRequest::resume) {
-        refuse_init_from_itself(config->train.init_from(), in.run_dir);
-        plan = plan_run(in.run_dir, request, may_continue && run_started_with(in.run_dir, *config, files));
-      }
-      if (!plan.moved_to.empty()) lock = RunLock::acquire(in.run_dir, holder);
-      if (!plan.message.empty()) std::cout << plan.message << std::endl;
+  if (inherited) {  // a worker of `--nproc`: the launcher holds the lock and has decided
+    lock = RunLock::inherit(in.run_dir, std::atoi(inherited));
+    plan.resume = in.resume;
+  } else if (rank && std::atoi(rank) != 0) {  // another launcher's worker: rank 0 owns the directory
+    plan.resume = in.resume && std::filesystem::exists(RunPaths(in.run_dir).resume_from());
+  } else {
+    const auto request = in.resume ? RunRequest::resume : in.overwrite ? RunRequest::overwrite : RunRequest::start;
+    if (request == RunRequest::resume && !std::filesystem::is_directory(in.run_dir))
+      plan_run(in.run_dir, request, false);  // refuses (nothing to resume) without creating the directory
+    lock = RunLock::acquire(in.run_dir, holder);
+    // Workers of another launcher cannot learn rank 0's decision: they continue only when told.
+    const bool may_continue = !rank;
+    if (request == RunRequest::resume) plan = plan_run(in.run_dir, request, false);
+    config = load();
+    if (request != RunRequest::resume) {
+      refuse_init_from_itself(config->train.init_from(), in.run_dir);
+      plan = plan_run(in.run_dir, request, may_continue && run_started_with(in.run_dir, *config, files));
     }
-    if (launcher) {  // this command line again for each worker, without --nproc, deciding --resume
-      std::vector<std::string> argv{"/proc/self/exe"};
-      const auto& line = in.command_line;
-      for (size_t i = 1; i < line.size(); ++i) {
-        if (line[i] == "--nproc")
-          ++i;
-        else if (line[i].rfind("--nproc=", 0) != 0 && line[i] != "--resume" && line[i] != "--overwrite")
-          argv.push_back(line[i]);
-      }
-      if (plan.resume) argv.push_back("--resume");
-      if (!plan.resume && in.resume) argv.insert(argv.end(), {"-c", RunPaths(in.run_dir).config});
-      const auto fd = std::to_string(lock.share_with_children());
-      if (const int code = launch_workers(argv, in.nproc, {{kRunLockFdVariable, fd}})) {
-        throw std::runtime_error("train --nproc " + std::to_string(in.nproc) + ": a worker exited with status " +
-                                 std::to_string(code));
-      }
-      return true;
-    }
-    train(config ? *config : load(), files, in.run_dir, plan.resume);
-    return !inherited && (!rank || std::atoi(rank) == 0);
-  } catch (...) {
-    lock.release_unused();  // a start refused before it wrote anything leaves no empty run directory
-    throw;
+    if (!plan.moved_to.empty()) lock = RunLock::acquire(in.run_dir, holder);
+    if (!plan.message.empty()) std::cout << plan.message << std::endl;
   }
+  if (launcher) {  // this command line again for each worker, without --nproc, deciding --resume
+    std::vector<std::string> argv{"/proc/self/exe"};
+    const auto& line = in.command_line;
+    for (size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == "--nproc")
+        ++i;
+      else if (line[i].rfind("--nproc=", 0) != 0 && line[i] != "--resume" && line[i] != "--overwrite")
+        argv.push_back(line[i]);
+    }
+    if (plan.resume) argv.push_back("--resume");
+    if (!plan.resume && in.resume) argv.insert(argv.end(), {"-c", RunPaths(in.run_dir).config});
+    const auto fd = std::to_string(lock.share_with_children());
+    if (const int code = launch_workers(argv, in.nproc, {{kRunLockFdVariable, fd}})) {
+      throw std::runtime_error("train --nproc " + std::to_string(in.nproc) + ": a worker exited with status " +
+                               std::to_string(code));
+    }
+    return true;
+  }
+  train(config ? *config : load(), files, in.run_dir, plan.resume);
+  return !inherited && (!rank || std::atoi(rank) == 0);
 }
 
 int launch_workers(const std::vector<std::string>& argv, int64_t nproc,
