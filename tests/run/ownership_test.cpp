@@ -1,6 +1,7 @@
 // Run-directory ownership: the lock, what `train` decides for each state, space checks.
 #include "ropelab/run/ownership.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -10,6 +11,9 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
+#include <utility>
 
 #include "../test_util.h"
 
@@ -26,6 +30,20 @@ void make_run(const std::filesystem::path& dir, bool trained) {
   if (trained) std::ofstream(dir / "checkpoint_last.pt") << "weights";
 }
 
+/// Run once by the next flock(2) of this program, before it: a test's way to act between an
+/// open of RUN/.lock and its lock.
+std::function<void()> before_flock;
+}  // namespace
+
+/// flock(2) for this test program (the library's calls link to it): the libc call, after
+/// before_flock when one is set.
+extern "C" int flock(int fd, int operation) {
+  static const auto libc_flock = reinterpret_cast<int (*)(int, int)>(::dlsym(RTLD_NEXT, "flock"));
+  if (before_flock) std::exchange(before_flock, nullptr)();
+  return libc_flock(fd, operation);
+}
+
+namespace {
 /// Whether RUN/.lock is locked, as another process would find it: a separate open of the file
 /// (a new open file description) cannot take the lock.
 bool locked(const std::string& run) {
@@ -84,6 +102,41 @@ TEST_F(Ownership, AnUnusedNewRunDirectoryIsRemoved) {
   }
   EXPECT_TRUE(fs::exists(written + "/config.yaml"));
   EXPECT_FALSE(locked(written));
+}
+
+// A holder that gives up the lock of a directory it created removes RUN/.lock. One that
+// opened that file just before it went must not count the removed file's lock as RUN's: the
+// next comer has made and locked a new RUN/.lock by then. The hook acts out that order
+// between acquire's open and its flock.
+TEST_F(Ownership, ALockOnARemovedLockFileIsNotTheRunsLock) {
+  const auto run = (dir_ / "run").string();
+  auto first = std::make_unique<RunLock>(RunLock::acquire(run, "first"));
+  std::unique_ptr<RunLock> next;
+  before_flock = [&] {
+    first.reset();  // created RUN, wrote nothing: removes RUN/.lock and RUN
+    ASSERT_FALSE(std::filesystem::exists(run));
+    next = std::make_unique<RunLock>(RunLock::acquire(run, "next"));
+  };
+  const auto message = error_of([&] { RunLock::acquire(run, "late"); });
+  EXPECT_NE(message.find("in use by another training process"), std::string::npos) << message;
+  EXPECT_NE(message.find(": next"), std::string::npos) << message;
+  ASSERT_TRUE(next);
+  EXPECT_TRUE(next->held());
+  EXPECT_TRUE(locked(run));
+}
+
+// An acquire refused because another took the lock between its open and its flock leaves
+// the directory to that holder, though the refused one created it.
+TEST_F(Ownership, ARefusedAcquireRemovesNothing) {
+  const auto run = (dir_ / "run").string();
+  std::unique_ptr<RunLock> first;
+  before_flock = [&] {  // RUN and RUN/.lock made by the acquire below, not yet locked
+    first = std::make_unique<RunLock>(RunLock::acquire(run, "first"));
+  };
+  const auto message = error_of([&] { RunLock::acquire(run, "second"); });
+  EXPECT_NE(message.find(": first"), std::string::npos) << message;
+  EXPECT_TRUE(locked(run));
+  EXPECT_TRUE(first && first->held());
 }
 
 // The kernel releases the lock of a killed holder: no stale lock survives a SIGKILL.

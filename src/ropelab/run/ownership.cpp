@@ -23,28 +23,47 @@ namespace {
 
 std::string lock_path(const std::string& dir) { return (fs::path(dir) / ".lock").string(); }
 
+/// Descriptor `fd` is open on the file now at `path`.
+bool is_file_at(int fd, const std::string& path) {
+  struct stat open_file {
+  }, at_path{};
+  return fd >= 0 && ::fstat(fd, &open_file) == 0 && ::stat(path.c_str(), &at_path) == 0 &&
+         open_file.st_dev == at_path.st_dev && open_file.st_ino == at_path.st_ino;
+}
+
 }  // namespace
 
 RunLock RunLock::acquire(const std::string& dir, const std::string& holder) {
-  std::error_code ec;
-  const bool created = fs::create_directories(dir, ec);
-  if (ec) throw std::runtime_error(dir + ": cannot create the run directory: " + ec.message());
   const auto path = lock_path(dir);
   RunLock lock;
-  lock.dir_ = dir;
-  lock.created_ = created;
-  lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock.fd_ < 0) throw std::runtime_error(path + ": cannot open the run's lock file: " + std::strerror(errno));
-  if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) throw std::runtime_error(path + ": cannot lock: " + std::strerror(errno));
-    std::ifstream in(path);
-    std::string pid, command;
-    in >> pid;
-    std::getline(in >> std::ws, command);
-    throw std::runtime_error(dir + ": in use by another training process (PID " + (pid.empty() ? "unknown" : pid) +
-                             (command.empty() ? "" : ": " + command) +
-                             "); wait for it to end, or choose another run directory");
+  // A holder that created DIR removes DIR/.lock when it gives the lock up unused (release).
+  // Whoever opened that file before it went would lock a file no longer at PATH while the
+  // next comer creates and locks a new one: two holders. So the lock counts only when the
+  // locked file is still PATH's; otherwise it is taken again.
+  bool created = false;
+  for (;;) {
+    std::error_code ec;
+    created = fs::create_directories(dir, ec);
+    if (ec) throw std::runtime_error(dir + ": cannot create the run directory: " + ec.message());
+    lock.release();
+    lock.dir_ = dir;
+    lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock.fd_ < 0) throw std::runtime_error(path + ": cannot open the run's lock file: " + std::strerror(errno));
+    if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK) throw std::runtime_error(path + ": cannot lock: " + std::strerror(errno));
+      std::ifstream in(path);
+      std::string pid, command;
+      in >> pid;
+      std::getline(in >> std::ws, command);
+      throw std::runtime_error(dir + ": in use by another training process (PID " + (pid.empty() ? "unknown" : pid) +
+                               (command.empty() ? "" : ": " + command) +
+                               "); wait for it to end, or choose another run directory");
+    }
+    if (is_file_at(lock.fd_, path)) break;
   }
+  // Only a lock held may remove what it created: a refused acquire (above) or a lost race
+  // leaves DIR to the holder.
+  lock.created_ = created;
   // Ours now: say who holds it, for whoever is refused next.
   const std::string text = std::to_string(::getpid()) + " " + holder + "\n";
   if (::ftruncate(lock.fd_, 0) != 0 || ::pwrite(lock.fd_, text.data(), text.size(), 0) < 0)
@@ -54,10 +73,7 @@ RunLock RunLock::acquire(const std::string& dir, const std::string& holder) {
 
 RunLock RunLock::inherit(const std::string& dir, int fd) {
   const auto path = lock_path(dir);
-  struct stat given {
-  }, expected{};
-  if (fd < 0 || ::fstat(fd, &given) != 0 || ::stat(path.c_str(), &expected) != 0 || given.st_dev != expected.st_dev ||
-      given.st_ino != expected.st_ino)
+  if (!is_file_at(fd, path))
     throw std::runtime_error(std::string(kRunLockFdVariable) + "=" + std::to_string(fd) + " is not the lock of " + dir);
   // The launcher's open file description already holds the lock: this succeeds at once. It
   // fails only if the descriptor is another open of the file while someone else holds it.

@@ -24,7 +24,8 @@ class RunLock {
   /// Creates DIR if needed and locks it for this process; `holder` (the command line) is
   /// written into the lock file for whoever is refused. Throws naming DIR and the holder's
   /// PID and command when another process holds it. Released with DIR still empty but for
-  /// the lock, a DIR it created is removed again.
+  /// the lock, a DIR it created is removed again; a lock file removed so between this
+  /// open and this lock is not taken for DIR's (the lock is taken again).
   static RunLock acquire(const std::string& dir, const std::string& holder);
   /// A lock a parent process took and passed down as descriptor `fd` (checked to be DIR's).
   static RunLock inherit(const std::string& dir, int fd);
