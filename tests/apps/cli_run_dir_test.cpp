@@ -107,9 +107,9 @@ cat {RUN}.second.log
   EXPECT_NE(out.find("second exit 1"), std::string::npos) << out;
   const auto holder =
       out.substr(out.find("holder ") + 7, out.find('\n', out.find("holder ")) - out.find("holder ") - 7);
-  EXPECT_NE(out.find("ropelab: error: " + run_dir + ": in use by another training process (PID " + holder + ": " + cli +
-                     " train "),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("ropelab: error: " + run_dir + ": in use by another process (PID " + holder + ": " + cli + " train "),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find("eval exit 0 while training\neval exit 0 while training\neval exit 0 while training\n"),
             std::string::npos)
@@ -149,8 +149,7 @@ kill -TERM $launcher; wait $launcher; echo "launcher exit $?"
                             {"CLI", cli}}));
   EXPECT_NE(r.output.find("free to others: 1"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker holds the lock\nworker holds the lock\n"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("second: ropelab: error: " + run_dir + ": in use by another training process"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("second: ropelab: error: " + run_dir + ": in use by another process"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("launcher exit 0"), std::string::npos) << r.output;
 
@@ -221,6 +220,48 @@ kill -KILL -- -$ablate 2>/dev/null  # a training left running (its own process g
   EXPECT_NE(read_text(stopped + ".log").find("stopping on SIGTERM after step"), std::string::npos);
   EXPECT_EQ(said.find("wrote "), std::string::npos) << said;
   EXPECT_FALSE(std::filesystem::exists(stopped + "/trained"));
+  std::filesystem::remove_all(root);
+}
+
+// An ablation directory belongs to one ablate: a second, on the directory while the first
+// trains its run, stops at once naming the first, and neither starts nor moves anything.
+TEST(Cli, ASecondAblateOnOneDirectoryIsRefused) {
+  const auto root = fresh_dir("two_ablates");
+  const auto exp = (root / "exp.yaml").string(), out = (root / "out").string();
+  const auto run = out + "/runs/model.position.type=rotary.seed1";
+  const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
+  const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
+  std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\nset: [data.train=" << pairs
+                     << ", data.valid=" << pairs << ", data.test=" << pairs
+                     << ", train.steps=1000000, train.log_every=1, train.valid_every=0]\n"
+                        "grid:\n  model.position.type: [rotary]\n";
+  const auto r = run_script(root, "two_ablates",
+                            fill(R"sh(
+{CLI} ablate {EXP} -o {OUT} --threads 1 > {OUT}.first.log 2>&1 & first=$!
+for i in $(seq 600); do grep -q 'step 3/' {RUN}.log 2>/dev/null && break; sleep 0.05; done
+echo "holder $first"
+{CLI} ablate {EXP} -o {OUT} --threads 1 > {OUT}.second.log 2>&1; echo "second exit $?"
+ls {OUT}/runs | sed 's/^/in runs: /'
+ls {OUT} | sed 's/^/in out: /'
+pkill -TERM -P $first  # the training, the first ablate's child
+wait $first
+)sh",
+                                 {{"CLI", cli}, {"EXP", exp}, {"OUT", out}, {"RUN", run}}));
+  const auto second = read_text(out + ".second.log");
+  EXPECT_NE(r.output.find("second exit 1"), std::string::npos) << r.output << second;
+  const auto at = r.output.find("holder ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const auto holder = r.output.substr(at + 7, r.output.find('\n', at) - at - 7);
+  EXPECT_EQ(second, "ropelab: error: " + out + ": in use by another process (PID " + holder + ": ropelab ablate " +
+                        exp + " -o " + out + "); wait for it to end, or choose another directory\n");
+  // The first's run and log stay where they are: nothing was moved aside.
+  EXPECT_NE(r.output.find("second exit 1\nin runs: model.position.type=rotary.seed1\n"
+                          "in runs: model.position.type=rotary.seed1.log\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find(".old-"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("in runs: model.position.type=rotary.seed1.log\nin out: runs\n"), std::string::npos)
+      << r.output;  // and no table: the first has not come to its tables
   std::filesystem::remove_all(root);
 }
 

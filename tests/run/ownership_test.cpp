@@ -63,7 +63,7 @@ TEST_F(Ownership, TheLockIsExclusiveAndNamesItsHolder) {
   EXPECT_TRUE(locked(run));
   // flock belongs to an open file description: a second open in this process conflicts too
   const auto message = error_of([&] { RunLock::acquire(run, "ropelab train b.yaml -o run"); });
-  EXPECT_NE(message.find(run + ": in use by another training process (PID " + std::to_string(::getpid()) +
+  EXPECT_NE(message.find(run + ": in use by another process (PID " + std::to_string(::getpid()) +
                          ": ropelab train a.yaml -o run)"),
             std::string::npos)
       << message;
@@ -118,7 +118,7 @@ TEST_F(Ownership, ALockOnARemovedLockFileIsNotTheRunsLock) {
     next = std::make_unique<RunLock>(RunLock::acquire(run, "next"));
   };
   const auto message = error_of([&] { RunLock::acquire(run, "late"); });
-  EXPECT_NE(message.find("in use by another training process"), std::string::npos) << message;
+  EXPECT_NE(message.find("in use by another process"), std::string::npos) << message;
   EXPECT_NE(message.find(": next"), std::string::npos) << message;
   ASSERT_TRUE(next);
   EXPECT_TRUE(next->held());

@@ -9,6 +9,7 @@
 #include "ropelab/experiment/results.h"
 #include "ropelab/experiment/runner.h"
 #include "ropelab/run/ablation_layout.h"
+#include "ropelab/run/ownership.h"
 
 namespace ropelab {
 
@@ -32,6 +33,10 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
                               ? o.threads
                               : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / jobs);
   const AblationLayout layout(o.out_dir);
+  const std::string command = "ropelab ablate " + spec.path + " -o " + o.out_dir;
+  // One ablate per directory: a second would start, move aside or evaluate the same runs
+  // as the first, and write the same tables.
+  const auto lock = RunLock::acquire(o.out_dir, command);
   std::filesystem::create_directories(layout.runs());
   const AblationDirectory disk(o.out_dir);
   const PlanOptions plan{o.out_dir, threads, o.device};
@@ -92,7 +97,7 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
                 << r.items_error << std::endl;
     results.push_back(std::move(r));
   }
-  write_ablation_results(spec, results, o.out_dir, "ropelab ablate " + spec.path + " -o " + o.out_dir);
+  write_ablation_results(spec, results, o.out_dir, command);
   return outcome;
 }
 

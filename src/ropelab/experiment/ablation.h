@@ -3,7 +3,8 @@
 /// `ropelab train` and evaluation child processes (experiment/plan.h, experiment/runner.h),
 /// skips finished runs (so a stopped ablation resumes, continuing an interrupted run from
 /// its last checkpoint), then the fine-tunes of the finished runs, and writes the tables and
-/// plots (experiment/results.h). The directory's layout is run/ablation_layout.h.
+/// plots (experiment/results.h). The directory's layout is run/ablation_layout.h; an
+/// ablate holds its lock (RunLock on OUT) from start to end, so a second one is refused.
 
 #include <string>
 

@@ -55,9 +55,9 @@ RunLock RunLock::acquire(const std::string& dir, const std::string& holder) {
       std::string pid, command;
       in >> pid;
       std::getline(in >> std::ws, command);
-      throw std::runtime_error(dir + ": in use by another training process (PID " + (pid.empty() ? "unknown" : pid) +
+      throw std::runtime_error(dir + ": in use by another process (PID " + (pid.empty() ? "unknown" : pid) +
                                (command.empty() ? "" : ": " + command) +
-                               "); wait for it to end, or choose another run directory");
+                               "); wait for it to end, or choose another directory");
     }
     if (is_file_at(lock.fd_, path)) break;
   }
