@@ -12,9 +12,10 @@
 # a finished run is reported from its evaluations, and `ablate` does not train it again.
 # RUN_RECORDS_KEEP_BEST, a shell pattern over run folder names, keeps checkpoint_best.pt of
 # the runs it matches (the start of a grid's fine-tunes, where those have still to run).
-# Unpacking leaves alone a run that OUT/runs holds finished, refuses one whose lock a live
-# process holds (stop ablate first), and replaces an unfinished one, moved aside to
-# RUN.old-YYYYMMDD-HHMMSS (nothing trained is deleted).
+# Unpacking is refused while an ablate runs on OUT (it holds OUT/.lock), leaves alone a run
+# that OUT/runs holds finished, refuses one whose lock a live process holds (stop ablate
+# first), and replaces an unfinished one, moved aside to RUN.old-YYYYMMDD-HHMMSS (nothing
+# trained is deleted).
 set -uo pipefail
 
 die() {
@@ -68,6 +69,11 @@ case $action in
   unpack)
     [ -d "$records" ] || die "$records: no such folder"
     mkdir -p "$out/runs" || die "$out/runs: cannot create the folder"
+    # OUT/.lock, which `ropelab ablate` holds while it runs (it plans once, and would train
+    # or evaluate a run that this replaces), held here until the unpack ends.
+    exec 9>>"$out/.lock" || die "$out/.lock: cannot open"
+    flock -n 9 || die "$out: an ablate is running on it (stop it, then unpack again)"
+    : >"$out/.lock" && echo "$$ scripts/run_records.sh unpack $out" >&9  # named to a refused ablate
     added=0 kept=0
     for archive in "$records"/*.tar.xz; do
       [ -f "$archive" ] || continue

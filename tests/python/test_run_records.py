@@ -118,6 +118,22 @@ class RunRecords(unittest.TestCase):
         self.assertIn(f"{busy}: a running process holds it", refused.stderr)
         self.assertTrue((busy / "partial").exists())
 
+    def test_refuses_a_directory_that_an_ablate_holds(self):
+        make_run(self.out, "alibi.seed1")
+        self.assertEqual(run("pack", self.out, self.root / "records").returncode, 0)
+        other = self.root / "other"
+        other.mkdir()
+        with open(other / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            refused = run("unpack", other, self.root / "records")
+        self.assertEqual(refused.returncode, 1)
+        self.assertEqual(refused.stderr, f"run_records: {other}: an ablate is running on it "
+                                         "(stop it, then unpack again)\n")
+        self.assertFalse((other / "runs" / "alibi.seed1").exists())
+        unpacked = run("unpack", other, self.root / "records")  # the ablate gone
+        self.assertEqual(unpacked.returncode, 0, unpacked.stderr)
+        self.assertTrue((other / "runs" / "alibi.seed1" / "ablation.done").exists())
+
     def test_refuses_archives_with_other_files_or_no_finished_run(self):
         records = self.root / "records"
         records.mkdir()
@@ -190,13 +206,14 @@ class RunRecords(unittest.TestCase):
         self.assertEqual(failed.returncode, 1)
         self.assertIn("alibi.seed1.tar.xz: cannot unpack (nothing of it put in", failed.stderr)
         self.assertEqual(len(failed.stderr.strip().splitlines()), 1, failed.stderr)
-        self.assertEqual(sorted(p.name for p in fresh.iterdir()), ["runs"])  # no folder left to unpack into
+        # no folder left to unpack into (the lock file stays, as an ablate's does)
+        self.assertEqual(sorted(p.name for p in fresh.iterdir()), [".lock", "runs"])
         self.assertEqual(list((fresh / "runs").iterdir()), [])
         done = run("unpack", fresh, self.root / "records")  # the real tar: the run, whole
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertEqual((fresh / "runs" / "alibi.seed1" / "eval.test.ctx512.json").read_text(), '{"perplexity": 2.9}\n')
         self.assertEqual((fresh / "runs" / "alibi.seed1.log").read_text(), "log of alibi.seed1\n")
-        self.assertEqual(sorted(p.name for p in fresh.iterdir()), ["runs"])
+        self.assertEqual(sorted(p.name for p in fresh.iterdir()), [".lock", "runs"])
 
     def test_bad_arguments_fail_with_one_line(self):
         for args, message in ((["frob", self.out], "unknown action 'frob'"),
