@@ -4,6 +4,26 @@
 
 using namespace ropelab::cli_test;
 
+namespace {
+
+/// An ablation of demo_tiny.yaml on the demo pairs, written to EXP: `sets` after the data's,
+/// then `rest` (the grid, the seeds).
+void write_demo_experiment(const std::string& exp, const std::string& sets, const std::string& rest) {
+  const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
+  std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\nset: [data.train=" << pairs
+                     << ", data.valid=" << pairs << ", data.test=" << pairs << ", " << sets << "]\n"
+                     << rest;
+}
+
+/// The rest of the line of `output` that starts with `label` ("" when there is none).
+std::string line_after(const std::string& output, const std::string& label) {
+  const auto at = output.find(label);
+  if (at == std::string::npos) return "";
+  return output.substr(at + label.size(), output.find('\n', at) - at - label.size());
+}
+
+}  // namespace
+
 // A slip (the same -o, another config, no --resume) is refused and changes nothing; the same
 // config continues the run; --overwrite moves the old run aside, byte for byte.
 TEST(Cli, ATrainedRunIsNeverOverwritten) {
@@ -105,8 +125,7 @@ cat {RUN}.second.log
                        {"CLI", cli}}));
   const auto& out = r.output;
   EXPECT_NE(out.find("second exit 1"), std::string::npos) << out;
-  const auto holder =
-      out.substr(out.find("holder ") + 7, out.find('\n', out.find("holder ")) - out.find("holder ") - 7);
+  const auto holder = line_after(out, "holder ");
   EXPECT_NE(
       out.find("ropelab: error: " + run_dir + ": in use by another process (PID " + holder + ": " + cli + " train "),
       std::string::npos)
@@ -155,11 +174,8 @@ kill -TERM $launcher; wait $launcher; echo "launcher exit $?"
 
   // ablate --jobs 2: both runs are seen locked at one moment, then stopped by SIGTERM
   const auto exp = (root / "exp.yaml").string(), out = (root / "out").string();
-  const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
-  std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\nset: [data.train=" << pairs
-                     << ", data.valid=" << pairs << ", data.test=" << pairs
-                     << ", train.steps=1000000, train.valid_every=0]\ngrid:\n  model.position.type: [sinusoidal]\n"
-                        "seeds: [1, 2]\n";
+  write_demo_experiment(exp, "train.steps=1000000, train.valid_every=0",
+                        "grid:\n  model.position.type: [sinusoidal]\nseeds: [1, 2]\n");
   r = run_script(root, "ablate",
                  fill(R"sh(
 {CLI} ablate {EXP} -o {OUT} --jobs 2 --threads 1 > {OUT}.log 2>&1 & ablate=$!
@@ -178,10 +194,8 @@ wait $ablate; echo "ablate exit $?"
 
   // A training stopped by SIGTERM saves and exits 0 before its end: ablate neither evaluates
   // it nor marks it done, and the next ablate resumes it to the end.
-  std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\nset: [data.train=" << pairs
-                     << ", data.valid=" << pairs << ", data.test=" << pairs
-                     << ", train.steps=100000, train.log_every=1, train.valid_every=0]\n"
-                        "grid:\n  model.position.type: [rotary]\n";
+  write_demo_experiment(exp, "train.steps=100000, train.log_every=1, train.valid_every=0",
+                        "grid:\n  model.position.type: [rotary]\n");
   const auto stopped = out + "/runs/model.position.type=rotary.seed1";
   r = run_script(root, "stopped",
                  fill(R"sh(
@@ -230,11 +244,8 @@ TEST(Cli, ASecondAblateOnOneDirectoryIsRefused) {
   const auto exp = (root / "exp.yaml").string(), out = (root / "out").string();
   const auto run = out + "/runs/model.position.type=rotary.seed1";
   const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
-  const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
-  std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\nset: [data.train=" << pairs
-                     << ", data.valid=" << pairs << ", data.test=" << pairs
-                     << ", train.steps=1000000, train.log_every=1, train.valid_every=0]\n"
-                        "grid:\n  model.position.type: [rotary]\n";
+  write_demo_experiment(exp, "train.steps=1000000, train.log_every=1, train.valid_every=0",
+                        "grid:\n  model.position.type: [rotary]\n");
   const auto r = run_script(root, "two_ablates",
                             fill(R"sh(
 {CLI} ablate {EXP} -o {OUT} --threads 1 > {OUT}.first.log 2>&1 & first=$!
@@ -249,9 +260,8 @@ wait $first
                                  {{"CLI", cli}, {"EXP", exp}, {"OUT", out}, {"RUN", run}}));
   const auto second = read_text(out + ".second.log");
   EXPECT_NE(r.output.find("second exit 1"), std::string::npos) << r.output << second;
-  const auto at = r.output.find("holder ");
-  ASSERT_NE(at, std::string::npos) << r.output;
-  const auto holder = r.output.substr(at + 7, r.output.find('\n', at) - at - 7);
+  const auto holder = line_after(r.output, "holder ");
+  ASSERT_FALSE(holder.empty()) << r.output;
   EXPECT_EQ(second, "ropelab: error: " + out + ": in use by another process (PID " + holder + ": ropelab ablate " +
                         exp + " -o " + out + "); wait for it to end, or choose another directory\n");
   // The first's run and log stay where they are: nothing was moved aside.

@@ -100,6 +100,8 @@ class RunRecords(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertFalse((other / "runs" / "alibi.seed1" / "partial").exists())
         self.assertTrue((other / "runs" / "alibi.seed1" / "ablation.done").exists())
+        # the holder an ablate refused meanwhile would name
+        self.assertRegex((other / ".lock").read_text(), rf"^\d+ scripts/run_records.sh unpack {other}\n$")
         aside = [p for p in (other / "runs").iterdir() if p.name.startswith("alibi.seed1.old-")]
         self.assertEqual(sorted(p.suffix == ".log" for p in aside), [False, True], aside)
         folder = next(p for p in aside if p.is_dir())
@@ -133,6 +135,8 @@ class RunRecords(unittest.TestCase):
         unpacked = run("unpack", other, self.root / "records")  # the ablate gone
         self.assertEqual(unpacked.returncode, 0, unpacked.stderr)
         self.assertTrue((other / "runs" / "alibi.seed1" / "ablation.done").exists())
+        # the holder an ablate refused meanwhile would name
+        self.assertRegex((other / ".lock").read_text(), rf"^\d+ scripts/run_records.sh unpack {other}\n$")
 
     def test_refuses_archives_with_other_files_or_no_finished_run(self):
         records = self.root / "records"

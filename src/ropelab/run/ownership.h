@@ -2,7 +2,8 @@
 /// Who may write a run directory, and what `train` does with one that holds a run.
 ///
 /// A training process (and every worker of a data-parallel run, which inherit the
-/// launcher's descriptor) holds an exclusive `flock` on RUN/.lock for as long as it lives;
+/// launcher's descriptor) holds an exclusive `flock` on RUN/.lock for as long as it lives
+/// (and `ablate` holds one on its output directory, OUT/.lock, the same way);
 /// the kernel releases it when the process dies, so a killed run never leaves a stale lock.
 /// Readers (eval, translate, average, generate) take no lock: checkpoints are renamed into
 /// place, so a reader sees the old or the new file, never a torn one.
