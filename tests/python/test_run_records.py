@@ -5,6 +5,7 @@ RUN_RECORDS_KEEP_BEST matches), and what unpacking keeps, replaces and refuses."
 import fcntl
 import os
 import pathlib
+import re
 import subprocess
 import tarfile
 import tempfile
@@ -49,6 +50,11 @@ class RunRecords(unittest.TestCase):
 
     def tearDown(self):
         self.tmp.cleanup()
+
+    def assertLockNamesTheUnpack(self, out):
+        """OUT/.lock names the unpack as its holder: the line an ablate refused meanwhile prints."""
+        self.assertRegex((out / ".lock").read_text(),
+                         rf"^\d+ {re.escape(f'scripts/run_records.sh unpack {out}')}\n$")
 
     def test_packs_each_finished_run_once_without_checkpoints_lock_or_data(self):
         make_run(self.out, "alibi.seed1")
@@ -100,8 +106,7 @@ class RunRecords(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertFalse((other / "runs" / "alibi.seed1" / "partial").exists())
         self.assertTrue((other / "runs" / "alibi.seed1" / "ablation.done").exists())
-        # the holder an ablate refused meanwhile would name
-        self.assertRegex((other / ".lock").read_text(), rf"^\d+ scripts/run_records.sh unpack {other}\n$")
+        self.assertLockNamesTheUnpack(other)
         aside = [p for p in (other / "runs").iterdir() if p.name.startswith("alibi.seed1.old-")]
         self.assertEqual(sorted(p.suffix == ".log" for p in aside), [False, True], aside)
         folder = next(p for p in aside if p.is_dir())
@@ -135,8 +140,7 @@ class RunRecords(unittest.TestCase):
         unpacked = run("unpack", other, self.root / "records")  # the ablate gone
         self.assertEqual(unpacked.returncode, 0, unpacked.stderr)
         self.assertTrue((other / "runs" / "alibi.seed1" / "ablation.done").exists())
-        # the holder an ablate refused meanwhile would name
-        self.assertRegex((other / ".lock").read_text(), rf"^\d+ scripts/run_records.sh unpack {other}\n$")
+        self.assertLockNamesTheUnpack(other)
 
     def test_refuses_archives_with_other_files_or_no_finished_run(self):
         records = self.root / "records"
