@@ -300,7 +300,7 @@ def main():
     subword = read(os.path.join(here, "subword", "results.csv"))
     if subword:
         print("\n## Subword LM")
-        perplexity_tables(subword, "tokens")
+        perplexity_tables(subword, "pieces")
         anchor_table(subword)
     passkey_tables(here)
 
