@@ -3,7 +3,8 @@
 cells (mean ± sd over seeds, ratios), passkey counts pooled over seeds with Wilson's interval
 (against tests/golden/wilson_golden.json, found by bisection), --collect, which reads each
 run's directory from results.csv, keeps a cell the run cannot take and stops on a missing table
-or a failed depth of a length that has an accuracy, and --budget."""
+or a failed depth of a length that has an accuracy, and --budget; and that every table row of the
+study's README.md is a line tables.py prints from the committed results."""
 import csv
 import importlib.util
 import json
@@ -198,6 +199,19 @@ class Budget(unittest.TestCase):
         done = run("--budget", "/nonexistent/ablate.log")
         self.assertNotEqual(done.returncode, 0)
         self.assertEqual(done.stderr, "/nonexistent/ablate.log: missing\n")
+
+
+class ShippedReadme(unittest.TestCase):
+    def test_every_table_row_of_the_readme_is_printed_from_the_committed_results(self):
+        """The README's tables are copied from tables.py's output; a results.csv written again
+        (a run retrained, a grid completed) without the README following fails here."""
+        done = run()
+        self.assertEqual(done.returncode, 0, done.stderr)
+        printed = set(done.stdout.splitlines())
+        readme = (SCRIPT.parent / "README.md").read_text().splitlines()
+        rows = [line for line in readme if line.startswith("| ")]  # headers and rows
+        self.assertGreater(len(rows), 150)  # the byte, passkey and subword tables
+        self.assertEqual([row for row in rows if row not in printed], [])
 
 
 if __name__ == "__main__":
