@@ -15,8 +15,8 @@
 #      call on the same machine resumes them;
 #      (first, the runs finished elsewhere are unpacked from OUT/records: ablate skips them);
 #   3. where GPU_ABLATE_PACK names a folder (the device tool's $OUT), packs each run that
-#      finished in this call into OUT/records/NAME.tar.xz (scripts/run_records.sh pack;
-#      RUN_RECORDS_KEEP_BEST keeps the checkpoints that fine-tunes still to run start from)
+#      finished in this call into OUT/records/NAME.tar.xz (scripts/run_records.sh pack; the
+#      runs that fine-tunes start from keep their checkpoint_best.pt)
 #      and those archives into GPU_ABLATE_PACK/records.tar.
 # Back on the first machine, `tar -C OUT -xf records.tar` and `scripts/run_records.sh unpack
 # OUT` put the runs under OUT/runs, where ablate counts them

@@ -10,8 +10,10 @@
 # trained, and every evaluation asked of it written). An archive holds the run's folder and
 # its log, relative to OUT, without the cached data (RUN/data), the lock and the checkpoints:
 # a finished run is reported from its evaluations, and `ablate` does not train it again.
-# RUN_RECORDS_KEEP_BEST, a shell pattern over run folder names, keeps checkpoint_best.pt of
-# the runs it matches (the start of a grid's fine-tunes, where those have still to run).
+# A run that an experiment's fine-tunes start from (RUN/finetune.source, which ablate writes)
+# keeps its checkpoint_best.pt, so that the fine-tunes can still run from the records;
+# RUN_RECORDS_KEEP_BEST, a shell pattern over run folder names, keeps it for the runs it
+# matches as well (runs of a grid finished before ablate marked its fine-tunes' sources).
 # Unpacking is refused while an ablate runs on OUT (it holds OUT/.lock), leaves alone a run
 # that OUT/runs holds finished, refuses one whose lock a live process holds (stop ablate
 # first), and replaces an unfinished one, moved aside to RUN.old-YYYYMMDD-HHMMSS (nothing
@@ -33,8 +35,9 @@ members() {
   local name=$1
   (cd "$out" && find "runs/$name" -path "runs/$name/data" -prune -o -type f ! -name '*.pt' ! -name .lock -print)
   [ -f "$out/runs/$name.log" ] && echo "runs/$name.log"
+  [ -f "$out/runs/$name/checkpoint_best.pt" ] || return 0
   # shellcheck disable=SC2053  # RUN_RECORDS_KEEP_BEST is a pattern
-  if [ -n "$keep_best" ] && [[ $name == $keep_best ]] && [ -f "$out/runs/$name/checkpoint_best.pt" ]; then
+  if [ -f "$out/runs/$name/finetune.source" ] || { [ -n "$keep_best" ] && [[ $name == $keep_best ]]; }; then
     echo "runs/$name/checkpoint_best.pt"
   fi
   return 0

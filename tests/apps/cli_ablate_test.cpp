@@ -288,6 +288,7 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_NE(extrapolation.find(">trained at 8<"), std::string::npos);
 
   // fine-tunes of the rotary run at a longer context, with and without YaRN, from its best checkpoint
+  EXPECT_FALSE(std::filesystem::exists(run_dir + "/finetune.source"));  // no fine-tune starts from it yet
   std::ofstream(exp, std::ios::app) << "finetune:\n  from: model.position.type=rotary\n"
                                        "  set: [data.context=16, train.steps=2, model.position.scaling.factor=2]\n"
                                        "  grid:\n    model.position.scaling.type: [none, yarn]\n";
@@ -299,6 +300,9 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);  // the source untouched
   const auto yarn_dir = out + "/runs/finetune_model.position.scaling.type=yarn.seed1";
   EXPECT_NE(read_text(yarn_dir + "/config.yaml").find("init_from: " + run_dir), std::string::npos);
+  // the source is marked (its records keep checkpoint_best.pt); the fine-tunes are not
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/finetune.source"));
+  EXPECT_FALSE(std::filesystem::exists(yarn_dir + "/finetune.source"));
   EXPECT_NE(read_text(yarn_dir + ".log").find("init: parameters from " + run_dir + "/checkpoint_best.pt"),
             std::string::npos);
   const auto tuned = read_text(out + "/results.md");

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/run_records.sh on ablation directories made here: which runs it packs (finished ones,
-once), what an archive holds (no checkpoints, lock or cached data; checkpoint_best.pt where
-RUN_RECORDS_KEEP_BEST matches), and what unpacking keeps, replaces and refuses."""
+once), what an archive holds (no checkpoints, lock or cached data; checkpoint_best.pt of a run
+that fine-tunes start from, or where RUN_RECORDS_KEEP_BEST matches), and what unpacking keeps, replaces and refuses."""
 import fcntl
 import os
 import pathlib
@@ -80,6 +80,17 @@ class RunRecords(unittest.TestCase):
         self.assertIn("runs/rotary.seed1/checkpoint_best.pt", members(self.root / "records" / "rotary.seed1.tar.xz"))
         self.assertNotIn("runs/alibi.seed1/checkpoint_best.pt", members(self.root / "records" / "alibi.seed1.tar.xz"))
         self.assertNotIn("runs/rotary.seed1/checkpoint_last.pt", members(self.root / "records" / "rotary.seed1.tar.xz"))
+
+    def test_keeps_the_best_checkpoint_of_the_runs_that_fine_tunes_start_from(self):
+        make_run(self.out, "rotary.seed1", extra={"finetune.source": "checkpoint_best.pt starts fine-tunes\n"})
+        make_run(self.out, "alibi.seed1")
+        done = run("pack", self.out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        rotary = members(self.out / "records" / "rotary.seed1.tar.xz")
+        self.assertIn("runs/rotary.seed1/checkpoint_best.pt", rotary)
+        self.assertIn("runs/rotary.seed1/finetune.source", rotary)  # still marked when packed again elsewhere
+        self.assertNotIn("runs/rotary.seed1/checkpoint_last.pt", rotary)
+        self.assertNotIn("runs/alibi.seed1/checkpoint_best.pt", members(self.out / "records" / "alibi.seed1.tar.xz"))
 
     def test_unpacks_into_a_new_directory_and_keeps_finished_runs(self):
         make_run(self.out, "alibi.seed1")

@@ -52,6 +52,11 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
             << skipped << " finished already, " << todo.size() << " to run, " << jobs << " at a time, " << threads
             << " threads each" << std::endl;
   auto outcome = run_jobs(todo, o.executable, jobs, skipped, total);
+  // The runs the fine-tunes start from are marked as such once finished, a stopped grid's too,
+  // so that their records keep the checkpoint the fine-tunes need (scripts/run_records.sh).
+  if (!spec.finetune.empty())
+    for (const auto& job : all)
+      if (job.variant == spec.finetune[0].from && disk.finished(job.dir)) AblationLayout::mark_finetune_source(job.dir);
   if (outcome.signal) return outcome;
 
   // Fine-tunes, once the runs they start from have finished: each seed from its own run.

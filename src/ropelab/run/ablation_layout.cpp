@@ -34,6 +34,11 @@ std::string AblationLayout::done(const std::string& run_dir) { return join(run_d
 void AblationLayout::mark_done(const std::string& run_dir) {
   write_file_atomically(done(run_dir), "", "ablation marker");
 }
+std::string AblationLayout::finetune_source(const std::string& run_dir) { return join(run_dir, "finetune.source"); }
+void AblationLayout::mark_finetune_source(const std::string& run_dir) {
+  if (!fs::exists(finetune_source(run_dir)))
+    write_file_atomically(finetune_source(run_dir), "checkpoint_best.pt starts fine-tunes\n", "fine-tune marker");
+}
 std::string AblationLayout::results_csv() const { return join(out, "results.csv"); }
 std::string AblationLayout::results_md() const { return join(out, "results.md"); }
 std::string AblationLayout::significance_csv() const { return join(out, "significance.csv"); }

@@ -2,6 +2,7 @@
 /// An ablation directory (`ropelab ablate -o OUT`), every file name in one place:
 ///   OUT/runs/VARIANT.seedN/        a run directory (run/run.h), its log beside it (.log)
 ///   OUT/runs/VARIANT.seedN/ablation.done   the run trained and holds every evaluation asked
+///   OUT/runs/VARIANT.seedN/finetune.source   the experiment's fine-tunes start from this run
 ///   OUT/results.csv, results.md, significance.csv   the tables
 ///   OUT/valid_curves.svg, extrapolation[.strideS].svg, positions.svg, passkey.svg   the plots
 
@@ -27,6 +28,10 @@ struct AblationLayout {
   static std::string done(const std::string& run_dir);
   /// Writes that marker (atomically: a run is marked whole or not at all).
   static void mark_done(const std::string& run_dir);
+  /// The marker of a finished run that an experiment's fine-tunes start from (its
+  /// checkpoint_best.pt): scripts/run_records.sh keeps that checkpoint in the run's archive.
+  static std::string finetune_source(const std::string& run_dir);
+  static void mark_finetune_source(const std::string& run_dir);
 
   std::string results_csv() const;
   std::string results_md() const;
