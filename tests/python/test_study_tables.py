@@ -3,7 +3,8 @@
 cells (mean ± sd over seeds, ratios), passkey counts pooled over seeds with Wilson's interval
 (against tests/golden/wilson_golden.json, found by bisection), --collect, which reads each
 run's directory from results.csv, keeps a cell the run cannot take and stops on a missing table
-or a failed depth of a length that has an accuracy, and --budget; and that every table row of the
+or a failed depth of a length that has an accuracy, and --budget of an ablate log and of an
+ablation directory; and that every table row of the
 study's README.md is a line tables.py prints from the committed results."""
 import csv
 import importlib.util
@@ -194,6 +195,39 @@ class Budget(unittest.TestCase):
         pathlib.Path(f.name).unlink()
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("3 runs finished, 2.0 hours of run time", done.stdout)  # 4620 + 2530 + 50 s
+
+    def test_sums_an_ablation_directorys_runs_by_kind_and_machine(self):
+        out = pathlib.Path(tempfile.mkdtemp())
+        write_csv(out / "results.csv", ["variant", "seed", "run", "train_s"],
+                  [["a", 1, "runs/a.seed1", 1800], ["a", 2, "runs/a.seed2", 5400],
+                   ["finetune:x", 1, "runs/finetune_x.seed1", 600]])
+        for name, seconds, machines in [("a.seed1", [60, 120], ["AMD EPYC (family 26, model 2)"]),
+                                        ("a.seed2", [300], []),
+                                        ("finetune_x.seed1", [240], ["AMD EPYC (family 26, model 2)", "Xeon"])]:
+            (out / "runs" / name).mkdir(parents=True)
+            for i, s in enumerate(seconds):
+                (out / "runs" / name / f"eval.test.ctx{i}.json").write_text(json.dumps({"seconds": s}))
+            (out / "runs" / f"{name}.log").write_text(
+                "".join(f"machine: {m}, 2 cores; ATen kernels AVX2\nstep 1\nmachine: {m}, 2 cores; x\n"
+                        for m in machines))
+        done = run("--budget", out)
+        lines = done.stdout.splitlines()
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn('"finetune:x",1,10.0,4.0,AMD EPYC (family 26, model 2) + Xeon', lines)
+        self.assertIn("2 grid runs: training 2.0 hours of one core (30-90 minutes a run), evaluations 0.1 hours "
+                      "(3.0-5.0 minutes a run)", lines)
+        self.assertIn("1 fine-tunes: training 0.2 hours of one core (10-10 minutes a run), evaluations 0.1 hours "
+                      "(4.0-4.0 minutes a run)", lines)
+        self.assertIn("1 runs on not named: a seed 2", lines)
+        (out / "runs" / "a.seed2" / "eval.test.ctx0.json").write_text("{}")
+        done = run("--budget", out)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(f"{out}/runs/a.seed2/eval.test.ctx0.json: no readable seconds", done.stderr)
+        subprocess.run(["rm", "-rf", str(out / "runs" / "a.seed2")], check=True)
+        done = run("--budget", out)
+        self.assertEqual(done.stderr.splitlines()[-1],
+                         f"{out}/runs/a.seed2: missing (unpack the records first: scripts/run_records.sh unpack)")
+        subprocess.run(["rm", "-rf", str(out)], check=True)
 
     def test_a_missing_log_is_one_line(self):
         done = run("--budget", "/nonexistent/ablate.log")

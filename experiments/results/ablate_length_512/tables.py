@@ -3,7 +3,7 @@
 
     python3 experiments/results/ablate_length_512/tables.py [DIR]
     python3 experiments/results/ablate_length_512/tables.py --collect RESULTS_CSV DIR/passkey/cells.csv
-    python3 experiments/results/ablate_length_512/tables.py --budget LOG
+    python3 experiments/results/ablate_length_512/tables.py --budget LOG|DIR
 
 DIR (default: this file's directory) holds results.csv of ablate_length_512.yaml, and when
 they exist passkey/results.csv and passkey/cells.csv (ablate_length_512_passkey.yaml) and
@@ -18,13 +18,17 @@ table below needs no run directories; a run without its passkey.csv stops it. A 
 failed is kept with its error (n/a in the table) when the run has no accuracy at that length
 (a learned table's lengths past its end); one at a length the run reports an accuracy for
 stops it, since that accuracy leaves the failed depths out.
---budget sums the wall time of the runs an `ablate` log reports as finished (a run resumed
-after a stop counts only the part after its last start).
+--budget LOG sums the wall time of the runs an `ablate` log reports as finished (a run resumed
+after a stop counts only the part after its last start). --budget DIR (an ablation directory
+with its runs unpacked) gives each run's training and evaluation minutes and machine, then the
+sums over the grid's runs and over its fine-tunes and the runs per machine: the budgets of
+README.md.
 
 Python 3 standard library only; Wilson's interval is written here from its formula, apart
 from ropelab's own.
 """
 import csv
+import json
 import math
 import os
 import re
@@ -266,6 +270,52 @@ def collect(results_path, out_path):
     print(f"wrote {out_path}: {len(rows)} cells")
 
 
+def run_budget(out_dir):
+    """The time an ablation directory's runs took, from the runs themselves: results.csv's
+    train_s (the training's own elapsed time, continued over resumes), the `seconds` of each
+    run's eval JSONs, and the machines each run's log names (its `machine:` lines)."""
+    rows = [r for rs in read(os.path.join(out_dir, "results.csv")).values() for r in rs]
+    if not rows:
+        sys.exit(f"{os.path.join(out_dir, 'results.csv')}: missing or empty")
+    groups = {"grid runs": [], "fine-tunes": []}
+    machines = {}
+    print("variant,seed,train_min,eval_min,machine")
+    for r in rows:
+        run_dir = os.path.join(out_dir, r["run"])
+        if not os.path.isdir(run_dir):
+            sys.exit(f"{run_dir}: missing (unpack the records first: scripts/run_records.sh unpack)")
+        seconds = 0.0
+        for name in sorted(os.listdir(run_dir)):
+            if name.startswith("eval.") and name.endswith(".json"):
+                try:
+                    with open(os.path.join(run_dir, name)) as f:
+                        seconds += float(json.load(f)["seconds"])
+                except (ValueError, KeyError, TypeError) as e:
+                    sys.exit(f"{os.path.join(run_dir, name)}: no readable seconds ({e})")
+        named = []
+        if os.path.exists(run_dir + ".log"):
+            with open(run_dir + ".log", errors="replace") as f:
+                for line in f:
+                    m = re.match(r"machine: (.*?), \d+ cores", line)
+                    if m and m.group(1) not in named:
+                        named.append(m.group(1))
+        machine = " + ".join(named) if named else "not named"
+        machines.setdefault(machine, []).append(f"{r['variant']} seed {r['seed']}")
+        train = float(r["train_s"]) if r.get("train_s") else float("nan")
+        groups["fine-tunes" if r["variant"].startswith("finetune") else "grid runs"].append((train, seconds))
+        print(f"\"{r['variant']}\",{r['seed']},{train / 60:.1f},{seconds / 60:.1f},{machine}")
+    for name, times in groups.items():
+        if not times:
+            continue
+        train = [t for t, _ in times if not math.isnan(t)]
+        evals = [e for _, e in times]
+        print(f"{len(times)} {name}: training {sum(train) / 3600:.1f} hours of one core "
+              f"({min(train) / 60:.0f}-{max(train) / 60:.0f} minutes a run), evaluations "
+              f"{sum(evals) / 3600:.1f} hours ({min(evals) / 60:.1f}-{max(evals) / 60:.1f} minutes a run)")
+    for machine, runs in sorted(machines.items(), key=lambda m: -len(m[1])):
+        print(f"{len(runs)} runs on {machine}" + (f": {', '.join(runs)}" if len(runs) <= 3 else ""))
+
+
 def budget(log_path):
     if not os.path.exists(log_path):
         sys.exit(f"{log_path}: missing")
@@ -287,7 +337,7 @@ def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--collect":
         return collect(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 3 and sys.argv[1] == "--budget":
-        return budget(sys.argv[2])
+        return run_budget(sys.argv[2]) if os.path.isdir(sys.argv[2]) else budget(sys.argv[2])
     if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):
         sys.exit(__doc__)
     here = sys.argv[1] if len(sys.argv) == 2 else os.path.dirname(os.path.abspath(__file__))
