@@ -10,10 +10,11 @@
 # trained, and every evaluation asked of it written). An archive holds the run's folder and
 # its log, relative to OUT, without the cached data (RUN/data), the lock and the checkpoints:
 # a finished run is reported from its evaluations, and `ablate` does not train it again.
-# A run that an experiment's fine-tunes start from (RUN/finetune.source, which ablate writes)
-# keeps its checkpoint_best.pt, so that the fine-tunes can still run from the records;
-# RUN_RECORDS_KEEP_BEST, a shell pattern over run folder names, keeps it for the runs it
-# matches as well (runs of a grid finished before ablate marked its fine-tunes' sources).
+# A run that an experiment's fine-tunes start from (RUN/finetune.source, which ablate writes
+# as the run finishes) keeps its checkpoint_best.pt, so that the fine-tunes can still run
+# from the records; one that lacks the checkpoint is packed with a warning naming both files.
+# RUN_RECORDS_KEEP_BEST, a shell pattern over run folder names, keeps the checkpoint of the
+# runs it matches as well, marked or not.
 # Unpacking is refused while an ablate runs on OUT (it holds OUT/.lock), leaves alone a run
 # that OUT/runs holds finished, refuses one whose lock a live process holds (stop ablate
 # first), and replaces an unfinished one, moved aside to RUN.old-YYYYMMDD-HHMMSS (nothing
@@ -35,7 +36,11 @@ members() {
   local name=$1
   (cd "$out" && find "runs/$name" -path "runs/$name/data" -prune -o -type f ! -name '*.pt' ! -name .lock -print)
   [ -f "$out/runs/$name.log" ] && echo "runs/$name.log"
-  [ -f "$out/runs/$name/checkpoint_best.pt" ] || return 0
+  if [ ! -f "$out/runs/$name/checkpoint_best.pt" ]; then
+    [ -f "$out/runs/$name/finetune.source" ] &&
+      echo "run_records: warning: $out/runs/$name/finetune.source: fine-tunes start from this run, and it has no checkpoint_best.pt to keep" >&2
+    return 0
+  fi
   # shellcheck disable=SC2053  # RUN_RECORDS_KEEP_BEST is a pattern
   if [ -f "$out/runs/$name/finetune.source" ] || { [ -n "$keep_best" ] && [[ $name == $keep_best ]]; }; then
     echo "runs/$name/checkpoint_best.pt"

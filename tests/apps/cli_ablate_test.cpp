@@ -128,6 +128,26 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   std::filesystem::remove_all(root);
 }
 
+// The run that fine-tunes start from is marked as such when it finishes, in the grid's own
+// pass (an ablate killed before the fine-tunes leaves it marked for scripts/run_records.sh).
+TEST(Cli, AblateMarksTheRunFineTunesStartFromWhenItFinishes) {
+  const auto root = fresh_dir("ablate_finetune_source");
+  const auto exp = tiny_translator_experiment(
+      root, "train.steps=2",
+      "grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: model.position.type=rotary\n"
+      "  set: [train.steps=3]\n");
+  const auto out = (root / "out").string();
+  const auto r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("1 fine-tunes of model.position.type=rotary x 1 seeds = 1 runs"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::filesystem::exists(out + "/runs/model.position.type=rotary.seed1/finetune.source"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/runs/model.position.type=sinusoidal.seed1/finetune.source"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/runs/finetune.seed1/finetune.source"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/runs/finetune.seed1/ablation.done"));
+  std::filesystem::remove_all(root);
+}
+
 // --seeds runs some of the experiment's seeds; a later run without it adds the others to the
 // same directory and keeps the finished ones; seeds the file does not list stop it. OUT/runs
 // may be a link to another disk: results.csv names each run relative to OUT all the same.
@@ -300,9 +320,11 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);  // the source untouched
   const auto yarn_dir = out + "/runs/finetune_model.position.scaling.type=yarn.seed1";
   EXPECT_NE(read_text(yarn_dir + "/config.yaml").find("init_from: " + run_dir), std::string::npos);
-  // the source is marked (its records keep checkpoint_best.pt); the fine-tunes are not
+  // the source, finished before the fine-tunes were asked for, is marked when they are (its
+  // records keep checkpoint_best.pt); the fine-tunes and the other variant's run are not
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/finetune.source"));
   EXPECT_FALSE(std::filesystem::exists(yarn_dir + "/finetune.source"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/runs/model.position.type=alibi.seed1/finetune.source"));
   EXPECT_NE(read_text(yarn_dir + ".log").find("init: parameters from " + run_dir + "/checkpoint_best.pt"),
             std::string::npos);
   const auto tuned = read_text(out + "/results.md");

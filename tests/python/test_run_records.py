@@ -91,6 +91,16 @@ class RunRecords(unittest.TestCase):
         self.assertIn("runs/rotary.seed1/finetune.source", rotary)  # still marked when packed again elsewhere
         self.assertNotIn("runs/rotary.seed1/checkpoint_last.pt", rotary)
         self.assertNotIn("runs/alibi.seed1/checkpoint_best.pt", members(self.out / "records" / "alibi.seed1.tar.xz"))
+        self.assertEqual(done.stderr, "")
+
+    def test_warns_when_a_run_that_fine_tunes_start_from_has_no_checkpoint(self):
+        run_dir = make_run(self.out, "rotary.seed1", extra={"finetune.source": "checkpoint_best.pt starts fine-tunes\n"})
+        (run_dir / "checkpoint_best.pt").unlink()
+        done = run("pack", self.out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stderr, f"run_records: warning: {run_dir}/finetune.source: fine-tunes start from this "
+                                      "run, and it has no checkpoint_best.pt to keep\n")
+        self.assertIn("runs/rotary.seed1/finetune.source", members(self.out / "records" / "rotary.seed1.tar.xz"))
 
     def test_unpacks_into_a_new_directory_and_keeps_finished_runs(self):
         make_run(self.out, "alibi.seed1")

@@ -4,8 +4,8 @@ cells (mean ± sd over seeds, ratios), passkey counts pooled over seeds with Wil
 (against tests/golden/wilson_golden.json, found by bisection), --collect, which reads each
 run's directory from results.csv, keeps a cell the run cannot take and stops on a missing table
 or a failed depth of a length that has an accuracy, and --budget of an ablate log and of an
-ablation directory; and that every table row of the
-study's README.md is a line tables.py prints from the committed results."""
+ablation directory; and that every table of the study's README.md is printed whole by
+tables.py from the committed results."""
 import csv
 import importlib.util
 import json
@@ -197,37 +197,46 @@ class Budget(unittest.TestCase):
         self.assertIn("3 runs finished, 2.0 hours of run time", done.stdout)  # 4620 + 2530 + 50 s
 
     def test_sums_an_ablation_directorys_runs_by_kind_and_machine(self):
-        out = pathlib.Path(tempfile.mkdtemp())
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        out = pathlib.Path(tmp.name)
         write_csv(out / "results.csv", ["variant", "seed", "run", "train_s"],
-                  [["a", 1, "runs/a.seed1", 1800], ["a", 2, "runs/a.seed2", 5400],
+                  [["a", 1, "runs/a.seed1", 1800], ["a", 2, "runs/a.seed2", 5400], ["a", 3, "runs/a.seed3", ""],
                    ["finetune:x", 1, "runs/finetune_x.seed1", 600]])
         for name, seconds, machines in [("a.seed1", [60, 120], ["AMD EPYC (family 26, model 2)"]),
-                                        ("a.seed2", [300], []),
+                                        ("a.seed2", [300], []), ("a.seed3", [], None),
                                         ("finetune_x.seed1", [240], ["AMD EPYC (family 26, model 2)", "Xeon"])]:
             (out / "runs" / name).mkdir(parents=True)
             for i, s in enumerate(seconds):
                 (out / "runs" / name / f"eval.test.ctx{i}.json").write_text(json.dumps({"seconds": s}))
-            (out / "runs" / f"{name}.log").write_text(
-                "".join(f"machine: {m}, 2 cores; ATen kernels AVX2\nstep 1\nmachine: {m}, 2 cores; x\n"
-                        for m in machines))
+            if machines is not None:
+                (out / "runs" / f"{name}.log").write_text(
+                    "".join(f"machine: {m}, 2 cores; ATen kernels AVX2\nstep 1\nmachine: {m}, 2 cores; x\n"
+                            for m in machines))
         done = run("--budget", out)
         lines = done.stdout.splitlines()
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn('"finetune:x",1,10.0,4.0,AMD EPYC (family 26, model 2) + Xeon', lines)
-        self.assertIn("2 grid runs: training 2.0 hours of one core (30-90 minutes a run), evaluations 0.1 hours "
-                      "(3.0-5.0 minutes a run)", lines)
-        self.assertIn("1 fine-tunes: training 0.2 hours of one core (10-10 minutes a run), evaluations 0.1 hours "
+        self.assertIn("3 grid runs: training 2.0 hours (30-90 minutes a run) (1 without train_s), evaluations "
+                      "0.1 hours (0.0-5.0 minutes a run)", lines)
+        self.assertIn("1 fine-tunes: training 0.2 hours (10-10 minutes a run), evaluations 0.1 hours "
                       "(4.0-4.0 minutes a run)", lines)
-        self.assertIn("1 runs on not named: a seed 2", lines)
+        self.assertIn("1 runs on not named in the log: a seed 2", lines)
+        self.assertIn("1 runs on no log: a seed 3", lines)
+
+        def fails_with(line):
+            done = run("--budget", out)
+            self.assertNotEqual(done.returncode, 0)
+            self.assertEqual(done.stderr.splitlines()[-1], line)
+
         (out / "runs" / "a.seed2" / "eval.test.ctx0.json").write_text("{}")
-        done = run("--budget", out)
-        self.assertNotEqual(done.returncode, 0)
-        self.assertIn(f"{out}/runs/a.seed2/eval.test.ctx0.json: no readable seconds", done.stderr)
+        fails_with(f"{out}/runs/a.seed2/eval.test.ctx0.json: no readable seconds ('seconds')")
         subprocess.run(["rm", "-rf", str(out / "runs" / "a.seed2")], check=True)
-        done = run("--budget", out)
-        self.assertEqual(done.stderr.splitlines()[-1],
-                         f"{out}/runs/a.seed2: missing (unpack the records first: scripts/run_records.sh unpack)")
-        subprocess.run(["rm", "-rf", str(out)], check=True)
+        fails_with(f"{out}/runs/a.seed2: missing (unpack the records first: scripts/run_records.sh unpack)")
+        write_csv(out / "results.csv", ["variant", "seed", "run", "train_s"], [["a", 1, "runs/a.seed1", "1h"]])
+        fails_with(f"{out}/results.csv: row 2: train_s '1h' is not a number")
+        write_csv(out / "results.csv", ["variant", "seed", "run"], [["a", 1, "runs/a.seed1"]])
+        fails_with(f"{out}/results.csv: no train_s column")
 
     def test_a_missing_log_is_one_line(self):
         done = run("--budget", "/nonexistent/ablate.log")
@@ -236,16 +245,22 @@ class Budget(unittest.TestCase):
 
 
 class ShippedReadme(unittest.TestCase):
-    def test_every_table_row_of_the_readme_is_printed_from_the_committed_results(self):
-        """The README's tables are copied from tables.py's output; a results.csv written again
-        (a run retrained, a grid completed) without the README following fails here."""
+    def test_every_table_of_the_readme_is_printed_whole_from_the_committed_results(self):
+        """The README's tables are copied from tables.py's output: each (its header, rule and
+        rows, in order) must be consecutive lines of it. A results.csv written again (a run
+        retrained, a grid completed) without the README following fails here."""
         done = run()
         self.assertEqual(done.returncode, 0, done.stderr)
-        printed = set(done.stdout.splitlines())
-        readme = (SCRIPT.parent / "README.md").read_text().splitlines()
-        rows = [line for line in readme if line.startswith("| ")]  # headers and rows
-        self.assertGreater(len(rows), 150)  # the byte, passkey and subword tables
-        self.assertEqual([row for row in rows if row not in printed], [])
+        printed = "\n" + done.stdout + "\n"
+        tables, table = [], []
+        for line in (SCRIPT.parent / "README.md").read_text().splitlines() + [""]:
+            if line.startswith("|"):
+                table.append(line)
+            elif table:
+                tables.append(table)
+                table = []
+        self.assertGreater(len(tables), 15)  # the byte, passkey and subword tables
+        self.assertEqual([t[0] for t in tables if "\n" + "\n".join(t) + "\n" not in printed], [])
 
 
 if __name__ == "__main__":

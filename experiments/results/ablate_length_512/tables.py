@@ -20,9 +20,10 @@ failed is kept with its error (n/a in the table) when the run has no accuracy at
 stops it, since that accuracy leaves the failed depths out.
 --budget LOG sums the wall time of the runs an `ablate` log reports as finished (a run resumed
 after a stop counts only the part after its last start). --budget DIR (an ablation directory
-with its runs unpacked) gives each run's training and evaluation minutes and machine, then the
-sums over the grid's runs and over its fine-tunes and the runs per machine: the budgets of
-README.md.
+with its runs unpacked) gives each run's training and evaluation minutes and the machine its
+log names, then the sums over the grid's runs and over its fine-tunes and the runs per
+machine: the training and evaluation sums of README.md's budgets (the byte grid's logs name
+no machine; passkey cells are not evaluation JSONs).
 
 Python 3 standard library only; Wilson's interval is written here from its formula, apart
 from ropelab's own.
@@ -273,35 +274,50 @@ def collect(results_path, out_path):
 def run_budget(out_dir):
     """The time an ablation directory's runs took, from the runs themselves: results.csv's
     train_s (the training's own elapsed time, continued over resumes), the `seconds` of each
-    run's eval JSONs, and the machines each run's log names (its `machine:` lines)."""
-    rows = [r for rs in read(os.path.join(out_dir, "results.csv")).values() for r in rs]
+    run's eval JSONs, and the machines each run's log names (its `machine:` lines; logs of
+    older runs name none). Passkey cells are not eval JSONs: a passkey grid's evaluation
+    time is in its logs' `passkey: cell` lines instead."""
+    results = os.path.join(out_dir, "results.csv")
+    rows = [r for rs in read(results).values() for r in rs]
     if not rows:
-        sys.exit(f"{os.path.join(out_dir, 'results.csv')}: missing or empty")
+        sys.exit(f"{results}: missing or empty")
+    for column in ("run", "train_s"):
+        if column not in rows[0]:
+            sys.exit(f"{results}: no {column} column")
     groups = {"grid runs": [], "fine-tunes": []}
     machines = {}
     print("variant,seed,train_min,eval_min,machine")
-    for r in rows:
+    for line, r in enumerate(rows, start=2):
         run_dir = os.path.join(out_dir, r["run"])
         if not os.path.isdir(run_dir):
             sys.exit(f"{run_dir}: missing (unpack the records first: scripts/run_records.sh unpack)")
+        try:
+            train = float(r["train_s"]) if r["train_s"] else math.nan
+        except ValueError:
+            sys.exit(f"{results}: row {line}: train_s {r['train_s']!r} is not a number")
         seconds = 0.0
         for name in sorted(os.listdir(run_dir)):
             if name.startswith("eval.") and name.endswith(".json"):
+                path = os.path.join(run_dir, name)
                 try:
-                    with open(os.path.join(run_dir, name)) as f:
+                    with open(path) as f:
                         seconds += float(json.load(f)["seconds"])
-                except (ValueError, KeyError, TypeError) as e:
-                    sys.exit(f"{os.path.join(run_dir, name)}: no readable seconds ({e})")
+                except (OSError, ValueError, KeyError, TypeError) as e:
+                    sys.exit(f"{path}: no readable seconds ({e})")
         named = []
-        if os.path.exists(run_dir + ".log"):
-            with open(run_dir + ".log", errors="replace") as f:
-                for line in f:
-                    m = re.match(r"machine: (.*?), \d+ cores", line)
+        log = run_dir + ".log"
+        try:
+            with open(log, errors="replace") as f:
+                for text in f:
+                    m = re.match(r"machine: (.*?), \d+ cores", text)
                     if m and m.group(1) not in named:
                         named.append(m.group(1))
-        machine = " + ".join(named) if named else "not named"
+        except FileNotFoundError:
+            named = None
+        except OSError as e:
+            sys.exit(f"{log}: unreadable ({e})")
+        machine = "no log" if named is None else " + ".join(named) if named else "not named in the log"
         machines.setdefault(machine, []).append(f"{r['variant']} seed {r['seed']}")
-        train = float(r["train_s"]) if r.get("train_s") else float("nan")
         groups["fine-tunes" if r["variant"].startswith("finetune") else "grid runs"].append((train, seconds))
         print(f"\"{r['variant']}\",{r['seed']},{train / 60:.1f},{seconds / 60:.1f},{machine}")
     for name, times in groups.items():
@@ -309,9 +325,11 @@ def run_budget(out_dir):
             continue
         train = [t for t, _ in times if not math.isnan(t)]
         evals = [e for _, e in times]
-        print(f"{len(times)} {name}: training {sum(train) / 3600:.1f} hours of one core "
-              f"({min(train) / 60:.0f}-{max(train) / 60:.0f} minutes a run), evaluations "
-              f"{sum(evals) / 3600:.1f} hours ({min(evals) / 60:.1f}-{max(evals) / 60:.1f} minutes a run)")
+        trained = (f"training {sum(train) / 3600:.1f} hours ({min(train) / 60:.0f}-{max(train) / 60:.0f} minutes a "
+                   "run)") if train else "no training time"
+        missing = f" ({len(times) - len(train)} without train_s)" if len(train) < len(times) else ""
+        print(f"{len(times)} {name}: {trained}{missing}, evaluations {sum(evals) / 3600:.1f} hours "
+              f"({min(evals) / 60:.1f}-{max(evals) / 60:.1f} minutes a run)")
     for machine, runs in sorted(machines.items(), key=lambda m: -len(m[1])):
         print(f"{len(runs)} runs on {machine}" + (f": {', '.join(runs)}" if len(runs) <= 3 else ""))
 

@@ -15,13 +15,16 @@ namespace ropelab {
 
 namespace {
 
-/// Adds `job` to `todo` if it has steps left. A run with none left that lacks its marker
-/// (stopped after its last evaluation, before the marker) gets the marker here.
+/// Adds `job` to `todo` if it has steps left. A run with none left that lacks its markers
+/// (stopped after its last evaluation, before them; a source of fine-tunes added to the
+/// experiment later) gets them here.
 void queue(const Job& job, const RunsOnDisk& disk, std::vector<Job>& todo) {
-  if (!job.steps.empty())
+  if (!job.steps.empty()) {
     todo.push_back(job);
-  else if (!disk.finished(job.dir))
-    AblationLayout::mark_done(job.dir);
+    return;
+  }
+  if (job.finetune_source) AblationLayout::mark_finetune_source(job.dir);
+  if (!disk.finished(job.dir)) AblationLayout::mark_done(job.dir);
 }
 
 }  // namespace
@@ -45,6 +48,7 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   for (const auto& variant : variants)
     for (auto seed : spec.seeds) {
       all.push_back(plan_job(spec, variant, seed, {}, plan, disk));
+      all.back().finetune_source = !spec.finetune.empty() && variant.name == spec.finetune[0].from;
       queue(all.back(), disk, todo);
     }
   const size_t total = all.size(), skipped = total - todo.size();
@@ -52,11 +56,6 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
             << skipped << " finished already, " << todo.size() << " to run, " << jobs << " at a time, " << threads
             << " threads each" << std::endl;
   auto outcome = run_jobs(todo, o.executable, jobs, skipped, total);
-  // The runs the fine-tunes start from are marked as such once finished, a stopped grid's too,
-  // so that their records keep the checkpoint the fine-tunes need (scripts/run_records.sh).
-  if (!spec.finetune.empty())
-    for (const auto& job : all)
-      if (job.variant == spec.finetune[0].from && disk.finished(job.dir)) AblationLayout::mark_finetune_source(job.dir);
   if (outcome.signal) return outcome;
 
   // Fine-tunes, once the runs they start from have finished: each seed from its own run.

@@ -57,6 +57,9 @@ struct Job {
   /// a resume, nor a trained run's missing evaluations). Only these give the pace of the rest,
   /// and only these start the run's log anew (the others append to it).
   bool whole = false;
+  /// The experiment's fine-tunes start from this run: once finished, it is marked as such
+  /// (AblationLayout::finetune_source), so that its records keep checkpoint_best.pt.
+  bool finetune_source = false;
 };
 
 struct PlanOptions {

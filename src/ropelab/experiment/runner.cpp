@@ -94,6 +94,7 @@ JobsOutcome run_jobs(const std::vector<Job>& jobs, const std::string& executable
       running[start_step(job, r.step + 1, executable)] = {r.job, r.step + 1, r.began};
       continue;
     }
+    if (ok && job.finetune_source) AblationLayout::mark_finetune_source(job.dir);  // before it counts finished
     if (ok) AblationLayout::mark_done(job.dir);
     ++done;
     if (!ok) ++outcome.failed;

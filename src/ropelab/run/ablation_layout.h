@@ -31,6 +31,7 @@ struct AblationLayout {
   /// The marker of a finished run that an experiment's fine-tunes start from (its
   /// checkpoint_best.pt): scripts/run_records.sh keeps that checkpoint in the run's archive.
   static std::string finetune_source(const std::string& run_dir);
+  /// Writes that marker, unless the run has it.
   static void mark_finetune_source(const std::string& run_dir);
 
   std::string results_csv() const;
