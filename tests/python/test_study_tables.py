@@ -216,7 +216,9 @@ class Budget(unittest.TestCase):
         done = run("--budget", out)
         lines = done.stdout.splitlines()
         self.assertEqual(done.returncode, 0, done.stderr)
-        self.assertIn('"finetune:x",1,10.0,4.0,AMD EPYC (family 26, model 2) + Xeon', lines)
+        self.assertIn('"finetune:x",1,10.0,4.0,"AMD EPYC (family 26, model 2) + Xeon"', lines)
+        per_run = list(csv.reader(lines[1:5]))  # CSV: the machine's commas inside its quotes
+        self.assertEqual([len(r) for r in per_run], [5, 5, 5, 5])
         self.assertIn("3 grid runs: training 2.0 hours (30-90 minutes a run) (1 without train_s), evaluations "
                       "0.1 hours (0.0-5.0 minutes a run)", lines)
         self.assertIn("1 fine-tunes: training 0.2 hours (10-10 minutes a run), evaluations 0.1 hours "

@@ -319,7 +319,7 @@ def run_budget(out_dir):
         machine = "no log" if named is None else " + ".join(named) if named else "not named in the log"
         machines.setdefault(machine, []).append(f"{r['variant']} seed {r['seed']}")
         groups["fine-tunes" if r["variant"].startswith("finetune") else "grid runs"].append((train, seconds))
-        print(f"\"{r['variant']}\",{r['seed']},{train / 60:.1f},{seconds / 60:.1f},{machine}")
+        print(f"\"{r['variant']}\",{r['seed']},{train / 60:.1f},{seconds / 60:.1f},\"{machine}\"")
     for name, times in groups.items():
         if not times:
             continue
