@@ -68,7 +68,7 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
       for (auto seed : spec.seeds) {
         const auto end = all.begin() + static_cast<std::ptrdiff_t>(before);
         const auto source =
-            std::find_if(all.begin(), end, [&](const Job& job) { return job.variant == from && job.seed == seed; });
+            std::find_if(all.begin(), end, [&](const Job& job) { return job.finetune_source && job.seed == seed; });
         if (source == end || !disk.finished(source->dir)) {
           std::cerr << "ablate: " << variant.name << " seed " << seed << " not run: its source run (" << from
                     << " seed " << seed << ") did not finish" << std::endl;
