@@ -75,7 +75,8 @@ struct RunArgs {
     cmd.add_option("--checkpoint", checkpoint, "best | last | FILE")->capture_default_str();
     cmd.add_option("--set", overrides,
                    "change the run's config for this command: model.position.scaling.*, "
-                   "model.attention.{kernel,window,sinks,window_positions}, decode.*, data.eval_tokens (repeatable)");
+                   "model.attention.{kernel,window,sinks,window_positions}, decode.*, data.eval_tokens, data.documents "
+                   "(repeatable)");
     add_precision_flag(cmd, precision,
                        "arithmetic of the forward passes: fp32, or bf16 (fp16 on CUDA) matrix products "
                        "(train.precision; the checkpoint stays fp32)");

@@ -7,7 +7,14 @@ Reina-Valera 1909 (spaRV1909eb), both public domain, from Debian's SWORD modules
 Writes {train,valid,test}.{en,es} (line-aligned) and keys.{train,valid,test}. Verses are
 joined on their key ("Genesis 1:1"), chapter headings (C:0) skipped, in canonical order;
 with 0-based index i over the matched verses: test = i % 50 == 0, valid = i % 50 == 25,
-train = the rest. Deterministic and idempotent: output is rebuilt only when missing.
+train = the rest.
+
+For language models over long documents (data.documents) it also writes books/{train,valid,
+test}.{en,es}: one book per line, each language's verses of the book in order, for the books
+both translations have; with 0-based index b over those books in canonical order, test =
+b % 10 == 0 (Genesis, 1 Kings, Ecclesiastes, Obadiah, Mark, Colossians, 2 Peter), valid =
+b % 10 == 5, train = the rest. Deterministic and idempotent: output is rebuilt only when
+missing.
 Needs `mod2imp` (libsword-utils) and the two modules (sword-text-web, sword-text-sparv).
 """
 import argparse
@@ -92,7 +99,8 @@ def main():
     parser.add_argument('--out', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'corpora', 'bible'))
     parser.add_argument('--force', action='store_true', help='rebuild even if the files exist')
     args = parser.parse_args()
-    outputs = [os.path.join(args.out, f'{s}.{l}') for s in ('train', 'valid', 'test') for l in ('en', 'es')]
+    outputs = [os.path.join(args.out, d, f'{s}.{l}') for d in ('', 'books') for s in ('train', 'valid', 'test')
+               for l in ('en', 'es')]
     if not args.force and all(os.path.exists(p) for p in outputs):
         print(f'prepare_bible: {args.out} is up to date')
         return
@@ -125,6 +133,38 @@ def main():
                     f.write(row[column] + '\n')
     print(f'prepare_bible: {matched} matched verses ({empty} keys skipped: empty on one side); '
           f'train {len(splits["train"])}, valid {len(splits["valid"])}, test {len(splits["test"])} -> {args.out}')
+    write_books(args.out, english, spanish, forms)
+
+
+def book_of(key):
+    return key.rsplit(' ', 1)[0]
+
+
+def write_books(out, english, spanish, forms):
+    """books/{split}.{en,es}: one line per book both translations have (see the module doc)."""
+    order, texts = [], {'en': {}, 'es': {}}
+    for key, es in spanish:
+        book = book_of(key)
+        if book not in order:
+            order.append(book)
+        if es:
+            texts['es'].setdefault(book, []).append(normalise_chapter_capitals(key, es, forms))
+    for key, en in english.items():  # module order: canonical
+        if en:
+            texts['en'].setdefault(book_of(key), []).append(en)
+    books = [b for b in order if b in texts['en'] and b in texts['es']]
+    directory = os.path.join(out, 'books')
+    os.makedirs(directory, exist_ok=True)
+    splits = {'train': [], 'valid': [], 'test': []}
+    for b, book in enumerate(books):
+        splits['test' if b % 10 == 0 else 'valid' if b % 10 == 5 else 'train'].append(book)
+    for split, names in splits.items():
+        for lang in ('en', 'es'):
+            with open(os.path.join(directory, f'{split}.{lang}'), 'w', encoding='utf-8') as f:
+                for book in names:
+                    f.write(' '.join(texts[lang][book]) + '\n')
+    print(f'prepare_bible: {len(books)} books -> {directory}: ' +
+          ', '.join(f'{s} {len(n)} ({", ".join(n) if s == "test" else "..."})' for s, n in splits.items()))
 
 
 if __name__ == '__main__':

@@ -179,3 +179,55 @@ TEST_F(LmEval, LongWindowsAreProjectedInPiecesWithTheSameLosses) {
   for (int64_t b = 0; b < 2; ++b)
     EXPECT_NEAR(per_window[static_cast<size_t>(b)].nll, token_nll[b].sum().item<double>(), 1e-6 * per_window[0].nll);
 }
+
+// data.documents: every window lies inside one line, which it reads after an EOS; every token
+// of every document (and its closing EOS) is predicted exactly once, the token store holds
+// the same windows, and the windows name their document. Without it, each window is its own
+// block of the stream.
+TEST_F(LmEval, DocumentWindowsStayInsideTheirDocument) {
+  const auto tokenizer =
+      train_tokenizer(TokenizerOptions().type(TokenizerType::byte), std::vector<std::string>{"x"}, dir_.string());
+  const std::vector<std::string> lines{"abcdefghijklm", "", "0123456789", "xyz"};
+  for (const int64_t stride : {5, 3}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    int64_t empty = 0;
+    const auto windows = lm_windows(lines, *tokenizer, 5, stride, &empty, 0, true);
+    EXPECT_EQ(empty, 1);
+    std::map<int64_t, std::vector<int>> scored;  // per line, how often each of its tokens is predicted
+    std::map<int64_t, size_t> start;
+    for (const auto& w : windows) {
+      const auto document = tokenizer->encode(lines[static_cast<size_t>(w.document)]);
+      std::vector<int64_t> expected{kEosId};
+      expected.insert(expected.end(), document.begin(), document.end());
+      expected.push_back(kEosId);
+      auto& at = start[w.document];
+      ASSERT_LE(at + w.target.size(), expected.size());
+      EXPECT_EQ(w.target, std::vector<int64_t>(expected.begin() + static_cast<std::ptrdiff_t>(at),
+                                               expected.begin() + static_cast<std::ptrdiff_t>(at + w.target.size())));
+      auto& count = scored[w.document];
+      count.resize(expected.size());
+      for (size_t j = static_cast<size_t>(w.score_from); j + 1 < w.target.size(); ++j) ++count[at + j + 1];
+      at += static_cast<size_t>(stride);
+    }
+    EXPECT_EQ(scored.size(), 3u);  // lines 0, 2 and 3
+    for (const auto& [document, count] : scored)
+      for (size_t t = 0; t < count.size(); ++t) EXPECT_EQ(count[t], t == 0 ? 0 : 1) << document << " " << t;
+  }
+  // the first 12 predictions: the first document's 14 (its 13 bytes and EOS) cut at 12
+  const auto first = lm_windows(lines, *tokenizer, 5, 5, nullptr, 12, true);
+  size_t predicted = 0;
+  for (const auto& w : first) {
+    predicted += w.target.size() - 1;
+    EXPECT_EQ(w.document, 0);
+  }
+  EXPECT_EQ(predicted, 12u);
+  const auto text = write("docs.txt", "abcdefghijklm\n\n0123456789\nxyz\n");
+  const auto store_path = (dir_ / "train").string();
+  EXPECT_EQ(write_lm_store(text, *tokenizer, 5, store_path, true), 1);
+  TokenStore store(store_path);
+  const auto chunks = lm_chunks(read_text_lines(text), *tokenizer, 5, nullptr, 0, true);
+  ASSERT_EQ(store.size(), chunks.size());
+  for (size_t i = 0; i < store.size(); ++i) EXPECT_EQ(store.get(i).target, chunks[i].target);
+  const auto blocks = lm_windows(lines, *tokenizer, 5, 5);
+  for (size_t i = 0; i < blocks.size(); ++i) EXPECT_EQ(blocks[i].document, static_cast<int64_t>(i));
+}

@@ -11,6 +11,7 @@
 
 #include "ropelab/config/schema.h"
 #include "ropelab/config/yaml_merge.h"
+#include "ropelab/data/retrieval_mix.h"
 #include "ropelab/position/context_defaults.h"
 #include "ropelab/position/position_traits.h"
 #include "ropelab/run/ownership.h"
@@ -337,10 +338,15 @@ void validate(const Config& c, const Reader& r) {
               "cannot feed task lm (expected text)");
       require(c.data.source_layout() == SourceLayout::sequence, "data.source_layout", to_string(c.data.source_layout()),
               "applies to translation sources only");
+      if (const auto mix = retrieval_mix_problem(c.data.retrieval()); !mix.key.empty())
+        r.fail("data.retrieval." + mix.key, "=" + mix.value + " " + mix.what);
       break;
     case TaskType::translation:
       require(c.data.format() != CorpusFormat::text, "data.format", "text",
               "holds no pairs for task translation (expected tsv or parallel)");
+      require(!c.data.documents(), "data.documents", "true", "applies to language models (task lm)");
+      require(c.data.retrieval().tasks().empty(), "data.retrieval.tasks", c.data.retrieval().tasks(),
+              "applies to language models (task lm)");
       break;
   }
   const auto& enc = m.encoder_position();

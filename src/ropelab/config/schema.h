@@ -73,6 +73,15 @@ void describe(V& v, Config& c) {
     v("bucketing", d.bucketing());
     v("context", d.context());
     v("eval_tokens", d.eval_tokens());
+    v("documents", d.documents());
+    v.section("retrieval", [&] {
+      auto& r = d.retrieval();
+      v("tasks", r.tasks());
+      v("ratio", r.ratio());
+      v("min_length", r.min_length());
+      v("max_length", r.max_length());
+      v("corpus", r.corpus());
+    });
     v.choice("source_layout", d.source_layout(), parse_source_layout);
     v("row_separator", d.row_separator());
   });

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "ropelab/data/retrieval_mix.h"
 #include "ropelab/data/token_store.h"
 
 namespace ropelab {
@@ -69,35 +70,51 @@ bool encode_pair(const Tokenizer& tokenizer, const std::string& src, const std::
 }  // namespace
 
 std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
-                               int64_t* empty, int64_t max_tokens) {
-  return lm_windows(lines, tokenizer, context, context, empty, max_tokens);
+                               int64_t* empty, int64_t max_tokens, bool documents) {
+  return lm_windows(lines, tokenizer, context, context, empty, max_tokens, documents);
 }
 
 std::vector<Example> lm_windows(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
-                                int64_t stride, int64_t* empty, int64_t max_tokens) {
+                                int64_t stride, int64_t* empty, int64_t max_tokens, bool documents) {
   if (context <= 0 || stride <= 0 || stride > context)
     throw std::invalid_argument("LM windows need 0 < stride <= context, got stride " + std::to_string(stride) +
                                 " and context " + std::to_string(context));
+  // the windows of `tokens` (every one after the first predicted), of document `document`
+  // (-1: a stream, each window its own block)
+  std::vector<Example> windows;
+  auto cut = [&](const std::vector<int64_t>& tokens, int64_t document) {
+    for_each_lm_window(tokens.size(), context, stride, [&](size_t start, size_t end, size_t context_only) {
+      Example w;
+      w.target.assign(tokens.begin() + static_cast<std::ptrdiff_t>(start),
+                      tokens.begin() + static_cast<std::ptrdiff_t>(end));
+      w.score_from = static_cast<int64_t>(context_only);
+      w.document = document >= 0 ? document : static_cast<int64_t>(windows.size());
+      windows.push_back(std::move(w));
+    });
+  };
+  auto budget = max_tokens > 0 ? static_cast<size_t>(max_tokens) : SIZE_MAX;  // predictions left to take
   std::vector<int64_t> stream;
-  const auto limit = max_tokens > 0 ? static_cast<size_t>(max_tokens) + 1 : SIZE_MAX;  // + the first, unpredicted
-  for (const auto& line : lines) {
-    if (stream.size() >= limit) break;
-    if (line.empty()) {
+  for (size_t i = 0; i < lines.size() && budget > 0; ++i) {
+    if (lines[i].empty()) {
       if (empty) ++*empty;
       continue;
     }
-    const auto ids = lm_line_ids(line, tokenizer);
-    stream.insert(stream.end(), ids.begin(), ids.end());
+    const auto ids = lm_line_ids(lines[i], tokenizer);
+    if (!documents) {
+      stream.insert(stream.end(), ids.begin(), ids.end());
+      if (stream.size() > budget) break;
+      continue;
+    }
+    std::vector<int64_t> document{kEosId};  // the boundary before the document, read, not predicted
+    document.insert(document.end(), ids.begin(),
+                    ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), budget)));
+    budget -= document.size() - 1;
+    cut(document, static_cast<int64_t>(i));
   }
-  if (stream.size() > limit) stream.resize(limit);
-  std::vector<Example> windows;
-  for_each_lm_window(stream.size(), context, stride, [&](size_t start, size_t end, size_t context_only) {
-    windows.push_back({{},
-                       std::vector<int64_t>(stream.begin() + static_cast<std::ptrdiff_t>(start),
-                                            stream.begin() + static_cast<std::ptrdiff_t>(end)),
-                       {},
-                       static_cast<int64_t>(context_only)});
-  });
+  if (!documents) {
+    if (budget != SIZE_MAX && stream.size() > budget + 1) stream.resize(budget + 1);  // + the first, unpredicted
+    cut(stream, -1);
+  }
   return windows;
 }
 
@@ -118,16 +135,28 @@ std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& t
 }
 
 int64_t write_lm_store(const std::string& text_path, const Tokenizer& tokenizer, int64_t context,
-                       const std::string& path) {
+                       const std::string& path, bool documents, RetrievalMix* mix) {
   TokenStore::Writer writer(path);
   int64_t empty = 0;
+  auto add = [&](const std::string& line) {  // returns the line's tokens
+    const auto ids = lm_line_ids(line, tokenizer);
+    if (!documents) return static_cast<int64_t>(writer.append_tokens(ids), ids.size());
+    const auto first = writer.append_tokens({kEosId});  // the document's own windows, as lm_windows cuts them
+    writer.append_tokens(ids);
+    for_each_lm_window(ids.size() + 1, context, context, [&](size_t start, size_t end, size_t) {
+      writer.add_span(first + start, 0, static_cast<uint32_t>(end - start));
+    });
+    return static_cast<int64_t>(ids.size());
+  };
   for_each_line(text_path, [&](std::string& line, int64_t) {
     if (line.empty()) return void(++empty);
-    writer.append_tokens(lm_line_ids(line, tokenizer));
+    const auto tokens = add(line);
+    if (mix) mix->after_line(tokens, add);
   });
-  for_each_lm_window(static_cast<size_t>(writer.tokens()), context, context, [&](size_t start, size_t end, size_t) {
-    writer.add_span(start, 0, static_cast<uint32_t>(end - start));
-  });
+  if (!documents)
+    for_each_lm_window(static_cast<size_t>(writer.tokens()), context, context, [&](size_t start, size_t end, size_t) {
+      writer.add_span(start, 0, static_cast<uint32_t>(end - start));
+    });
   writer.finish();
   return empty;
 }

@@ -22,6 +22,10 @@ struct Example {
   /// Language-model windows: predictions before this position in the window are context
   /// only, not scored (sliding-window evaluation, lm_windows).
   int64_t score_from = 0;
+  /// Language-model windows: the document (line) the window lies in, with data.documents;
+  /// else the window's own index (a fixed block of the stream). The unit a bootstrap over
+  /// an evaluation resamples.
+  int64_t document = 0;
 };
 
 /// The id of data.row_separator for the grid layout, -1 for the sequence layout. Throws
@@ -42,9 +46,11 @@ std::vector<Example> tokenize_pairs(const ParallelText& text, const Tokenizer& t
 /// into consecutive chunks of `context` predicted tokens (each chunk starts with the
 /// last token of the previous one, so every token after the first is predicted exactly
 /// once). Empty lines are counted in `*empty`. With `max_tokens` > 0 the stream stops
-/// after that many predicted tokens.
+/// after that many predicted tokens. With `documents` (data.documents) each line is cut on
+/// its own, as EOS, its tokens, EOS: no chunk holds two documents, and a document's last
+/// chunk may be shorter.
 std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
-                               int64_t* empty = nullptr, int64_t max_tokens = 0);
+                               int64_t* empty = nullptr, int64_t max_tokens = 0, bool documents = false);
 
 /// Sliding-window evaluation (Press et al. 2022): windows of `context` input tokens
 /// starting every `stride` tokens of the same stream; the first window scores all its
@@ -52,14 +58,20 @@ std::vector<Example> lm_chunks(const std::vector<std::string>& lines, const Toke
 /// every token after the first is scored exactly once, and every token from the
 /// (context - stride)-th of the stream on with at least context - stride tokens of history
 /// (the first window's first context - stride tokens with fewer). stride = context gives
-/// lm_chunks' windows. 0 < stride <= context.
+/// lm_chunks' windows. 0 < stride <= context. With `documents`, the same within each line
+/// (EOS, its tokens, EOS), and Example::document names the line.
 std::vector<Example> lm_windows(const std::vector<std::string>& lines, const Tokenizer& tokenizer, int64_t context,
-                                int64_t stride, int64_t* empty = nullptr, int64_t max_tokens = 0);
+                                int64_t stride, int64_t* empty = nullptr, int64_t max_tokens = 0,
+                                bool documents = false);
+
+class RetrievalMix;
 
 /// Streams a language-model text into a TokenStore at `path`: lines tokenized, each
-/// ended by EOS, chunked as lm_chunks does. Returns the number of empty lines skipped.
+/// ended by EOS, chunked as lm_chunks does (with `documents`, each line on its own); with a
+/// `mix`, its documents after each line (data/retrieval_mix.h), as lines of their own.
+/// Returns the number of empty lines skipped.
 int64_t write_lm_store(const std::string& text_path, const Tokenizer& tokenizer, int64_t context,
-                       const std::string& path);
+                       const std::string& path, bool documents = false, RetrievalMix* mix = nullptr);
 
 /// Streams the pairs of a split into a TokenStore at `path`, as tokenize_pairs (without
 /// truncation). Returns the pairs skipped for length; `*skipped_empty` counts empty sides.

@@ -18,6 +18,20 @@ enum class CorpusFormat { tsv, parallel, text };
 /// the separator sits at its row's end and the final EOS starts a new row.
 enum class SourceLayout { sequence, grid };
 
+/// Language models: retrieval documents (data/retrieval.h) mixed into the training text,
+/// drawn afresh for every training seed (train.seed), their haystack from `corpus`.
+struct RetrievalMixOptions {
+  /// The tasks, comma-separated ("multikey,mqar"), drawn in turn; "": no mix.
+  TORCH_ARG(std::string, tasks) = "";
+  /// Their share of the training tokens, in [0, 1); set with `tasks`.
+  TORCH_ARG(double, ratio) = 0.0;
+  /// Document lengths in characters, drawn uniformly from [min_length, max_length].
+  TORCH_ARG(int64_t, min_length) = 256;
+  TORCH_ARG(int64_t, max_length) = 504;
+  /// The haystack's text; "": data.train.
+  TORCH_ARG(std::string, corpus) = "";
+};
+
 struct DataOptions {
   TORCH_ARG(std::string, train) = "";
   TORCH_ARG(std::string, valid) = "";
@@ -34,6 +48,13 @@ struct DataOptions {
   /// Language models: validation and test perplexity over the first `eval_tokens` tokens
   /// of the split (0 = all of it), so that long evaluation splits stay cheap in ablations.
   TORCH_ARG(int64_t, eval_tokens) = 0;
+  /// Language models: each line of the text is one document (a speech, a book), and every
+  /// training and evaluation window stays inside one, starting at its first token (after an
+  /// EOS, the boundary the model reads before a document); false: the lines are one stream
+  /// of documents separated by EOS, cut into windows wherever they fall.
+  TORCH_ARG(bool, documents) = false;
+  /// Language models: retrieval documents mixed into the training text.
+  TORCH_ARG(RetrievalMixOptions, retrieval);
   /// Translation: coordinates given to the encoder's position encoder.
   TORCH_ARG(SourceLayout, source_layout) = SourceLayout::sequence;
   /// `grid` layout: the text (one token) that ends a row.

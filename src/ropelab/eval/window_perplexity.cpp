@@ -26,7 +26,8 @@ EvalReport window_perplexity(const Task& task, const TaskModel& model, const Tok
     throw std::runtime_error("--stride " + std::to_string(stride) + " is longer than the context " +
                              std::to_string(context) + ": windows would skip tokens");
   int64_t empty = 0;
-  const auto windows = lm_windows(read_text_lines(path), tokenizer, context, stride, &empty, config.data.eval_tokens());
+  const auto windows = lm_windows(read_text_lines(path), tokenizer, context, stride, &empty, config.data.eval_tokens(),
+                                  config.data.documents());
   const double start = now_seconds();
   std::vector<ExampleLoss> per_window, per_position;
   const auto totals = evaluate_loss(task, model, ExampleView(windows), config.train.max_tokens(), 0.0, device,

@@ -113,12 +113,12 @@ std::string run_override_error(const std::string& assignment) {
   for (const std::string allowed : {"model.attention.kernel", "model.attention.window", "model.attention.sinks",
                                     "model.attention.window_positions"})
     if (key == allowed) return "";
-  if (key.rfind("decode.", 0) == 0 || key == "data.eval_tokens") return "";
+  // nor which tokens an evaluation reads
+  if (key.rfind("decode.", 0) == 0 || key == "data.eval_tokens" || key == "data.documents") return "";
   return "--set " + assignment +
          ": a trained run takes only model.position.scaling.*, model.position.rotary_impl, "
-         "model.attention.{kernel,window,sinks,window_positions}, decode.* and data.eval_tokens (other keys would not "
-         "match its "
-         "parameters)";
+         "model.attention.{kernel,window,sinks,window_positions}, decode.*, data.eval_tokens and data.documents (other "
+         "keys would not match its parameters)";
 }
 
 LoadedRun open_run_untrained(const std::string& dir, const ConfigFiles& files,

@@ -1,5 +1,7 @@
 #include "ropelab/task/language_model_task.h"
 
+#include "ropelab/data/retrieval_mix.h"
+
 namespace ropelab {
 
 // --- the model ----------------------------------------------------------------------
@@ -38,8 +40,12 @@ void LanguageModelTask::tokenizer_texts(const std::function<void(const std::stri
 }
 
 std::string LanguageModelTask::write_training_store(const Tokenizer& tokenizer, const std::string& path) const {
-  const int64_t empty = write_lm_store(config_.data.train(), tokenizer, config_.data.context(), path);
-  return "(" + std::to_string(empty) + " empty lines skipped)";
+  const auto& d = config_.data;
+  std::unique_ptr<RetrievalMix> mix;  // retrieval documents of this seed's own
+  if (!d.retrieval().tasks().empty())
+    mix = std::make_unique<RetrievalMix>(d.retrieval(), d.train(), static_cast<uint64_t>(config_.train.seed()));
+  const int64_t empty = write_lm_store(d.train(), tokenizer, d.context(), path, d.documents(), mix.get());
+  return "(" + std::to_string(empty) + " empty lines skipped" + (mix ? "; " + mix->summary() : "") + ")";
 }
 
 std::unique_ptr<TokenStore> LanguageModelTask::open_training_store(const Tokenizer& tokenizer,
@@ -50,7 +56,8 @@ std::unique_ptr<TokenStore> LanguageModelTask::open_training_store(const Tokeniz
 
 std::vector<Example> LanguageModelTask::read_examples(const std::string& path, const Tokenizer& tokenizer,
                                                       int64_t* skipped) const {
-  return lm_chunks(read_text_lines(path), tokenizer, config_.data.context(), skipped, config_.data.eval_tokens());
+  return lm_chunks(read_text_lines(path), tokenizer, config_.data.context(), skipped, config_.data.eval_tokens(),
+                   config_.data.documents());
 }
 
 std::string LanguageModelTask::describe_data(size_t train, const std::string& store_summary, size_t valid) const {
