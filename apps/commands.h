@@ -69,5 +69,6 @@ void add_bench_decode(CLI::App& bench);
 void add_bench_rotary(CLI::App& bench);
 void add_ablate(CLI::App& cli);
 void add_passkey(CLI::App& cli);
+void add_retrieval(CLI::App& cli);
 
 }  // namespace ropelab::apps

@@ -14,7 +14,7 @@ void add_eval(CLI::App& cli) {
   auto* cmd = cli.add_subcommand("eval", "evaluate a split: BLEU, chrF and perplexity, or LM perplexity");
   struct Args : RunArgs {
     std::string split = "test";
-    int64_t context = 0, stride = 0;
+    int64_t context = 0, stride = 0, gain = 0;
     bool per_position = false;
   };
   auto a = std::make_shared<Args>();
@@ -27,6 +27,11 @@ void add_eval(CLI::App& cli) {
                   "language models: sliding windows of --context tokens every N tokens, each scoring its last N "
                   "(default: N = the context, non-overlapping)")
       ->check(positive());
+  cmd->add_option("--context-gain", a->gain,
+                  "language models: the nats per token that keys farther than W bring, by position bucket [W, 2W), "
+                  "... up to the context, with bootstrap intervals (the loss with a window of W keys minus the loss "
+                  "with every key)")
+      ->check(positive());
   cmd->add_flag("--per-position", a->per_position,
                 "language models: also the mean loss at each position of the window (.positions.csv and .svg)");
   cmd->callback([a] {
@@ -37,7 +42,7 @@ void add_eval(CLI::App& cli) {
     if (a->split == "valid") path = run.config.data.valid();
     if (path.empty()) throw std::runtime_error(a->run_dir + "/config.yaml: data." + a->split + " is not set");
     const auto name = std::filesystem::path(a->split).filename().string();
-    const auto protocol = eval_protocol(*run.task, {a->context, a->stride, a->per_position}, a->run_dir);
+    const auto protocol = eval_protocol(*run.task, {a->context, a->stride, a->per_position}, a->gain, a->run_dir);
     const auto report = evaluate(*run.task, *run.model, *run.tokenizer, name, path,
                                  a->search.request(run.config.decode, false), protocol, device);
     const EvalFileOptions files{a->split, a->checkpoint, to_string(a->precision), a->overrides};

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   ropelab::apps::add_bench(cli);
   ropelab::apps::add_ablate(cli);
   ropelab::apps::add_passkey(cli);
+  ropelab::apps::add_retrieval(cli);
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;

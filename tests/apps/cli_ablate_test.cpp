@@ -57,8 +57,12 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   std::vector<std::string> tests;
   for (std::string line; std::getline(significance, line);) tests.push_back(line);
   ASSERT_EQ(tests.size(), 10u);  // header + 3 columns (BLEU, chrF, TER) x (2 seeds + pooled)
-  EXPECT_EQ(tests[0], "variant,baseline_variant,column,seed,baseline,score,p_value,note");
-  EXPECT_EQ(tests[3].rfind("\"model.position.type=rotary\",\"model.position.type=sinusoidal\",test_bleu,pooled,", 0),
+  EXPECT_EQ(tests[0],
+            "variant,baseline_variant,column,test,seeds,baseline,score,difference,ci95_low,ci95_high,p_value,p_holm,"
+            "note");
+  EXPECT_EQ(tests[3].rfind("\"model.position.type=rotary\",\"model.position.type=sinusoidal\",test_bleu,"
+                           "paired_bootstrap,\"pooled\",",
+                           0),
             0u)
       << tests[3];
   r = run("ablate " + exp + " -o " + out + " --threads 1");
@@ -90,8 +94,10 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/ablation.done"));
   r = run("eval --run " + run_dir + " --stride 4");  // a language-model protocol on a translator
   EXPECT_EQ(r.code, 1);
-  EXPECT_EQ(r.output, "ropelab: error: --context, --stride and --per-position measure language models; " + run_dir +
-                          " is a translator\n");
+  EXPECT_EQ(r.output,
+            "ropelab: error: --context, --stride, --per-position and --context-gain measure language "
+            "models; " +
+                run_dir + " is a translator\n");
 
   // experiment files that stop before any run, exit 2, with one line naming the file and key
   const std::vector<std::pair<std::string, std::string>> bad = {
@@ -101,7 +107,7 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
       {"eval_scaling: [yarm]\n", "eval_scaling: yarm is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)"},
       {"eval_context: [128]\n",
        "unknown key eval_context (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling, "
-       "eval_window_sinks, eval_tokens, passkey, finetune)"},
+       "eval_window_sinks, eval_context_gain, eval_tokens, passkey, retrieval, finetune, baseline, pairs)"},
       {"eval_window_sinks: [4]\n", "eval_window_sinks applies to language models (task lm)"},
       {"eval_window_sinks: [-1]\n", "eval_window_sinks: -1 must be >= 0 (attention sinks)"},
       {"grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: model.position.type=rotary\n  steps: "
@@ -213,14 +219,17 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx8.json"));
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx8.positions.csv"));
   EXPECT_NE(read_text(out + "/positions.svg").find("test loss by position in windows of 8"), std::string::npos);
-  {  // each window's NLL and tokens, for paired tests between runs: together, the reported perplexity
+  {  // each window's NLL, tokens and unit, for paired tests between runs: together, the reported perplexity
     std::ifstream items(run_dir + "/eval.test.ctx8.items.tsv");
     std::string line;
     std::getline(items, line);
-    EXPECT_EQ(line, "nll\ttokens");
+    EXPECT_EQ(line, "nll\ttokens\tdocument");
     double nll = 0, tokens = 0;
     int windows = 0;
-    for (double n, t; items >> n >> t; ++windows) nll += n, tokens += t;
+    for (double n, t, d; items >> n >> t >> d; ++windows) {
+      nll += n, tokens += t;
+      EXPECT_EQ(d, windows);  // a stream: each window its own block
+    }
     const auto report = nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx8.json"));
     EXPECT_EQ(windows, report.at("chunks").get<int>());
     EXPECT_EQ(tokens, report.at("tokens").get<double>());

@@ -25,6 +25,10 @@ TEST(Columns, EveryTableNameRoundTripsThroughItsKey) {
       {"test_ppl@1024#w128s4", {Measure::test_ppl, 1024, 0, "", 128, 4}},
       {"test_ppl@1024/64#w128s4+yarn", {Measure::test_ppl, 1024, 64, "yarn", 128, 4}},
       {"passkey@248", {Measure::passkey, 248}},
+      {"gain@2048#w512:512-1024", ColumnKey::gain(2048, 512, 512, 1024)},
+      {"gain@32768#w512:512-32768", ColumnKey::gain(32768, 512, 512, 32768)},
+      {"mqar@1024", ColumnKey::retrieval("mqar", 1024)},
+      {"multikey@4096", ColumnKey::retrieval("multikey", 4096)},
   };
   for (const auto& [name, key] : cases) {
     SCOPED_TRACE(name);
@@ -55,7 +59,20 @@ TEST(Columns, NamesNoKeyGivesAreRefused) {
                                  "test_ppl@12#w0",
                                  "test_ppl@12#w8s",
                                  "test_ppl@12#s4",
-                                 "passkey@5#w8"}) {
+                                 "passkey@5#w8",
+                                 "gain",
+                                 "gain@2048",
+                                 "gain@2048#w512",
+                                 "gain@2048#w512:512",
+                                 "gain@2048#w512:512-",
+                                 "gain@2048#w512:512-1024x",
+                                 "gain@2048#w512s4:512-1024",
+                                 "gain@2048/64#w512:512-1024",
+                                 "gain@2048:512-1024",
+                                 "mqar",
+                                 "mqar@",
+                                 "mqar@1024#w8",
+                                 "niah@1024"}) {
     SCOPED_TRACE(name);
     EXPECT_FALSE(parse_column(name).has_value());
   }
@@ -67,6 +84,16 @@ TEST(Columns, TablesOrderNamesAndLengthsByValue) {
   std::stable_sort(names.begin(), names.end(), column_before);
   EXPECT_EQ(names, (std::vector<std::string>{"passkey@120", "passkey@504", "test_bleu", "test_ppl", "test_ppl@64",
                                              "test_ppl@256", "test_ppl@1024", "train_s", "valid_ppl"}));
+  // a context's gain buckets by position, before the next context's
+  std::vector<std::string> gains{"gain@4096#w512:512-1024", "gain@2048#w512:512-2048", "gain@2048#w512:1024-2048",
+                                 "gain@2048#w512:512-1024"};
+  std::stable_sort(gains.begin(), gains.end(), column_before);
+  EXPECT_EQ(gains, (std::vector<std::string>{"gain@2048#w512:512-1024", "gain@2048#w512:512-2048",
+                                             "gain@2048#w512:1024-2048", "gain@4096#w512:512-1024"}));
+  // a retrieval task's lengths by value, task by task
+  std::vector<std::string> tasks{"multikey@1024", "mqar@4096", "multikey@512", "mqar@512"};
+  std::stable_sort(tasks.begin(), tasks.end(), column_before);
+  EXPECT_EQ(tasks, (std::vector<std::string>{"mqar@512", "mqar@4096", "multikey@512", "multikey@1024"}));
 }
 
 // How a column was evaluated, for the plots' legends.

@@ -113,17 +113,19 @@ TEST_F(Results, PasskeyCountsPoolOverSeedsWithWilsonIntervals) {
         "{\"accuracy@120\":0.3,\"accuracy@248\":1.0,\"correct@120\":3,\"documents@120\":10,"
         "\"correct@248\":10,\"documents@248\":10}\n");
   auto first = read_run_result(dir_.string(), lm, asked);
-  EXPECT_EQ(first.passkey_counts.at(120), (std::pair<int64_t, int64_t>{3, 10}));
-  EXPECT_EQ(first.passkey_counts.at(248), (std::pair<int64_t, int64_t>{10, 10}));
+  EXPECT_EQ(first.accuracy_counts.at("passkey@120"), (std::pair<int64_t, int64_t>{3, 10}));
+  EXPECT_EQ(first.accuracy_counts.at("passkey@248"), (std::pair<int64_t, int64_t>{10, 10}));
   first.variant = "a", first.seed = 1;
   auto second = first;
-  second.seed = 2, second.passkey_counts[248] = {9, 10};
+  second.seed = 2, second.accuracy_counts["passkey@248"] = {9, 10};
   RunResult other;
   other.variant = "b", other.seed = 1;
   const auto out = write_results({first, second, other});
   const auto md = testing::read_text(out / "results.md");
+  // and the seeds' mean with its Student-t interval: 0.3, 0.3 (none); 1.0, 0.9: 0.95 ± 12.706 * 0.05
   EXPECT_NE(md.find("| variant | passkey@120 | passkey@248 |\n|---|---|---|\n"
-                    "| a | 0.300 [0.145, 0.519] (6/20) | 0.950 [0.764, 0.991] (19/20) |\n| b | - | - |"),
+                    "| a | 0.300 [0.145, 0.519] (6/20); seeds 0.300 [0.300, 0.300] | 0.950 [0.764, 0.991] (19/20); "
+                    "seeds 0.950 [0.315, 1.585] |\n| b | - | - |"),
             std::string::npos)
       << md;
 }
@@ -154,14 +156,15 @@ TEST(AblationRunColumn, IsRunsSlashTheFolderName) {
 TEST_F(Results, SignificanceCsvQuotesVariantsAndNotes) {
   RunResult base, other;
   base.variant = "model.position={type: \"a, b\"}", base.seed = 1;
-  base.items.push_back({"test_ppl", perplexity_metric(), {2.0, 1.0, 3.0, 1.0}});
+  base.items.push_back({"test_ppl", perplexity_metric(), {2.0, 1.0, 3.0, 1.0}, {}});
   other.variant = "c", other.seed = 1;
   other.items_error = "items.tsv, line 2: expected \"nll\"";
   const auto out = write_results({base, other});
-  EXPECT_EQ(
-      testing::read_text(out / "significance.csv"),
-      "variant,baseline_variant,column,seed,baseline,score,p_value,note\n"
-      "\"c\",\"model.position={type: \"\"a, b\"\"}\",test_ppl,1,,,,\"items.tsv, line 2: expected \"\"nll\"\"\"\n");
+  EXPECT_EQ(testing::read_text(out / "significance.csv"),
+            "variant,baseline_variant,column,test,seeds,baseline,score,difference,ci95_low,ci95_high,p_value,p_holm,"
+            "note\n"
+            "\"c\",\"model.position={type: \"\"a, b\"\"}\",test_ppl,two_stage_bootstrap,\"\",,,,,,,,\"items.tsv, "
+            "line 2: expected \"\"nll\"\"\"\n");
 }
 
 // Each table is written whole or not at all: a disk that fills while results.md is written

@@ -48,7 +48,7 @@ TEST_F(TaskRegistry, EachRowMakesItsTaskAndItsModelReadsASourceOnlyWhenItSaysSo)
 // eval/ runs each protocol of EvalProtocol that a task offers, with the report's fields
 // of that protocol, and refuses the others naming the task and the protocol.
 TEST_F(TaskRegistry, EvaluationRunsTheProtocolsATaskOffersAndRefusesTheRest) {
-  const std::vector<EvalProtocol> protocols{TranslationQuality{}, WindowPerplexity{}};
+  const std::vector<EvalProtocol> protocols{TranslationQuality{}, WindowPerplexity{}, ContextGain{0, 4}};
   for (const auto& row : task_registry()) {
     SCOPED_TRACE(row.name);
     const auto config = config_of(row);
@@ -71,32 +71,48 @@ TEST_F(TaskRegistry, EvaluationRunsTheProtocolsATaskOffersAndRefusesTheRest) {
       // translation quality decodes every source line; window perplexity keeps its windows
       EXPECT_EQ(report.fields.contains("bleu"), kind == ProtocolKind::translation_quality);
       EXPECT_EQ(report.hypotheses.size(), kind == ProtocolKind::translation_quality ? 3u : 0u);
-      EXPECT_EQ(report.fields.contains("context"), kind == ProtocolKind::window_perplexity);
-      EXPECT_EQ(report.file_tag, kind == ProtocolKind::window_perplexity ? "test.ctx8" : "test");
+      EXPECT_EQ(report.fields.contains("context"), kind != ProtocolKind::translation_quality);
+      EXPECT_EQ(report.fields.contains("gain@4-8"), kind == ProtocolKind::context_gain);
+      EXPECT_EQ(report.file_tag, kind == ProtocolKind::window_perplexity ? "test.ctx8"
+                                 : kind == ProtocolKind::context_gain    ? "test.ctx8.gain4"
+                                                                         : "test");
     }
   }
 }
 
-// `ropelab eval`'s flags choose window perplexity where the task offers it; a task without
-// it takes no window flags.
+// `ropelab eval`'s flags choose window perplexity where the task offers it, context gain
+// with --context-gain; a task without them takes no window flags.
 TEST_F(TaskRegistry, EvalFlagsSelectWindowPerplexityOnlyWhereATaskOffersIt) {
+  const std::string refused =
+      "--context, --stride, --per-position and --context-gain measure language models; RUN is a ";
   for (const auto& row : task_registry()) {
     SCOPED_TRACE(row.name);
     const auto task = make_task(config_of(row));
     const bool windows = row.offers(ProtocolKind::window_perplexity);
-    const auto plain = eval_protocol(*task, {}, "RUN");
+    const auto plain = eval_protocol(*task, {}, 0, "RUN");
     EXPECT_EQ(protocol_kind(plain), windows ? ProtocolKind::window_perplexity : ProtocolKind::translation_quality);
     for (const auto& flags :
          {WindowPerplexity{16, 0, false}, WindowPerplexity{0, 4, false}, WindowPerplexity{0, 0, true}}) {
       if (windows) {
-        const auto chosen = std::get<WindowPerplexity>(eval_protocol(*task, flags, "RUN"));
+        const auto chosen = std::get<WindowPerplexity>(eval_protocol(*task, flags, 0, "RUN"));
         EXPECT_EQ(chosen.context, flags.context);
         EXPECT_EQ(chosen.stride, flags.stride);
         EXPECT_EQ(chosen.per_position, flags.per_position);
       } else {
-        EXPECT_EQ(error_of([&] { eval_protocol(*task, flags, "RUN"); }),
-                  "--context, --stride and --per-position measure language models; RUN is a " + task->model_noun());
+        EXPECT_EQ(error_of([&] { eval_protocol(*task, flags, 0, "RUN"); }), refused + task->model_noun());
       }
+    }
+    if (row.offers(ProtocolKind::context_gain)) {
+      const auto gain = std::get<ContextGain>(eval_protocol(*task, {16, 0, false}, 4, "RUN"));
+      EXPECT_EQ(gain.context, 16);
+      EXPECT_EQ(gain.window, 4);
+      EXPECT_EQ(error_of([&] {
+                  eval_protocol(*task, {16, 8, false}, 4, "RUN");
+                }),
+                "--context-gain compares non-overlapping windows and reports by bucket of positions: drop --stride "
+                "and --per-position");
+    } else {
+      EXPECT_EQ(error_of([&] { eval_protocol(*task, {}, 4, "RUN"); }), refused + task->model_noun());
     }
   }
 }

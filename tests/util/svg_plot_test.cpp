@@ -64,6 +64,7 @@ TEST(PlotTicks, LogAxesUseOneTwoFiveOrDecades) {
   expect_ticks(log_ticks(100, 3000), {100, 200, 500, 1000, 2000});
   expect_ticks(log_ticks(1, 1e5), {1, 10, 100, 1000, 1e4, 1e5});
   EXPECT_TRUE(log_ticks(0, 10).empty());
+  expect_ticks(log_ticks(210, 260), {210, 220, 230, 240, 250, 260});  // no 1-2-5 step inside: linear ones
 }
 
 TEST(PlotLegend, NamesOnlyTheKeysThatDiffer) {

@@ -32,10 +32,13 @@ struct ExampleLoss {
 /// Teacher-forced loss over `examples` in eval mode, batched by `max_tokens`. With
 /// `per_example`, also each example's NLL and tokens (in the examples' order), for paired
 /// tests over evaluation windows; with `per_position`, the NLL and tokens summed per
-/// position in the batch rows (a language model's position in its window).
+/// position in the batch rows (a language model's position in its window); with
+/// `per_token`, each example's NLL at each target position of its batch (a language
+/// model's prediction from window position j at index j), NaN where nothing is scored.
 LossTotals evaluate_loss(const Task& task, const TaskModel& model, const ExampleSet& examples, int64_t max_tokens,
                          double label_smoothing, const torch::Device& device,
                          std::vector<ExampleLoss>* per_example = nullptr,
-                         std::vector<ExampleLoss>* per_position = nullptr);
+                         std::vector<ExampleLoss>* per_position = nullptr,
+                         std::vector<std::vector<double>>* per_token = nullptr);
 
 }  // namespace ropelab

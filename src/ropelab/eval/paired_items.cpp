@@ -19,6 +19,13 @@ class Perplexity : public CorpusMetric {
   double score(const double* sums) const override { return std::exp(sums[0] / sums[1]); }
 };
 
+class PerToken : public CorpusMetric {
+ public:
+  std::string name() const override { return "nats/token"; }
+  size_t width() const override { return 2; }
+  double score(const double* sums) const override { return sums[0] / sums[1]; }
+};
+
 std::string header_of(const std::vector<std::string>& columns) {
   std::string header;
   for (const auto& c : columns) header += (header.empty() ? "" : "\t") + c;
@@ -30,6 +37,22 @@ std::string header_of(const std::vector<std::string>& columns) {
 std::shared_ptr<const CorpusMetric> perplexity_metric() {
   static const auto metric = std::make_shared<const Perplexity>();
   return metric;
+}
+
+std::shared_ptr<const CorpusMetric> per_token_metric() {
+  static const auto metric = std::make_shared<const PerToken>();
+  return metric;
+}
+
+std::vector<std::string> read_item_header(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read");
+  std::string line;
+  if (!std::getline(in, line)) throw std::runtime_error(path + ":1: no header");
+  std::vector<std::string> columns;
+  std::istringstream fields(line);
+  for (std::string field; std::getline(fields, field, '\t');) columns.push_back(field);
+  return columns;
 }
 
 void write_item_table(const std::string& path, const std::vector<std::string>& columns,

@@ -113,6 +113,37 @@ void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>
   write_file_atomically(path, text, "passkey table");
 }
 
+std::vector<PasskeyCell> read_passkey_table(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(path + ": cannot read");
+  std::string line;
+  std::getline(in, line);  // the header
+  std::vector<PasskeyCell> cells;
+  for (int64_t number = 2; std::getline(in, line); ++number) {
+    std::vector<std::string> fields;
+    size_t start = 0;
+    for (int f = 0; f < 7; ++f) {  // the error, last, may hold commas
+      const auto comma = line.find(',', start);
+      if (comma == std::string::npos)
+        throw std::runtime_error(path + ":" + std::to_string(number) + ": expected 8 comma-separated fields");
+      fields.push_back(line.substr(start, comma - start));
+      start = comma + 1;
+    }
+    PasskeyCell c;
+    try {
+      c.length = std::stoll(fields[0]), c.depth = std::stod(fields[1]);
+      c.documents = std::stoll(fields[2]), c.correct = std::stoll(fields[3]);
+    } catch (const std::exception&) {
+      throw std::runtime_error(path + ":" + std::to_string(number) +
+                               ": length, depth, documents and correct must be "
+                               "numbers");
+    }
+    c.error = line.substr(start);
+    cells.push_back(c);
+  }
+  return cells;
+}
+
 std::string format_passkey_cells(const std::vector<PasskeyCell>& cells) {
   std::string text = "length  depth  accuracy\n";
   char row[160];

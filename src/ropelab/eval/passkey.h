@@ -88,6 +88,10 @@ std::string passkey_cell_mismatch(const PasskeyGrid& grid, size_t at, const Pass
 /// interval of the accuracy; empty for a cell not evaluated), error.
 void write_passkey_table(const std::string& path, const std::vector<PasskeyCell>& cells);
 
+/// The cells of a table write_passkey_table wrote (length, depth, documents, correct; an
+/// error cell's error is its text); throws std::runtime_error naming the file and line.
+std::vector<PasskeyCell> read_passkey_table(const std::string& path);
+
 /// The cells as a table for people: length, depth, accuracy (correct/documents; Wilson's 95%
 /// interval), or n/a and why.
 std::string format_passkey_cells(const std::vector<PasskeyCell>& cells);

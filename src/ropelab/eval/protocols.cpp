@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "ropelab/eval/context_gain.h"
 #include "ropelab/eval/translation_quality.h"
 #include "ropelab/eval/window_perplexity.h"
 
@@ -20,15 +21,25 @@ Overloaded(F...) -> Overloaded<F...>;
 
 ProtocolKind protocol_kind(const EvalProtocol& protocol) {
   return std::visit(Overloaded{[](const TranslationQuality&) { return ProtocolKind::translation_quality; },
-                               [](const WindowPerplexity&) { return ProtocolKind::window_perplexity; }},
+                               [](const WindowPerplexity&) { return ProtocolKind::window_perplexity; },
+                               [](const ContextGain&) { return ProtocolKind::context_gain; }},
                     protocol);
 }
 
-EvalProtocol eval_protocol(const Task& task, const WindowPerplexity& window, const std::string& run_dir) {
-  if (task_traits(task.config().task).offers(ProtocolKind::window_perplexity)) return window;
-  if (window.context > 0 || window.stride > 0 || window.per_position)
-    throw std::runtime_error("--context, --stride and --per-position measure language models; " + run_dir + " is a " +
-                             task.model_noun());
+EvalProtocol eval_protocol(const Task& task, const WindowPerplexity& window, int64_t gain_window,
+                           const std::string& run_dir) {
+  const auto& traits = task_traits(task.config().task);
+  if (gain_window > 0 && traits.offers(ProtocolKind::context_gain)) {
+    if (window.stride > 0 || window.per_position)
+      throw std::runtime_error(
+          "--context-gain compares non-overlapping windows and reports by bucket of positions: drop --stride and "
+          "--per-position");
+    return ContextGain{window.context, gain_window};
+  }
+  if (gain_window == 0 && traits.offers(ProtocolKind::window_perplexity)) return window;
+  if (window.context > 0 || window.stride > 0 || window.per_position || gain_window > 0)
+    throw std::runtime_error("--context, --stride, --per-position and --context-gain measure language models; " +
+                             run_dir + " is a " + task.model_noun());
   return TranslationQuality{};
 }
 
@@ -44,6 +55,9 @@ EvalReport evaluate(const Task& task, const TaskModel& model, const Tokenizer& t
                                },
                                [&](const WindowPerplexity& window) {
                                  return window_perplexity(task, model, tokenizer, name, path, window, device);
+                               },
+                               [&](const ContextGain& gain) {
+                                 return context_gain(task, model, tokenizer, name, path, gain, device);
                                }},
                     protocol);
 }

@@ -44,15 +44,28 @@ struct WindowPerplexity {
   bool per_position = false;
 };
 
+/// ProtocolKind::context_gain: the loss of every token with only the last `window` keys
+/// visible minus its loss with the whole window of `context` tokens (0: data.context),
+/// by the token's position in the window, in buckets [W, 2W), [2W, 4W), ... up to the
+/// context: the nats per token that keys farther than the window bring
+/// (eval/context_gain.h).
+struct ContextGain {
+  int64_t context = 0;
+  int64_t window = 0;
+};
+
 /// The protocols `ropelab eval` runs (passkey retrieval has its own command).
-using EvalProtocol = std::variant<TranslationQuality, WindowPerplexity>;
+using EvalProtocol = std::variant<TranslationQuality, WindowPerplexity, ContextGain>;
 
 ProtocolKind protocol_kind(const EvalProtocol& protocol);
 
-/// The protocol `ropelab eval` runs on the run in `run_dir`: window perplexity with these
-/// settings where its task offers it, else translation quality, for which the window
-/// settings must be unset (0, false): otherwise std::runtime_error naming the flags.
-EvalProtocol eval_protocol(const Task& task, const WindowPerplexity& window, const std::string& run_dir);
+/// The protocol `ropelab eval` runs on the run in `run_dir`: context gain over a window of
+/// `gain_window` keys when that is set (> 0; no stride or positions then), else window
+/// perplexity with these settings where its task offers it, else translation quality, for
+/// which the window settings must be unset (0, false): otherwise std::runtime_error naming
+/// the flags.
+EvalProtocol eval_protocol(const Task& task, const WindowPerplexity& window, int64_t gain_window,
+                           const std::string& run_dir);
 
 /// Runs `protocol` on the split at `path` (`name` as the user gave it); std::runtime_error
 /// when the run's task does not offer it.

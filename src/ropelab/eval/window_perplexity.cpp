@@ -48,8 +48,10 @@ EvalReport window_perplexity(const Task& task, const TaskModel& model, const Tok
       << context - stride << " tokens of history";
   s << ")";
   report.summary = s.str();
-  report.item_columns = {"nll", "tokens"};  // per window, for paired tests between runs
-  for (const auto& w : per_window) report.items.push_back({w.nll, w.tokens});
+  // per window, for paired tests between runs; its document, the unit a bootstrap resamples
+  report.item_columns = {"nll", "tokens", "document"};
+  for (size_t i = 0; i < per_window.size(); ++i)
+    report.items.push_back({per_window[i].nll, per_window[i].tokens, static_cast<double>(windows[i].document)});
   for (const auto& p : per_position) {
     report.position_loss.push_back(p.tokens > 0 ? p.nll / p.tokens : std::numeric_limits<double>::quiet_NaN());
     report.position_tokens.push_back(p.tokens);

@@ -94,6 +94,12 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     if (!disk.finished(job.dir)) continue;
     auto r = read_run_result(job.dir, job.config, spec.evaluations);
     r.variant = job.variant;
+    // the figures' label: the experiment file's, else the position registry's (a fine-tune's
+    // with its training context)
+    if (!job.label.empty())
+      r.label = job.label;
+    else if (job.variant.rfind("finetune", 0) == 0)
+      r.label += " ft" + std::to_string(r.context);
     r.seed = job.seed;
     r.run = AblationLayout::run_in_out(job.dir);
     if (!r.items_error.empty())

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "ropelab/data/text.h"
+#include "ropelab/eval/context_gain.h"
 #include "ropelab/eval/metrics.h"
 #include "ropelab/eval/window_perplexity.h"
 #include "ropelab/position/position_traits.h"
@@ -88,6 +89,34 @@ void window_perplexity_evals(const Config& config, const TestEvaluations& asked,
   }
 }
 
+/// Context gain at every context asked (the training context without one) above each
+/// window asked: a column per bucket of positions and, with two or more, one over them all.
+/// A model that cannot be measured (a learned table shorter than the context, a Performer,
+/// its own window) has none.
+void context_gain_evals(const Config& config, const TestEvaluations& asked, std::vector<AblationEval>& out) {
+  if (asked.gain_windows.empty()) return;
+  const auto& position = config.model.decoder_position();
+  const int64_t longest = position_traits(position.type()).bounded ? position.max_len() : 0;
+  const auto task = make_task(config);
+  std::vector<std::string> overrides;
+  if (asked.tokens > 0) overrides.push_back("data.eval_tokens=" + std::to_string(asked.tokens));
+  for (auto c : asked.contexts.empty() ? std::vector<int64_t>{config.data.context()} : asked.contexts)
+    for (auto w : asked.gain_windows) {
+      if ((longest > 0 && c > longest) || !context_gain_error(*task, w, c).empty()) continue;
+      AblationEval e;
+      e.protocol = ProtocolKind::context_gain;
+      e.args = {"eval", "--split", "test", "--context", std::to_string(c), "--context-gain", std::to_string(w)};
+      for (const auto& o : overrides) e.args.insert(e.args.end(), {"--set", o});
+      e.tag = context_gain_tag("test", c, w) + evaluation_tag(overrides);
+      auto buckets = context_gain_buckets(w, c);
+      if (buckets.size() > 1) buckets.push_back({w, c});
+      for (const auto& b : buckets) e.columns.push_back({"gain@" + b.name(), ColumnKey::gain(c, w, b.begin, b.end)});
+      e.items = true;
+      e.context = c;
+      out.push_back(std::move(e));
+    }
+}
+
 /// Passkey retrieval over the asked grid: a column per length the model can take.
 void passkey_evals(const Config& config, const TestEvaluations& asked, std::vector<AblationEval>& out) {
   if (!asked.passkey) return;
@@ -104,9 +133,75 @@ void passkey_evals(const Config& config, const TestEvaluations& asked, std::vect
   out.push_back(std::move(passkey));
 }
 
+/// A window-perplexity evaluation's items: each window's [NLL, tokens] and its document
+/// (a table written before documents were recorded has none: each window is its own unit).
+PairedItems window_items(const std::string& column, const std::string& file) {
+  const bool documents = read_item_header(file).size() == 3;
+  const auto table =
+      documents ? read_item_table(file, {"nll", "tokens", "document"}) : read_item_table(file, {"nll", "tokens"});
+  PairedItems items{column, perplexity_metric(), {}, {}};
+  const size_t width = documents ? 3 : 2;
+  for (size_t i = 0; i < table.size(); i += width) {
+    items.stats.insert(items.stats.end(), {table[i], table[i + 1]});
+    items.units.push_back(documents ? static_cast<int64_t>(table[i + 2]) : static_cast<int64_t>(i / width));
+  }
+  return items;
+}
+
+/// A context-gain evaluation's items, one set per column (bucket): each unit's [gain, tokens].
+std::vector<PairedItems> gain_items(const AblationEval& eval, const std::string& file) {
+  const auto table = read_item_table(file, {"unit", "bucket_begin", "bucket_end", "gain", "tokens"});
+  std::vector<PairedItems> out;
+  for (const auto& [key, column] : eval.columns) {
+    PairedItems items{format_column(column), per_token_metric(), {}, {}};
+    for (size_t i = 0; i < table.size(); i += 5)
+      if (static_cast<int64_t>(table[i + 1]) == column.begin && static_cast<int64_t>(table[i + 2]) == column.end) {
+        items.stats.insert(items.stats.end(), {table[i + 3], table[i + 4]});
+        items.units.push_back(static_cast<int64_t>(table[i]));
+      }
+    if (items.units.empty()) throw std::runtime_error(file + ": no items of bucket " + key.substr(5));
+    out.push_back(std::move(items));
+  }
+  return out;
+}
+
+/// The retrieval probes asked: per task, a column per length the model can take; documents
+/// from the stream of the grid's seed plus the run's training seed, a set per seed.
+void retrieval_evals(const Config& config, const TestEvaluations& asked, std::vector<AblationEval>& out) {
+  const auto& position = config.model.decoder_position();
+  const int64_t longest = position_traits(position.type()).bounded ? position.max_len() : 0;
+  const auto& grid = asked.retrieval_grid;
+  for (const auto& task : asked.retrieval_tasks) {
+    AblationEval e;
+    e.protocol = ProtocolKind::retrieval;
+    e.tag = task;
+    std::string lengths, depths;
+    for (auto l : grid.lengths)
+      if (longest == 0 || l + 1 <= longest) {  // the document and the EOS before it
+        lengths += (lengths.empty() ? "" : ",") + std::to_string(l);
+        e.columns.push_back({"accuracy@" + std::to_string(l), ColumnKey::retrieval(task, l)});
+      }
+    if (e.columns.empty()) continue;
+    for (auto d : grid.depths) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", d);
+      depths += (depths.empty() ? "" : ",") + std::string(text);
+    }
+    e.args = {"retrieval",        "eval",
+              "--task",           task,
+              "--lengths",        lengths,
+              "--documents",      std::to_string(grid.documents),
+              "--retrieval-seed", std::to_string(grid.seed + static_cast<uint64_t>(config.train.seed()))};
+    if (retrieval_has_depth(parse_retrieval_task(task))) e.args.insert(e.args.end(), {"--depths", depths});
+    if (parse_retrieval_task(task) != RetrievalTask::mqar) e.args.insert(e.args.end(), {"--corpus", grid.corpus});
+    out.push_back(std::move(e));
+  }
+}
+
 }  // namespace
 
 std::string AblationEval::report(const std::string& run_dir) const {
+  if (protocol == ProtocolKind::retrieval) return RunPaths(run_dir).retrieval(tag, "").json;
   return protocol == ProtocolKind::passkey ? RunPaths(run_dir).passkey("").json : eval_file_paths(run_dir, tag).json;
 }
 
@@ -129,8 +224,14 @@ std::vector<AblationEval> ablation_evals(const Config& config, const TestEvaluat
       case ProtocolKind::window_perplexity:
         window_perplexity_evals(config, asked, out);
         break;
+      case ProtocolKind::context_gain:
+        context_gain_evals(config, asked, out);
+        break;
       case ProtocolKind::passkey:
         passkey_evals(config, asked, out);
+        break;
+      case ProtocolKind::retrieval:
+        retrieval_evals(config, asked, out);
         break;
     }
   return out;
@@ -143,8 +244,11 @@ std::vector<PairedItems> ablation_items(const std::string& run_dir, const Config
     if (!eval.items) continue;
     const auto file = eval.items_file(run_dir);
     if (eval.protocol == ProtocolKind::window_perplexity) {
-      out.push_back(
-          {format_column(eval.columns[0].second), perplexity_metric(), read_item_table(file, {"nll", "tokens"})});
+      out.push_back(window_items(format_column(eval.columns[0].second), file));
+      continue;
+    }
+    if (eval.protocol == ProtocolKind::context_gain) {
+      for (auto& items : gain_items(eval, file)) out.push_back(std::move(items));
       continue;
     }
     // translation quality: the hypotheses against the test references, per text metric
@@ -156,7 +260,7 @@ std::vector<PairedItems> ablation_items(const std::string& run_dir, const Config
     for (const auto& [name, column] : std::vector<std::pair<std::string, Measure>>{
              {"bleu", Measure::test_bleu}, {"chrf", Measure::test_chrf}, {"ter", Measure::test_ter}}) {
       std::shared_ptr<const TextMetric> metric = make_text_metric(name);
-      out.push_back({format_column({column}), metric, metric->sentence_stats(hyps, {refs})});
+      out.push_back({format_column({column}), metric, metric->sentence_stats(hyps, {refs}), {}});
     }
   }
   return out;

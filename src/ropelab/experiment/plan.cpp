@@ -43,6 +43,7 @@ Job plan_job(const ExperimentSpec& spec, const Variant& variant, int64_t seed, c
              const PlanOptions& options, const RunsOnDisk& disk) {
   Job job;
   job.variant = variant.name.empty() ? "base" : variant.name;
+  job.label = variant.label;
   job.seed = seed;
   job.dir = AblationLayout(options.out_dir).run(variant.name, seed);
   Variant full = variant;

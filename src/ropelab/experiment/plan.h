@@ -45,6 +45,7 @@ class AblationDirectory : public RunsOnDisk {
 /// One run of an experiment and what is left to do for it.
 struct Job {
   std::string variant;  // the variant's name; "base" for the unnamed one
+  std::string label;    // the variant's label from the experiment file; "" without one
   int64_t seed = 0;
   std::string dir, log;  // the run directory and its log
   Config config;         // the variant's config at this seed

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "ropelab/experiment/columns.h"
 #include "ropelab/experiment/seed_stats.h"
@@ -18,29 +19,28 @@ using seed_stats::finite_values;
 
 namespace {
 
-/// Each variant's legend label (its values of the grid keys that differ, util/svg_plot.h)
-/// and the legend's title.
-std::pair<std::string, std::map<std::string, std::string>> variant_labels(const std::vector<std::string>& order) {
-  const auto [title, labels] = legend_labels(order);
+/// Lines by panel of a figure: (order of the family, its title) -> lines.
+using Families = std::map<std::pair<int, std::string>, std::vector<Series>>;
+
+/// Each variant's label: the runs' own (the experiment file's, else the position registry's)
+/// where they tell every variant apart, else its values of the grid keys that differ
+/// (legend_labels), with their keys as the legend's title.
+std::pair<std::string, std::map<std::string, std::string>> variant_labels(const PlotInputs& in) {
+  std::map<std::string, std::string> own;
+  for (const auto& r : in.results) own.emplace(r.variant, r.label);
+  std::set<std::string> distinct;
+  for (const auto& v : in.order)
+    if (own.count(v) && !own.at(v).empty()) distinct.insert(own.at(v));
+  if (distinct.size() == in.order.size()) return {"", own};
+  const auto [title, labels] = legend_labels(in.order);
   std::map<std::string, std::string> out;
-  for (size_t i = 0; i < order.size(); ++i) out[order[i]] = labels[i];
+  for (size_t i = 0; i < in.order.size(); ++i) out[in.order[i]] = labels[i];
   return {title, out};
 }
 
-/// The shortest training context of the runs (the grid's, where fine-tunes train longer),
-/// marked on the plots against length; NaN without one.
-void mark_training_context(const std::vector<RunResult>& results, PlotOptions& plot) {
-  int64_t context = 0;
-  for (const auto& r : results)
-    if (r.context > 0) context = context == 0 ? r.context : std::min(context, r.context);
-  if (context == 0) return;
-  plot.x_mark = static_cast<double>(context);
-  plot.x_mark_label = "trained at " + std::to_string(context);
-}
-
-/// The panel of a line against length: the variant's kind of position information, and
-/// RoPE scaling at evaluation in a panel of its own (it multiplies the rotary lines).
-std::pair<int, std::string> panel_of(PositionKind kind, bool scaled) {
+/// The panel of a variant's line: its kind of position information, and RoPE scaling at
+/// evaluation in a panel of its own (it multiplies the rotary lines).
+std::pair<int, std::string> family_of(PositionKind kind, bool scaled) {
   switch (kind) {
     case PositionKind::none:
     case PositionKind::additive:
@@ -54,7 +54,70 @@ std::pair<int, std::string> panel_of(PositionKind kind, bool scaled) {
   return {4, "other"};
 }
 
+PositionKind kind_of(const PlotInputs& in, const std::string& variant) {
+  for (const auto& r : in.results)
+    if (r.variant == variant) return r.position;
+  return PositionKind::none;
+}
+
+/// Writes the families' lines, each family in panels of at most kLinesPerPanel lines
+/// ("rotations (1/2)"); one panel alone is a plain plot. Nothing without lines.
+void write_families(const std::string& path, Families families, const PlotOptions& plot) {
+  std::vector<Panel> panels;
+  for (auto& [family, lines] : families) {
+    const size_t parts = (lines.size() + kLinesPerPanel - 1) / kLinesPerPanel;
+    for (size_t p = 0; p < parts; ++p) {
+      Panel panel{family.second + (parts > 1 ? " (" + std::to_string(p + 1) + "/" + std::to_string(parts) + ")" : ""),
+                  {}};
+      for (size_t k = p * kLinesPerPanel; k < std::min(lines.size(), (p + 1) * kLinesPerPanel); ++k)
+        panel.series.push_back(std::move(lines[k]));
+      panels.push_back(std::move(panel));
+    }
+  }
+  if (panels.empty()) return;
+  if (panels.size() == 1) return write_line_plot(path, panels[0].series, plot);
+  write_line_panels(path, panels, plot);
+}
+
+/// The shortest training context of the runs (the grid's, where fine-tunes train longer),
+/// marked on the plots against length; NaN without one.
+void mark_training_context(const std::vector<RunResult>& results, PlotOptions& plot) {
+  int64_t context = 0;
+  for (const auto& r : results)
+    if (r.context > 0) context = context == 0 ? r.context : std::min(context, r.context);
+  if (context == 0) return;
+  plot.x_mark = static_cast<double>(context);
+  plot.x_mark_label = "trained at " + std::to_string(context);
+}
+
+PlotOptions titled(const PlotInputs& in, const std::string& what, const std::string& x, const std::string& y,
+                   const std::string& legend_title) {
+  PlotOptions plot;
+  plot.title = in.experiment + ": " + what;
+  plot.x_label = x, plot.y_label = y;
+  plot.caption = in.command;
+  plot.legend_title = legend_title;
+  return plot;
+}
+
 }  // namespace
+
+void write_valid_curves(const PlotInputs& in) {
+  const auto [legend, labels] = variant_labels(in);
+  Families families;
+  for (const auto& variant : in.order) {
+    Series s;  // mean validation loss per step over the seeds that have it, ± their sample sd
+    s.name = labels.at(variant);
+    std::map<double, std::vector<double>> by_step;
+    for (const auto& r : in.results)
+      if (r.variant == variant)
+        for (const auto& [step, loss] : r.curve) by_step[step].push_back(loss);
+    for (const auto& [step, losses] : by_step) add_point(s, step, losses);
+    families[family_of(kind_of(in, variant), false)].push_back(std::move(s));
+  }
+  write_families(in.layout.valid_curves_svg(), std::move(families),
+                 titled(in, "validation loss", "step", "validation loss (mean ± sd over seeds)", legend));
+}
 
 /// extrapolation.svg, when the table has test perplexity at two or more contexts: mean
 /// perplexity over seeds (± sd shaded) against the evaluation length on log axes, a line
@@ -62,20 +125,16 @@ std::pair<int, std::string> panel_of(PositionKind kind, bool scaled) {
 /// kind of position information with shared axes, the training context marked;
 /// non-overlapping windows in extrapolation.svg, sliding windows of each stride S in
 /// extrapolation.strideS.svg.
-void write_extrapolation_plots(const std::vector<std::string>& order, const std::vector<RunResult>& results,
-                               const std::vector<std::string>& metrics, const AblationLayout& layout,
-                               const std::string& experiment, const std::string& command) {
+void write_extrapolation_plots(const PlotInputs& in) {
   // window perplexity columns (test_ppl@C[/S][+SCALING]) -> (stride or 0, scaling) -> (context, column)
   std::map<std::pair<int64_t, std::string>, std::vector<std::pair<int64_t, std::string>>> groups;
   std::map<std::string, bool> scaled;  // evaluated_as -> with a RoPE scaling
-  for (const auto& m : metrics) {
+  for (const auto& m : in.metrics) {
     const auto key = parse_column(m);
     if (!key || key->measure != ColumnKey::Measure::test_ppl || key->length == 0) continue;
     groups[{key->stride, key->evaluated_as()}].emplace_back(key->length, m);
     scaled[key->evaluated_as()] = !key->scaling.empty();
   }
-  std::map<std::string, PositionKind> kind;  // variant -> its position information
-  for (const auto& r : results) kind.emplace(r.variant, r.position);
   size_t contexts = 0;
   for (const auto& [group, columns] : groups) contexts = std::max(contexts, columns.size());
   if (contexts < 2) return;
@@ -90,10 +149,10 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
   }
   std::set<int64_t> strides;
   for (const auto& [group, columns] : groups) strides.insert(group.first);
-  const auto [legend_title, labels] = variant_labels(order);
+  const auto [legend, labels] = variant_labels(in);
   for (const auto stride : strides) {
-    std::map<std::pair<int, std::string>, std::vector<Series>> panels;  // small multiples by family
-    for (const auto& variant : order)
+    Families families;
+    for (const auto& variant : in.order)
       for (auto& [group, columns] : groups) {
         if (group.first != stride) continue;
         std::sort(columns.begin(), columns.end());
@@ -102,82 +161,45 @@ void write_extrapolation_plots(const std::vector<std::string>& order, const std:
         line.name = labels.at(variant) + (group.second == "none" ? "" : " + " + group.second);
         bool own = group.second == "none";  // a scaled line needs a scaled value of its own
         for (const auto& [context, column] : columns) {
-          const auto values = finite_values(results, variant, column);
+          const auto values = finite_values(in.results, variant, column);
           if (!values.empty()) own = own || parse_column(column)->evaluated_as() != "none";
           add_point(line, static_cast<double>(context), values);
         }
         if (own && !line.x.empty())
-          panels[panel_of(kind.count(variant) ? kind.at(variant) : PositionKind::none, scaled[group.second])].push_back(
-              std::move(line));
+          families[family_of(kind_of(in, variant), scaled[group.second])].push_back(std::move(line));
       }
-    PlotOptions plot;
-    plot.title =
-        experiment + ": test perplexity by evaluation length, " +
-        (stride == 0 ? std::string("non-overlapping windows") : "windows sliding by " + std::to_string(stride));
-    plot.x_label = "evaluation context (tokens)";
-    plot.y_label = "test perplexity (mean ± sd over seeds)";
-    plot.log_x = plot.log_y = true;
-    plot.markers = true;
-    plot.caption = command;
-    plot.legend_title = legend_title.empty() ? "" : legend_title + " (+ at evaluation)";
-    mark_training_context(results, plot);
-    if (panels.size() == 1) {
-      write_line_plot(layout.extrapolation_svg(stride), panels.begin()->second, plot);
-      continue;
-    }
-    std::vector<Panel> figure;
-    for (auto& [panel, lines] : panels) figure.push_back({panel.second, std::move(lines)});
-    write_line_panels(layout.extrapolation_svg(stride), figure, plot);
+    auto plot = titled(
+        in,
+        "test perplexity by evaluation length, " +
+            (stride == 0 ? std::string("non-overlapping windows") : "windows sliding by " + std::to_string(stride)),
+        "evaluation context (tokens)", "test perplexity (mean ± sd over seeds)",
+        legend.empty() ? "" : legend + " (+ at evaluation)");
+    plot.log_x = plot.log_y = plot.markers = true;
+    mark_training_context(in.results, plot);
+    write_families(in.layout.extrapolation_svg(stride), std::move(families), plot);
   }
-}
-
-/// passkey.svg, when the table has passkey accuracy ("passkey@L"): the accuracy over
-/// depths against the prompt length on a log axis, a line per variant (mean ± sd over seeds).
-void write_passkey_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
-                        const std::vector<std::string>& metrics, const std::string& path, const std::string& experiment,
-                        const std::string& command) {
-  std::vector<Series> lines;
-  for (const auto& variant : order) {
-    Series line;
-    line.name = variant;
-    for (const auto& m : metrics) {
-      const auto key = parse_column(m);
-      if (!key || key->measure != ColumnKey::Measure::passkey) continue;
-      add_point(line, static_cast<double>(key->length), finite_values(results, variant, m));
-    }
-    if (!line.x.empty()) lines.push_back(std::move(line));
-  }
-  if (lines.empty()) return;
-  PlotOptions plot;
-  plot.title = experiment + ": passkey retrieval by document length";
-  plot.x_label = "prompt length (characters)";
-  plot.y_label = "accuracy over key depths (mean ± sd over seeds)";
-  plot.log_x = true;
-  plot.markers = true;
-  plot.caption = command;
-  write_line_plot(path, lines, plot);
 }
 
 /// positions.svg for language models: the mean test loss at each position of the window,
 /// at the longest context evaluated, in quarter-octave bins of positions, a line per
 /// variant (mean over seeds, ± sd shaded): where past the training length each encoding
 /// breaks.
-void write_positions_plot(const std::vector<std::string>& order, const std::vector<RunResult>& results,
-                          const std::string& path, const std::string& experiment, const std::string& command) {
+void write_positions_plot(const PlotInputs& in) {
   int64_t context = 0;
-  for (const auto& r : results)
+  for (const auto& r : in.results)
     for (const auto& [c, losses] : r.position_loss) context = std::max(context, c);
   if (context == 0) return;
   // Positions 1..context in bins of a quarter octave ([2^(b/4), 2^((b+1)/4))): a run's
   // value in a bin is the mean of its positions' losses, which averages out the few windows
   // behind each single position of a long window.
   auto bin_of = [](int64_t position) { return static_cast<int64_t>(std::floor(4 * std::log2(position) + 1e-9)); };
-  std::vector<Series> lines;
-  for (const auto& variant : order) {
+  const auto [legend, labels] = variant_labels(in);
+  Families families;
+  for (const auto& variant : in.order) {
     Series line;
-    line.name = variant;
+    line.name = labels.at(variant);
     std::map<int64_t, std::vector<double>> by_bin;  // bin -> each run's mean over the bin
-    for (const auto& r : results) {
+    for (const auto& r : in.results) {
       if (r.variant != variant || !r.position_loss.count(context)) continue;
       std::map<int64_t, std::pair<double, int64_t>> sums;  // bin -> (sum, positions)
       const auto& losses = r.position_loss.at(context);
@@ -190,16 +212,84 @@ void write_positions_plot(const std::vector<std::string>& order, const std::vect
     }
     for (const auto& [bin, values] : by_bin)  // at the bin's geometric middle
       add_point(line, std::pow(2.0, (static_cast<double>(bin) + 0.5) / 4), values);
-    if (!line.x.empty()) lines.push_back(std::move(line));
+    if (!line.x.empty()) families[family_of(kind_of(in, variant), false)].push_back(std::move(line));
   }
-  PlotOptions plot;
-  plot.title = experiment + ": test loss by position in windows of " + std::to_string(context);
-  plot.x_label = "position in the window (tokens of history + 1; quarter-octave bins)";
-  plot.y_label = "mean test loss (nats per token, mean ± sd over seeds)";
+  auto plot = titled(in, "test loss by position in windows of " + std::to_string(context),
+                     "position in the window (tokens of history + 1; quarter-octave bins)",
+                     "mean test loss (nats per token, mean ± sd over seeds)", legend);
   plot.log_x = true;
-  plot.caption = command;
-  mark_training_context(results, plot);
-  write_line_plot(path, lines, plot);
+  mark_training_context(in.results, plot);
+  write_families(in.layout.positions_svg(), std::move(families), plot);
+}
+
+void write_gain_plots(const PlotInputs& in) {
+  // window -> the longest context's buckets (begin, end, column), the span over them all left out
+  std::map<int64_t, std::pair<int64_t, std::vector<std::tuple<int64_t, int64_t, std::string>>>> windows;
+  for (const auto& m : in.metrics) {
+    const auto key = parse_column(m);
+    if (!key || key->measure != ColumnKey::Measure::gain) continue;
+    auto& [context, buckets] = windows[key->window];
+    if (key->length < context) continue;
+    if (key->length > context) context = key->length, buckets.clear();
+    buckets.emplace_back(key->begin, key->end, m);
+  }
+  const auto [legend, labels] = variant_labels(in);
+  bool first = true;
+  for (auto& [window, longest] : windows) {
+    auto& [context, buckets] = longest;
+    std::sort(buckets.begin(), buckets.end());
+    if (buckets.size() > 1)  // [W, C) spans the others
+      buckets.erase(std::remove_if(buckets.begin(), buckets.end(),
+                                   [&, w = window, c = context](const auto& b) {
+                                     return std::get<0>(b) == w && std::get<1>(b) == c;
+                                   }),
+                    buckets.end());
+    Families families;
+    for (const auto& variant : in.order) {
+      Series line;
+      line.name = labels.at(variant);
+      for (const auto& [begin, end, column] : buckets)  // at the bucket's geometric middle
+        add_point(line, std::sqrt(static_cast<double>(begin) * static_cast<double>(end)),
+                  finite_values(in.results, variant, column));
+      if (!line.x.empty()) families[family_of(kind_of(in, variant), false)].push_back(std::move(line));
+    }
+    auto plot = titled(
+        in,
+        "context gain of the keys farther than " + std::to_string(window) + " in windows of " + std::to_string(context),
+        "position in the window (bucket's geometric middle)", "context gain (nats/token, mean ± sd over seeds)",
+        legend);
+    plot.log_x = plot.markers = true;
+    mark_training_context(in.results, plot);
+    write_families(in.layout.gain_svg(window, first), std::move(families), plot);
+    first = false;
+  }
+}
+
+void write_accuracy_plots(const PlotInputs& in) {
+  std::map<std::string, std::vector<std::pair<int64_t, std::string>>> measures;  // passkey or task -> (length, column)
+  for (const auto& m : in.metrics) {
+    const auto key = parse_column(m);
+    if (key && key->accuracy()) measures[key->task.empty() ? "passkey" : key->task].emplace_back(key->length, m);
+  }
+  const auto [legend, labels] = variant_labels(in);
+  for (auto& [measure, columns] : measures) {
+    std::sort(columns.begin(), columns.end());
+    Families families;
+    for (const auto& variant : in.order) {
+      Series line;
+      line.name = labels.at(variant);
+      for (const auto& [length, column] : columns)
+        add_point(line, static_cast<double>(length), finite_values(in.results, variant, column));
+      if (!line.x.empty()) families[family_of(kind_of(in, variant), false)].push_back(std::move(line));
+    }
+    auto plot = titled(in, measure + " retrieval by document length",
+                       measure == "passkey" ? "prompt length (characters)" : "document length (characters)",
+                       "accuracy over depths (mean ± sd over seeds)", legend);
+    plot.log_x = plot.markers = true;
+    mark_training_context(in.results, plot);
+    write_families(measure == "passkey" ? in.layout.passkey_svg() : in.layout.retrieval_svg(measure),
+                   std::move(families), plot);
+  }
 }
 
 }  // namespace ropelab

@@ -1,10 +1,11 @@
 #pragma once
 /// What an ablation's finished runs contribute, and the tables it writes of them:
 ///   OUT/results.csv       one row per run: variant, seed, its directory, then its numbers
-///   OUT/results.md        one row per variant: mean and standard deviation over seeds, then
-///                         passkey accuracy pooled over seeds with Wilson's 95% intervals,
-///                         then paired bootstrap tests of each variant against the first
-///   OUT/significance.csv  those tests, one row per (variant, column, seed or pooled)
+///   OUT/results.md        one row per variant: mean and standard deviation over seeds (`*`:
+///                         differs from the baseline, Holm-adjusted), then passkey accuracy
+///                         pooled over seeds with Wilson's 95% intervals and over seeds as
+///                         the unit, then the tests of experiment/significance_tests.h
+///   OUT/significance.csv  those tests, one row each
 ///   OUT/valid_curves.svg  validation loss per variant (mean over seeds) against the step
 /// and the plots of experiment/plots.h.
 
@@ -21,6 +22,7 @@ namespace ropelab {
 /// The numbers one finished run contributes.
 struct RunResult {
   std::string variant;
+  std::string label;  // for figures: the experiment file's, else position_label of the run's encoder
   int64_t seed = 0;
   std::string run;                               // the run directory, relative to the ablation's output directory
   std::string device = "unknown";                // where the run trained: its config.yaml's train.device
@@ -32,8 +34,11 @@ struct RunResult {
   std::string items_error;                       // why `items` is empty, if it is
   /// Language models: the mean test loss at each position of the window, per context.
   std::map<int64_t, std::vector<double>> position_loss;
-  /// Language models: passkey retrieval's (correct, documents) per prompt length, over depths.
-  std::map<int64_t, std::pair<int64_t, int64_t>> passkey_counts;
+  /// Language models: per accuracy column (passkey@L), retrieval's (correct, documents) over depths.
+  std::map<std::string, std::pair<int64_t, int64_t>> accuracy_counts;
+  /// Language models: per accuracy column (passkey@L), each evaluated depth cell's
+  /// (correct, documents): the units of its tests against other variants.
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> accuracy_cells;
 };
 
 /// Reads a finished run directory (metrics.jsonl and the reports of the evaluations asked).

@@ -54,20 +54,34 @@ ExperimentSpec load_experiment(const std::string& path) {
   spec.path = path;
   expect_keys(root, path, "",
               {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides", "eval_scaling", "eval_window_sinks",
-               "eval_tokens", "passkey", "finetune"});
+               "eval_context_gain", "eval_tokens", "passkey", "retrieval", "finetune", "baseline", "pairs"});
   if (!root["base"]) fail(path, "base (the config file(s) every variant starts from) is required");
   spec.base = scalars(root["base"], path, "base");
   for (const auto& file : spec.base)
     if (!std::filesystem::exists(file))
       fail(path, "base: " + file + " not found (paths are from the working directory)");
   if (root["set"]) spec.set = scalars(root["set"], path, "set");
+  // a grid: keys to lists of values, each a value or {value: V, label: L}
   auto read_grid = [&](const YAML::Node& node, const std::string& name) {
     std::vector<std::pair<std::string, std::vector<std::string>>> grid;
     if (!node.IsMap()) fail(path, name + " must map config keys to lists of values");
     for (const auto& entry : node) {
-      const auto key = entry.first.Scalar();
-      auto values = scalars(entry.second, path, name + "." + key);
-      if (values.empty()) fail(path, name + "." + key + " has no values");
+      const auto key = entry.first.Scalar(), where = name + "." + key;
+      std::vector<std::string> values;
+      for (const auto& item : entry.second.IsSequence() ? entry.second : YAML::Node()) {
+        if (item.IsScalar()) {
+          values.push_back(item.Scalar());
+          continue;
+        }
+        if (!item.IsMap()) fail(path, where + " must list plain values or {value, label} mappings");
+        expect_keys(item, path, where, {"value", "label"});
+        if (!item["value"] || !item["value"].IsScalar() || !item["label"] || !item["label"].IsScalar())
+          fail(path, where + ": a labelled value must give one value and one label");
+        values.push_back(item["value"].Scalar());
+        spec.labels[key + "=" + values.back()] = item["label"].Scalar();
+      }
+      if (!entry.second.IsSequence()) values = scalars(entry.second, path, where);
+      if (values.empty()) fail(path, where + " has no values");
       grid.emplace_back(key, std::move(values));
     }
     return grid;
@@ -116,6 +130,7 @@ ExperimentSpec load_experiment(const std::string& path) {
   if (root["eval_contexts"]) asked.contexts = positive_integers(root["eval_contexts"], "eval_contexts");
   if (root["eval_strides"]) asked.strides = positive_integers(root["eval_strides"], "eval_strides");
   if (root["eval_tokens"]) asked.tokens = positive_integer(root["eval_tokens"], "eval_tokens");
+  if (root["eval_context_gain"]) asked.gain_windows = positive_integers(root["eval_context_gain"], "eval_context_gain");
   if (root["eval_window_sinks"]) {
     asked.window_sinks = integers("eval_window_sinks");
     for (auto v : asked.window_sinks)
@@ -143,6 +158,35 @@ ExperimentSpec load_experiment(const std::string& path) {
     if (grid.lengths.empty() || grid.depths.empty()) fail(path, "passkey: lengths and depths need values");
     asked.passkey = grid;
   }
+  if (const auto node = root["retrieval"]) {
+    if (!node.IsMap()) fail(path, "retrieval must map tasks, lengths, depths, documents and corpus");
+    expect_keys(node, path, "retrieval", {"tasks", "lengths", "depths", "documents", "corpus"});
+    auto& grid = asked.retrieval_grid;
+    grid.corpus = "data/corpora/sotu/test.txt", grid.seed = 1000;
+    if (!node["tasks"] || !node["lengths"]) fail(path, "retrieval: tasks and lengths are required");
+    asked.retrieval_tasks = scalars(node["tasks"], path, "retrieval.tasks");
+    grid.lengths = positive_integers(node["lengths"], "retrieval.lengths");
+    if (node["depths"]) grid.depths = numbers(node["depths"], "retrieval.depths", to_number, "a number");
+    if (node["documents"]) grid.documents = positive_integer(node["documents"], "retrieval.documents");
+    if (node["corpus"]) grid.corpus = scalars(node["corpus"], path, "retrieval.corpus").front();
+    for (auto d : grid.depths)
+      if (!(d >= 0 && d <= 1)) fail(path, "retrieval.depths: every depth must be between 0 and 1");
+    for (const auto& name : asked.retrieval_tasks) {
+      RetrievalOptions sized;
+      try {
+        sized.task = parse_retrieval_task(name);
+      } catch (const std::invalid_argument& e) {
+        fail(path, std::string("retrieval.tasks: ") + e.what());
+      }
+      for (auto l : grid.lengths)
+        if (l < retrieval_minimum_length(sized))
+          fail(path, "retrieval.lengths: " + std::to_string(l) + " is below the " +
+                         std::to_string(retrieval_minimum_length(sized)) + " characters " + name +
+                         "'s needles and question take");
+      if (sized.task != RetrievalTask::mqar && !std::filesystem::exists(grid.corpus))
+        fail(path, "retrieval.corpus: " + grid.corpus + " not found (paths are from the working directory)");
+    }
+  }
   if (root["eval_scaling"]) asked.scalings = scalars(root["eval_scaling"], path, "eval_scaling");
   for (const auto& s : asked.scalings) {
     RopeScalingType type = RopeScalingType::none;
@@ -166,6 +210,25 @@ ExperimentSpec load_experiment(const std::string& path) {
   // Every variant, fine-tunes included, must load and validate before any run starts.
   auto variants = expand_grid(spec);
   for (auto& v : finetune_variants(spec)) variants.push_back(std::move(v));
+  // The variants the tests compare: named as the tables name them.
+  auto variant_named = [&](const YAML::Node& node, const std::string& key) {
+    if (!node.IsScalar()) fail(path, key + " must name one variant");
+    const auto name = node.Scalar();
+    std::string names;
+    for (const auto& v : variants) {
+      if (v.name == name) return name;
+      names += (names.empty() ? "" : ", ") + (v.name.empty() ? std::string("(base)") : v.name);
+    }
+    fail(path, key + ": " + name + " is not a variant of the experiment (" + names + ")");
+  };
+  if (root["baseline"]) spec.baseline = variant_named(root["baseline"], "baseline");
+  if (const auto node = root["pairs"]) {
+    if (!node.IsSequence()) fail(path, "pairs must list pairs of variants, [[A, B], ...]");
+    for (const auto& pair : node) {
+      if (!pair.IsSequence() || pair.size() != 2) fail(path, "pairs: each entry must be [VARIANT, BASELINE]");
+      spec.pairs.emplace_back(variant_named(pair[0], "pairs"), variant_named(pair[1], "pairs"));
+    }
+  }
   for (const auto& variant : variants) {
     try {
       const auto config = variant_config(spec, variant, spec.seeds.front());
@@ -177,9 +240,17 @@ ExperimentSpec load_experiment(const std::string& path) {
                {"eval_strides", ProtocolKind::window_perplexity, !asked.strides.empty()},
                {"eval_scaling", ProtocolKind::window_perplexity, !asked.scalings.empty()},
                {"eval_window_sinks", ProtocolKind::window_perplexity, !asked.window_sinks.empty()},
+               {"eval_context_gain", ProtocolKind::context_gain, !asked.gain_windows.empty()},
                {"eval_tokens", ProtocolKind::window_perplexity, asked.tokens > 0},
-               {"passkey", ProtocolKind::passkey, asked.passkey.has_value()}})
+               {"passkey", ProtocolKind::passkey, asked.passkey.has_value()},
+               {"retrieval", ProtocolKind::retrieval, !asked.retrieval_tasks.empty()}})
         if (asked_for && !task.offers(protocol)) fail(path, std::string(key) + " applies to language models (task lm)");
+      const auto longest = asked.contexts.empty() ? config.data.context()
+                                                  : *std::max_element(asked.contexts.begin(), asked.contexts.end());
+      for (auto w : asked.gain_windows)
+        if (w >= longest)
+          fail(path, "eval_context_gain: " + std::to_string(w) +
+                         " is not below any evaluation context (the longest is " + std::to_string(longest) + ")");
     } catch (const ConfigError& e) {
       if (std::string(e.what()).rfind(path + ":", 0) == 0) throw;
       fail(path, "variant " + (variant.name.empty() ? std::string("(base)") : variant.name) + ": " + e.what());
@@ -197,6 +268,8 @@ std::vector<Variant> expand_grid(const ExperimentSpec& spec) {
         Variant v = partial;
         v.overrides.push_back(key + "=" + value);
         v.name += (v.name.empty() ? "" : ",") + key + "=" + value;
+        if (const auto it = spec.labels.find(key + "=" + value); it != spec.labels.end())
+          v.label += (v.label.empty() ? "" : " ") + it->second;
         next.push_back(std::move(v));
       }
     out = std::move(next);
@@ -231,6 +304,7 @@ std::vector<Variant> finetune_variants(const ExperimentSpec& spec) {
     if (v.name == f.from) from = v.overrides;
   ExperimentSpec points;
   points.grid = f.grid;
+  points.labels = spec.labels;
   std::vector<Variant> out;
   for (auto& point : expand_grid(points)) {
     Variant v;
@@ -238,6 +312,7 @@ std::vector<Variant> finetune_variants(const ExperimentSpec& spec) {
     v.overrides.insert(v.overrides.end(), f.set.begin(), f.set.end());
     v.overrides.insert(v.overrides.end(), point.overrides.begin(), point.overrides.end());
     v.name = "finetune" + (point.name.empty() ? std::string() : ":" + point.name);
+    v.label = point.label.empty() ? "" : "ft " + point.label;
     out.push_back(std::move(v));
   }
   return out;

@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdio>
+
 #include "ropelab/position/position_encoder.h"
 
 namespace ropelab {
@@ -46,6 +48,21 @@ std::string position_names(const std::vector<PositionType>& types) {
   for (size_t i = 0; i < types.size(); ++i)
     out += (i == 0 ? "" : i + 1 == types.size() ? " and " : ", ") + std::string(position_traits(types[i]).name);
   return out;
+}
+
+std::string position_label(const PositionOptions& o) {
+  std::string label = position_traits(o.type()).name;
+  if (o.type() == PositionType::none && (o.forget_gate() || o.cope())) label = o.cope() ? "cope" : "fox";
+  char number[32];
+  if (o.unrotated() > 0) {
+    std::snprintf(number, sizeof number, "%g", o.unrotated());
+    label += std::string(" unrotated ") + number;
+  }
+  if (o.nope_every() > 0) label += " nope/" + std::to_string(o.nope_every());
+  if (o.forget_gate() && o.type() != PositionType::none) label += "+fox";
+  if (o.cope() && o.type() != PositionType::none) label += "+cope";
+  if (o.scaling().type() != RopeScalingType::none) label += "+" + to_string(o.scaling().type());
+  return label;
 }
 
 PositionKind position_kind(const PositionOptions& options) {

@@ -48,6 +48,10 @@ std::vector<PositionType> position_types(bool (*keep)(const PositionTraits&));
 /// How a stack with `options` gets position information: its encoder's kind, or `bias` for
 /// a forget gate without other position information (FoX: the gate's decay is a logit bias).
 PositionKind position_kind(const PositionOptions& options);
+/// A short name of a stack's position information for legends and tables: the encoder's
+/// name, then what changes it ("rotary unrotated 0.25", "rotary nope/3", "rotary+yarn");
+/// a forget gate or CoPE without other position information reads "fox" or "cope".
+std::string position_label(const PositionOptions& options);
 /// "a, b and c": the names of `types`, for messages.
 std::string position_names(const std::vector<PositionType>& types);
 

@@ -49,6 +49,15 @@ std::string AblationLayout::extrapolation_svg(int64_t stride) const {
 }
 std::string AblationLayout::positions_svg() const { return join(out, "positions.svg"); }
 std::string AblationLayout::passkey_svg() const { return join(out, "passkey.svg"); }
+std::string AblationLayout::gain_svg(int64_t window, bool first) const {
+  return join(out, first ? std::string("gain.svg") : "gain.w" + std::to_string(window) + ".svg");
+}
+std::string AblationLayout::retrieval_svg(const std::string& task) const {
+  return join(out, "retrieval." + task + ".svg");
+}
+std::string AblationLayout::heat_map_svg(const std::string& measure, const std::string& variant) const {
+  return join(join(out, "heat_maps"), measure + "." + variant_dir_name(variant) + ".svg");
+}
 
 std::string variant_dir_name(const std::string& variant) {
   std::string out;

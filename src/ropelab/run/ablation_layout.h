@@ -4,7 +4,8 @@
 ///   OUT/runs/VARIANT.seedN/ablation.done   the run trained and holds every evaluation asked
 ///   OUT/runs/VARIANT.seedN/finetune.source   the experiment's fine-tunes start from this run
 ///   OUT/results.csv, results.md, significance.csv   the tables
-///   OUT/valid_curves.svg, extrapolation[.strideS].svg, positions.svg, passkey.svg   the plots
+///   OUT/valid_curves.svg, extrapolation[.strideS].svg, positions.svg, passkey.svg, gain.svg,
+///   retrieval.TASK.svg, heat_maps/   the plots
 
 #include <cstdint>
 #include <string>
@@ -42,6 +43,13 @@ struct AblationLayout {
   std::string extrapolation_svg(int64_t stride) const;
   std::string positions_svg() const;
   std::string passkey_svg() const;
+  /// gain.svg: context gain by position bucket (gain.wW.svg for each window W but the first).
+  std::string gain_svg(int64_t window, bool first) const;
+  /// retrieval.TASK.svg: a retrieval probe's accuracy by length.
+  std::string retrieval_svg(const std::string& task) const;
+  /// heat_maps/MEASURE.<variant's directory name>.svg: a variant's accuracy by length and
+  /// depth, pooled over seeds (MEASURE: passkey or a retrieval task).
+  std::string heat_map_svg(const std::string& measure, const std::string& variant) const;
 };
 
 /// A directory name for a variant: key=value pairs with the characters a shell or a file

@@ -44,6 +44,11 @@ RunPaths::PasskeyFiles RunPaths::passkey(const std::string& precision_suffix) co
   return {stem + ".csv", stem + ".json", stem + ".svg", stem + ".partial.jsonl"};
 }
 
+RunPaths::PasskeyFiles RunPaths::retrieval(const std::string& task, const std::string& precision_suffix) const {
+  const auto stem = (fs::path(dir) / ("retrieval." + task + precision_suffix)).string();
+  return {stem + ".csv", stem + ".json", stem + ".svg", stem + ".partial.jsonl"};
+}
+
 bool run_started_with(const std::string& dir, const Config& config, const ConfigFiles& files) {
   // Settings no encoder of the run reads are not part of its identity.
   auto identity = [](Config c) {

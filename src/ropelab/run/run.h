@@ -8,6 +8,7 @@
 ///   RUN/loss.svg                the loss curves; RUN/trained: training reached its end
 ///   RUN/checkpoint_avgN.pt      ropelab average's output
 ///   RUN/passkey.{csv,json,svg}  passkey retrieval (.partial.jsonl while under way)
+///   RUN/retrieval.TASK.{csv,json,svg}  a retrieval probe (data/retrieval.h)
 ///   RUN/eval.*, RUN/hyp.*       evaluations: run/eval_files.h
 
 #include <memory>
@@ -55,6 +56,8 @@ struct RunPaths {
     std::string csv, json, svg, partial;
   };
   PasskeyFiles passkey(const std::string& precision_suffix) const;
+  /// A retrieval task's files (`ropelab retrieval eval`), as passkey's: RUN/retrieval.TASK<precision>.{csv,json,svg}.
+  PasskeyFiles retrieval(const std::string& task, const std::string& precision_suffix) const;
 };
 
 /// Whether the run in `dir` was started from `config`: its config.yaml (read with `files`)

@@ -22,8 +22,12 @@ const char* protocol_name(ProtocolKind kind) {
       return "translation quality";
     case ProtocolKind::window_perplexity:
       return "window perplexity";
+    case ProtocolKind::context_gain:
+      return "context gain";
     case ProtocolKind::passkey:
       return "passkey retrieval";
+    case ProtocolKind::retrieval:
+      return "retrieval";
   }
   TORCH_INTERNAL_ASSERT(false, "unhandled ProtocolKind");
 }
@@ -35,7 +39,11 @@ bool TaskTraits::offers(ProtocolKind kind) const {
 const std::vector<TaskTraits>& task_registry() {
   static const std::vector<TaskTraits> rows{
       {TaskType::translation, "translation", true, {ProtocolKind::translation_quality}, &make<TranslationTask>},
-      {TaskType::lm, "lm", false, {ProtocolKind::window_perplexity, ProtocolKind::passkey}, &make<LanguageModelTask>},
+      {TaskType::lm,
+       "lm",
+       false,
+       {ProtocolKind::window_perplexity, ProtocolKind::context_gain, ProtocolKind::passkey, ProtocolKind::retrieval},
+       &make<LanguageModelTask>},
   };
   return rows;
 }

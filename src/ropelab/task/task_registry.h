@@ -18,8 +18,13 @@ enum class ProtocolKind {
   /// perplexity of the split's text in windows {context, stride, RoPE scaling at
   /// evaluation}, and the mean loss at each position of the window
   window_perplexity,
+  /// the nats per token that keys beyond a window of W bring, by position bucket, with
+  /// bootstrap intervals over documents {context, window} (`ropelab eval --context-gain`)
+  context_gain,
   /// retrieval of a key hidden in filler text {lengths, depths} (`ropelab passkey eval`)
   passkey,
+  /// the retrieval probes of data/retrieval.h {task, lengths, depths} (`ropelab retrieval eval`)
+  retrieval,
 };
 
 /// A protocol's name in messages ("window perplexity").

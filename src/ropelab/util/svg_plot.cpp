@@ -88,7 +88,9 @@ std::vector<double> log_ticks(double lo, double hi) {
       all.push_back(v);
       if (m == 1.0) decades.push_back(v);
     }
-  return decades.size() >= 3 ? decades : all;
+  if (decades.size() >= 3) return decades;
+  // a range narrower than 1-2-5 steps: round linear steps, so that the axis has numbers at all
+  return all.size() >= 2 ? all : nice_ticks(lo, hi, 4);
 }
 
 std::pair<std::string, std::vector<std::string>> legend_labels(const std::vector<std::string>& names) {

@@ -65,7 +65,8 @@ void write_heat_map(const std::string& path, const std::vector<std::string>& col
 std::vector<double> nice_ticks(double lo, double hi, int target = 5);
 
 /// Tick positions for a logarithmic axis over [lo, hi] (lo > 0): 1, 2 and 5 times the
-/// powers of ten, thinned to the powers of ten alone when those give at least three.
+/// powers of ten, thinned to the powers of ten alone when those give at least three; a range
+/// holding fewer than two of them gets nice_ticks' round linear steps.
 std::vector<double> log_ticks(double lo, double hi);
 
 /// The legend of series named `key=value,...` (top-level commas; a value may hold braces):
