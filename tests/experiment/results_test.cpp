@@ -167,6 +167,22 @@ TEST_F(Results, SignificanceCsvQuotesVariantsAndNotes) {
             "line 2: expected \"\"nll\"\"\"\n");
 }
 
+// A baseline whose runs all failed leaves no test unexplained: significance.csv names it.
+TEST_F(Results, ABaselineWithoutRunsIsNamedNotDropped) {
+  RunResult a;
+  a.variant = "a", a.seed = 1, a.metrics["test_ppl"] = 2.5, a.device = "cpu";
+  a.items.push_back({"test_ppl", perplexity_metric(), {2.0, 1.0, 3.0, 1.0}, {}});
+  ExperimentSpec spec;
+  spec.path = "exp.yaml", spec.baseline = "b";
+  const auto out = dir_ / "out";
+  std::filesystem::create_directories(out);
+  write_ablation_results(spec, {a}, out.string(), "ropelab ablate exp.yaml");
+  EXPECT_NE(testing::read_text(out / "significance.csv")
+                .find("\n\"a\",\"b\",,two_stage_bootstrap,\"\",,,,,,,,\"no finished run of b\"\n"),
+            std::string::npos)
+      << testing::read_text(out / "significance.csv");
+}
+
 // Each table is written whole or not at all: a disk that fills while results.md is written
 // (its temporary file is /dev/full here) stops the ablation with results.md's path and
 // leaves the results.md already there as it was.

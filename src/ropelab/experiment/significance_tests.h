@@ -46,7 +46,8 @@ std::vector<SignificanceRow> significance_rows(const std::vector<std::pair<std::
                                                const std::vector<RunResult>& results);
 
 /// The pairs an experiment compares: each variant of `order` against `baseline` (the first
-/// variant when empty), then `extra`. Throws std::runtime_error naming a variant that no run has.
+/// variant when empty), then `extra`; a pair with a variant that has no finished run gets a
+/// row of significance.csv that says so.
 std::vector<std::pair<std::string, std::string>> compared_pairs(
     const std::vector<std::string>& order, const std::string& baseline,
     const std::vector<std::pair<std::string, std::string>>& extra);
