@@ -215,7 +215,12 @@ void draw_panel(std::ostringstream& svg, const std::vector<Series>& series,
       << escape(options.y_label) << (options.log_y ? " (log scale)" : "") << "</text>\n";
   if (has_mark(options))
     svg << "<line class=\"mark\" x1=\"" << px(options.x_mark) << "\" y1=\"" << f.top << "\" x2=\"" << px(options.x_mark)
-        << "\" y2=\"" << f.bottom << "\" stroke=\"#555\" stroke-dasharray=\"5,4\"/><text x=\"" << px(options.x_mark) + 4
+        << "\" y2=\"" << f.bottom
+        << "\" stroke=\"#555\" stroke-dasharray=\"5,4\"/><text x=\""
+        // its label right of the line, or left of it near the frame's right edge (the legend's side)
+        << (px(options.x_mark) > f.left + 0.7 * (f.right - f.left)
+                ? std::to_string(px(options.x_mark) - 4) + "\" text-anchor=\"end"
+                : std::to_string(px(options.x_mark) + 4))
         << "\" y=\"" << f.top + 14 << "\" font-size=\"11\" fill=\"#555\">" << escape(options.x_mark_label)
         << "</text>\n";
   if (!legend_title.empty())
@@ -262,6 +267,9 @@ void draw_panel(std::ostringstream& svg, const std::vector<Series>& series,
 /// `caption` at the bottom from x = `caption_x`.
 void write_svg(const std::string& path, double W, double H, const std::string& title, const std::string& caption,
                double caption_x, const std::string& body) {
+  // wide enough for the title (15 px) and the caption (11 px), at about 0.55 em a character
+  W = std::max(
+      {W, 8.5 * static_cast<double>(title.size()) + 20, caption_x + 6.2 * static_cast<double>(caption.size()) + 10});
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
