@@ -199,6 +199,18 @@ inline std::pair<torch::Tensor, torch::Tensor> rotary_tables(int64_t T, int64_t 
 }
 
 /// Max absolute difference.
+/// `count` documents, one per line, of `sentences` short sentences of made-up names that
+/// recur within each document (far keys hold something to copy): a corpus for data.documents.
+inline std::string named_documents(int count, int sentences) {
+  std::string text;
+  for (int d = 0; d < count; ++d) {
+    for (int s = 0; s < sentences; ++s)
+      text += "zq" + std::to_string((d * 31 + s * 7) % 97) + " met yv" + std::to_string(d) + ". ";
+    text += "\n";
+  }
+  return text;
+}
+
 inline double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
 }

@@ -5,24 +5,9 @@
 
 using namespace ropelab::cli_test;
 
-namespace {
-
-/// Documents of repeated made-up names, one per line, each longer than the contexts used.
-std::string documents() {
-  std::string text;
-  for (int d = 0; d < 6; ++d) {
-    for (int s = 0; s < 8; ++s)
-      text += "zq" + std::to_string((d * 31 + s * 7) % 97) + " met yv" + std::to_string(d) + ". ";
-    text += "\n";
-  }
-  return text;
-}
-
-}  // namespace
-
 TEST(Cli, ContextGainAblationGivesGainColumnsAndTwoStageTests) {
   const auto root = fresh_dir("context_gain");
-  const auto text = write_temp((root / "docs.txt").string(), documents());
+  const auto text = write_temp((root / "docs.txt").string(), ropelab::testing::named_documents(6, 8));
   const auto exp = (root / "exp.yaml").string();
   auto write_experiment = [&](const std::string& more) {
     std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\n"

@@ -17,17 +17,6 @@ using ContextGainTest = ropelab::testing::TempDir;
 
 namespace {
 
-/// Documents of repeated made-up names, so that far keys carry something to copy.
-std::string documents_text() {
-  std::string text;
-  for (int d = 0; d < 5; ++d) {
-    for (int s = 0; s < 12; ++s)
-      text += "zq" + std::to_string((d * 31 + s * 7) % 97) + " met yv" + std::to_string(d) + ". ";
-    text += "\n";
-  }
-  return text;
-}
-
 Config gain_config(const std::string& text, const std::string& position) {
   return load_config({{},
                       {"task=lm", "data.format=text", "tokenizer.type=byte", "data.context=64", "data.test=" + text,
@@ -52,7 +41,7 @@ TEST(ContextGainBuckets, DoubleFromTheWindowAndStopAtTheContext) {
 // The control of the protocol itself: a "windowed" pass whose window covers the whole
 // evaluation window sees every key, so every bucket gains exactly 0 (and has tokens).
 TEST_F(ContextGainTest, AWindowCoveringTheContextGainsExactlyZero) {
-  const auto text = write("docs.txt", documents_text());
+  const auto text = write("docs.txt", ropelab::testing::named_documents(5, 12));
   for (const std::string position :
        {"{type: rotary}", "{type: alibi}", "{type: fire}", "{type: none, forget_gate: true}"}) {
     SCOPED_TRACE(position);
@@ -79,7 +68,7 @@ TEST_F(ContextGainTest, AWindowCoveringTheContextGainsExactlyZero) {
 // A window of W removes the keys farther than W and nothing else: every token at a
 // position below W has exactly the loss it has with every key, and the tokens past it do not.
 TEST_F(ContextGainTest, AWindowChangesOnlyTheTokensPastIt) {
-  const auto text = write("docs.txt", documents_text());
+  const auto text = write("docs.txt", ropelab::testing::named_documents(5, 12));
   const auto config = gain_config(text, "{type: rotary}");
   LanguageModelTask task(config);
   const auto tokenizer = train_tokenizer(config.tokenizer, std::vector<std::string>{"x"}, dir_.string());
@@ -119,7 +108,7 @@ TEST_F(ContextGainTest, AWindowChangesOnlyTheTokensPastIt) {
 }
 
 TEST_F(ContextGainTest, RefusesWhatItCannotMeasureInOneLine) {
-  const auto text = write("docs.txt", documents_text());
+  const auto text = write("docs.txt", ropelab::testing::named_documents(5, 12));
   LanguageModelTask task(gain_config(text, "{type: rotary}"));
   EXPECT_EQ(context_gain_error(task, 64, 64),
             "--context-gain 64 is not below the context 64: a window of that many keys sees the whole evaluation "
