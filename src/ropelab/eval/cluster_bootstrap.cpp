@@ -48,8 +48,8 @@ BootstrapInterval cluster_bootstrap(const RatioClusters& clusters, int64_t resam
   out.low = percentile(estimates, 2.5);
   out.high = percentile(estimates, 97.5);
   // the resamples on the other side of 0 (0 itself counted on both)
-  const auto beyond = std::count_if(estimates.begin(), estimates.end(),
-                                    [&](double e) { return out.estimate >= 0 ? e <= 0 : e >= 0; });
+  const auto beyond =
+      std::count_if(estimates.begin(), estimates.end(), [&](double e) { return out.estimate >= 0 ? e <= 0 : e >= 0; });
   out.p_value = std::min(1.0, 2.0 * static_cast<double>(beyond + 1) / static_cast<double>(estimates.size() + 1));
   return out;
 }
