@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -118,6 +119,61 @@ void read_accuracy_cells(const std::string& csv, const std::string& measure, Run
   }
 }
 
+/// results.csv: a row per run, its numbers under every column (empty: not evaluated for it).
+std::string results_csv(const std::vector<std::string>& metrics, const std::vector<RunResult>& results) {
+  std::ostringstream csv;
+  csv << "variant,seed,run,device";
+  for (const auto& m : metrics) csv << "," << m;
+  csv << "\n";
+  csv.precision(10);
+  for (const auto& r : results) {
+    csv << csv_text(r.variant) << ',' << r.seed << ',' << csv_text(r.run) << ',' << csv_text(r.device);
+    for (const auto& m : metrics) {
+      csv << ",";
+      if (r.metrics.count(m)) csv << r.metrics.at(m);
+    }
+    csv << "\n";
+  }
+  return csv.str();
+}
+
+/// results.md's row of `variant`: its runs, devices, and per column the mean ± sd of the
+/// finite values of the runs that have it (a value that is not one, an evaluation that
+/// failed, is left out and the cell says over how many runs it is), `*` where `marked`.
+std::string table_row(const std::string& variant, const std::vector<RunResult>& results,
+                      const std::vector<std::string>& metrics,
+                      const std::function<bool(const std::string&, const std::string&)>& marked) {
+  std::vector<const RunResult*> runs;
+  for (const auto& r : results)
+    if (r.variant == variant) runs.push_back(&r);
+  std::ostringstream md;
+  md << "| " << variant << " | " << runs.size() << " | " << devices_cell(runs) << " |";
+  for (const auto& m : metrics) {
+    const auto values = seed_stats::finite_values(results, variant, m);
+    const bool asked = std::any_of(runs.begin(), runs.end(), [&](const RunResult* r) { return r->metrics.count(m); });
+    if (values.empty()) {
+      md << (asked ? " n/a |" : " - |");
+      continue;
+    }
+    const auto spread = mean_sd(values);
+    // seconds whole, context gains (a few ten-thousandths of a nat) to 4 decimals, the rest to 3
+    const auto key = parse_column(m);
+    const bool gain = key && key->measure == ColumnKey::Measure::gain;
+    char cell[64];
+    if (values.size() > 1)
+      std::snprintf(cell, sizeof cell,
+                    m == "train_s" ? " %.0f ± %.0f"
+                    : gain         ? " %.4f ± %.4f"
+                                   : " %.3f ± %.3f",
+                    spread.mean, spread.sd);
+    else  // one seed: no spread to report
+      std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f" : gain ? " %.4f" : " %.3f", spread.mean);
+    md << cell << (values.size() < runs.size() ? " (n=" + std::to_string(values.size()) + ")" : std::string())
+       << (marked(variant, m) ? " * |" : " |");
+  }
+  return md.str() + "\n";
+}
+
 }  // namespace
 
 RunResult read_run_result(const std::string& run_dir, const Config& config, const TestEvaluations& asked) {
@@ -177,22 +233,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
     metrics.assign(names.begin(), names.end());
   }
   std::stable_sort(metrics.begin(), metrics.end(), column_before);
-  {
-    std::ostringstream csv;
-    csv << "variant,seed,run,device";
-    for (const auto& m : metrics) csv << "," << m;
-    csv << "\n";
-    csv.precision(10);
-    for (const auto& r : results) {
-      csv << csv_text(r.variant) << ',' << r.seed << ',' << csv_text(r.run) << ',' << csv_text(r.device);
-      for (const auto& m : metrics) {
-        csv << ",";
-        if (r.metrics.count(m)) csv << r.metrics.at(m);  // empty: not evaluated for this run
-      }
-      csv << "\n";
-    }
-    write_file_atomically(layout.results_csv(), csv.str(), "results table");
-  }
+  write_file_atomically(layout.results_csv(), results_csv(metrics, results), "results table");
   std::vector<std::string> order;  // variants in run order
   for (const auto& r : results)
     if (std::find(order.begin(), order.end(), r.variant) == order.end()) order.push_back(r.variant);
@@ -214,35 +255,7 @@ void write_ablation_results(const ExperimentSpec& spec, const std::vector<RunRes
   md << "\n|---|---|---|";
   for (size_t i = 0; i < metrics.size(); ++i) md << "---|";
   md << "\n";
-  for (const auto& variant : order) {
-    std::vector<const RunResult*> runs;
-    for (const auto& r : results)
-      if (r.variant == variant) runs.push_back(&r);
-    md << "| " << variant << " | " << runs.size() << " | " << devices_cell(runs) << " |";
-    for (const auto& m : metrics) {
-      // the finite values of the runs that have this column; a value that is not one (an
-      // evaluation that failed) is left out and the cell says over how many runs it is
-      const auto values = seed_stats::finite_values(results, variant, m);
-      const bool asked = std::any_of(runs.begin(), runs.end(), [&](const RunResult* r) { return r->metrics.count(m); });
-      if (values.empty()) {
-        md << (asked ? " n/a |" : " - |");
-        continue;
-      }
-      const auto spread = mean_sd(values);
-      // seconds whole, context gains (a few thousandths of a nat) to 4 decimals, the rest to 3
-      const auto key = parse_column(m);
-      const bool gain = key && key->measure == ColumnKey::Measure::gain;
-      char cell[64];
-      if (values.size() > 1)
-        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f ± %.0f" : gain ? " %.4f ± %.4f" : " %.3f ± %.3f",
-                      spread.mean, spread.sd);
-      else  // one seed: no spread to report
-        std::snprintf(cell, sizeof cell, m == "train_s" ? " %.0f" : gain ? " %.4f" : " %.3f", spread.mean);
-      md << cell << (values.size() < runs.size() ? " (n=" + std::to_string(values.size()) + ")" : std::string())
-         << (marked(variant, m) ? " * |" : " |");
-    }
-    md << "\n";
-  }
+  for (const auto& variant : order) md << table_row(variant, results, metrics, marked);
   std::set<std::string> devices;
   for (const auto& r : results) devices.insert(r.device);
   if (devices.size() > 1)
