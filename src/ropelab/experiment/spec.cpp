@@ -13,58 +13,83 @@ namespace ropelab {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) { throw ConfigError(path + ": " + what); }
+using Grid = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
-std::vector<std::string> scalars(const YAML::Node& node, const std::string& path, const std::string& key) {
-  std::vector<std::string> out;
-  if (node.IsScalar()) return {node.Scalar()};
-  if (!node.IsSequence()) fail(path, key + " must be a value or a list of values");
-  for (const auto& item : node) {
-    if (!item.IsScalar()) fail(path, key + " must list plain values");
-    out.push_back(item.Scalar());
+/// An experiment file's values, each refused in one line naming the file and the key.
+struct Reader {
+  const std::string& path;
+
+  [[noreturn]] void fail(const std::string& what) const { throw ConfigError(path + ": " + what); }
+
+  std::vector<std::string> scalars(const YAML::Node& node, const std::string& key) const {
+    std::vector<std::string> out;
+    if (node.IsScalar()) return {node.Scalar()};
+    if (!node.IsSequence()) fail(key + " must be a value or a list of values");
+    for (const auto& item : node) {
+      if (!item.IsScalar()) fail(key + " must list plain values");
+      out.push_back(item.Scalar());
+    }
+    return out;
   }
-  return out;
-}
 
-/// Fails naming the first key of the map `node` (the section `name`) not in `allowed`.
-void expect_keys(const YAML::Node& node, const std::string& path, const std::string& name,
-                 const std::vector<std::string>& allowed) {
-  for (const auto& entry : node) {
-    const auto key = entry.first.Scalar();
-    if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    fail(path, (name.empty() ? "" : name + ": ") + "unknown key " + key + " (expected " + list + ")");
+  /// Fails naming the first key of the map `node` (the section `name`) not in `allowed`.
+  void expect_keys(const YAML::Node& node, const std::string& name, const std::vector<std::string>& allowed) const {
+    for (const auto& entry : node) {
+      const auto key = entry.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      fail((name.empty() ? "" : name + ": ") + "unknown key " + key + " (expected " + list + ")");
+    }
   }
-}
 
-}  // namespace
-
-ExperimentSpec load_experiment(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    fail(path, "cannot open");
-  } catch (const YAML::Exception& e) {
-    fail(path, "line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  /// The values at `key` as numbers, each read whole by `parse` (std::stoll, std::stod).
+  template <typename Parse>
+  auto numbers(const YAML::Node& node, const std::string& key, Parse parse, const char* kind) const {
+    std::vector<decltype(parse(std::string(), nullptr))> out;
+    for (const auto& s : scalars(node, key)) {
+      try {
+        size_t used = 0;
+        out.push_back(parse(s, &used));
+        if (used != s.size()) throw std::invalid_argument(s);
+      } catch (const std::exception&) {
+        fail(key + ": '" + s + "' is not " + kind);
+      }
+    }
+    return out;
   }
-  if (!root.IsMap()) fail(path, "expected a mapping with base, grid and seeds");
-  ExperimentSpec spec;
-  spec.path = path;
-  expect_keys(root, path, "",
-              {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides", "eval_scaling", "eval_window_sinks",
-               "eval_context_gain", "eval_tokens", "passkey", "retrieval", "finetune", "baseline", "pairs"});
-  if (!root["base"]) fail(path, "base (the config file(s) every variant starts from) is required");
-  spec.base = scalars(root["base"], path, "base");
-  for (const auto& file : spec.base)
-    if (!std::filesystem::exists(file))
-      fail(path, "base: " + file + " not found (paths are from the working directory)");
-  if (root["set"]) spec.set = scalars(root["set"], path, "set");
-  // a grid: keys to lists of values, each a value or {value: V, label: L}
-  auto read_grid = [&](const YAML::Node& node, const std::string& name) {
-    std::vector<std::pair<std::string, std::vector<std::string>>> grid;
-    if (!node.IsMap()) fail(path, name + " must map config keys to lists of values");
+  std::vector<int64_t> integers(const YAML::Node& node, const std::string& key) const {
+    return numbers(
+        node, key, [](const std::string& s, size_t* used) { return static_cast<int64_t>(std::stoll(s, used)); },
+        "an integer");
+  }
+  std::vector<int64_t> positive_integers(const YAML::Node& node, const std::string& key) const {
+    const auto values = integers(node, key);
+    for (auto v : values)
+      if (v <= 0) fail(key + ": " + std::to_string(v) + " must be positive");
+    return values;
+  }
+  int64_t positive_integer(const YAML::Node& node, const std::string& key) const {
+    if (!node.IsScalar()) fail(key + " must be one number");
+    return positive_integers(node, key).front();
+  }
+  /// Depths of a needle: numbers in [0, 1].
+  std::vector<double> depths(const YAML::Node& node, const std::string& key) const {
+    const auto values = numbers(
+        node, key, [](const std::string& s, size_t* used) { return std::stod(s, used); }, "a number");
+    for (auto d : values)
+      if (!(d >= 0 && d <= 1)) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", d);
+        fail(key + ": " + std::string(text) + " is not between 0 and 1");
+      }
+    return values;
+  }
+
+  /// A grid: keys to lists of values, each a value or {value: V, label: L} (labels by "key=value").
+  Grid grid(const YAML::Node& node, const std::string& name, std::map<std::string, std::string>& labels) const {
+    Grid grid;
+    if (!node.IsMap()) fail(name + " must map config keys to lists of values");
     for (const auto& entry : node) {
       const auto key = entry.first.Scalar(), where = name + "." + key;
       std::vector<std::string> values;
@@ -73,166 +98,133 @@ ExperimentSpec load_experiment(const std::string& path) {
           values.push_back(item.Scalar());
           continue;
         }
-        if (!item.IsMap()) fail(path, where + " must list plain values or {value, label} mappings");
-        expect_keys(item, path, where, {"value", "label"});
+        if (!item.IsMap()) fail(where + " must list plain values or {value, label} mappings");
+        expect_keys(item, where, {"value", "label"});
         if (!item["value"] || !item["value"].IsScalar() || !item["label"] || !item["label"].IsScalar())
-          fail(path, where + ": a labelled value must give one value and one label");
+          fail(where + ": a labelled value must give one value and one label");
         values.push_back(item["value"].Scalar());
-        spec.labels[key + "=" + values.back()] = item["label"].Scalar();
+        labels[key + "=" + values.back()] = item["label"].Scalar();
       }
-      if (!entry.second.IsSequence()) values = scalars(entry.second, path, where);
-      if (values.empty()) fail(path, where + " has no values");
+      if (!entry.second.IsSequence()) values = scalars(entry.second, where);
+      if (values.empty()) fail(where + " has no values");
       grid.emplace_back(key, std::move(values));
     }
     return grid;
-  };
-  if (root["grid"]) spec.grid = read_grid(root["grid"], "grid");
-  if (const auto node = root["finetune"]) {
-    if (!node.IsMap()) fail(path, "finetune must map from, set and grid");
-    expect_keys(node, path, "finetune", {"from", "set", "grid"});
-    FinetuneSpec f;
-    if (!node["from"] || !node["from"].IsScalar()) fail(path, "finetune.from (the variant to start from) is required");
-    f.from = node["from"].Scalar();
-    if (node["set"]) f.set = scalars(node["set"], path, "finetune.set");
-    if (node["grid"]) f.grid = read_grid(node["grid"], "finetune.grid");
-    spec.finetune.push_back(std::move(f));
   }
-  // The values at `key` of `node` as numbers, each read whole by `parse` (std::stoll, std::stod).
-  auto numbers = [&](const YAML::Node& node, const std::string& key, auto parse, const char* kind) {
-    std::vector<decltype(parse(std::string(), nullptr))> out;
-    for (const auto& s : scalars(node, path, key)) {
-      try {
-        size_t used = 0;
-        out.push_back(parse(s, &used));
-        if (used != s.size()) throw std::invalid_argument(s);
-      } catch (const std::exception&) {
-        fail(path, key + ": '" + s + "' is not " + kind);
-      }
+};
+
+FinetuneSpec read_finetune(const Reader& r, const YAML::Node& node, std::map<std::string, std::string>& labels) {
+  if (!node.IsMap()) r.fail("finetune must map from, set and grid");
+  r.expect_keys(node, "finetune", {"from", "set", "grid"});
+  FinetuneSpec f;
+  if (!node["from"] || !node["from"].IsScalar()) r.fail("finetune.from (the variant to start from) is required");
+  f.from = node["from"].Scalar();
+  if (node["set"]) f.set = r.scalars(node["set"], "finetune.set");
+  if (node["grid"]) f.grid = r.grid(node["grid"], "finetune.grid", labels);
+  return f;
+}
+
+PasskeyGrid read_passkey(const Reader& r, const YAML::Node& node) {
+  if (!node.IsMap()) r.fail("passkey must map lengths, depths and documents");
+  r.expect_keys(node, "passkey", {"lengths", "depths", "documents"});
+  PasskeyGrid grid;
+  if (!node["lengths"]) r.fail("passkey.lengths (the prompts' characters) is required");
+  grid.lengths = r.positive_integers(node["lengths"], "passkey.lengths");
+  for (auto l : grid.lengths)
+    if (l < passkey_minimum_length(grid.digits))
+      r.fail("passkey.lengths: " + std::to_string(l) + " is below the " +
+             std::to_string(passkey_minimum_length(grid.digits)) + " characters of the key sentence and the question");
+  if (node["depths"]) grid.depths = r.depths(node["depths"], "passkey.depths");
+  if (node["documents"]) grid.documents = r.positive_integer(node["documents"], "passkey.documents");
+  if (grid.lengths.empty() || grid.depths.empty()) r.fail("passkey: lengths and depths need values");
+  return grid;
+}
+
+void read_retrieval(const Reader& r, const YAML::Node& node, TestEvaluations& asked) {
+  if (!node.IsMap()) r.fail("retrieval must map tasks, lengths, depths, documents and corpus");
+  r.expect_keys(node, "retrieval", {"tasks", "lengths", "depths", "documents", "corpus"});
+  auto& grid = asked.retrieval_grid;
+  grid.corpus = "data/corpora/sotu/test.txt", grid.seed = 1000;
+  if (!node["tasks"] || !node["lengths"]) r.fail("retrieval: tasks and lengths are required");
+  asked.retrieval_tasks = r.scalars(node["tasks"], "retrieval.tasks");
+  grid.lengths = r.positive_integers(node["lengths"], "retrieval.lengths");
+  if (node["depths"]) grid.depths = r.depths(node["depths"], "retrieval.depths");
+  if (node["documents"]) grid.documents = r.positive_integer(node["documents"], "retrieval.documents");
+  if (node["corpus"]) grid.corpus = r.scalars(node["corpus"], "retrieval.corpus").front();
+  for (const auto& name : asked.retrieval_tasks) {
+    RetrievalOptions sized;
+    try {
+      sized.task = parse_retrieval_task(name);
+    } catch (const std::invalid_argument& e) {
+      r.fail(std::string("retrieval.tasks: ") + e.what());
     }
-    return out;
-  };
-  const auto to_integer = [](const std::string& s, size_t* used) { return static_cast<int64_t>(std::stoll(s, used)); };
-  const auto to_number = [](const std::string& s, size_t* used) { return std::stod(s, used); };
-  auto integers = [&](const char* key) { return numbers(root[key], key, to_integer, "an integer"); };
-  auto positive_integers = [&](const YAML::Node& node, const std::string& key) {
-    const auto values = numbers(node, key, to_integer, "an integer");
-    for (auto v : values)
-      if (v <= 0) fail(path, key + ": " + std::to_string(v) + " must be positive");
-    return values;
-  };
-  auto positive_integer = [&](const YAML::Node& node, const std::string& key) {
-    if (!node.IsScalar()) fail(path, key + " must be one number");
-    return positive_integers(node, key).front();
-  };
-  auto& asked = spec.evaluations;
-  if (root["seeds"]) spec.seeds = integers("seeds");
-  if (spec.seeds.empty()) fail(path, "seeds has no values");
-  if (root["eval_contexts"]) asked.contexts = positive_integers(root["eval_contexts"], "eval_contexts");
-  if (root["eval_strides"]) asked.strides = positive_integers(root["eval_strides"], "eval_strides");
-  if (root["eval_tokens"]) asked.tokens = positive_integer(root["eval_tokens"], "eval_tokens");
-  if (root["eval_context_gain"]) asked.gain_windows = positive_integers(root["eval_context_gain"], "eval_context_gain");
-  if (root["eval_window_sinks"]) {
-    asked.window_sinks = integers("eval_window_sinks");
-    for (auto v : asked.window_sinks)
-      if (v < 0) fail(path, "eval_window_sinks: " + std::to_string(v) + " must be >= 0 (attention sinks)");
-  }
-  if (const auto node = root["passkey"]) {
-    if (!node.IsMap()) fail(path, "passkey must map lengths, depths and documents");
-    expect_keys(node, path, "passkey", {"lengths", "depths", "documents"});
-    PasskeyGrid grid;
-    if (!node["lengths"]) fail(path, "passkey.lengths (the prompts' characters) is required");
-    grid.lengths = positive_integers(node["lengths"], "passkey.lengths");
     for (auto l : grid.lengths)
-      if (l < passkey_minimum_length(grid.digits))
-        fail(path, "passkey.lengths: " + std::to_string(l) + " is below the " +
-                       std::to_string(passkey_minimum_length(grid.digits)) +
-                       " characters of the key sentence and the question");
-    if (node["depths"]) grid.depths = numbers(node["depths"], "passkey.depths", to_number, "a number");
-    for (auto d : grid.depths)
-      if (!(d >= 0 && d <= 1)) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%g", d);
-        fail(path, "passkey.depths: " + std::string(text) + " is not between 0 and 1");
-      }
-    if (node["documents"]) grid.documents = positive_integer(node["documents"], "passkey.documents");
-    if (grid.lengths.empty() || grid.depths.empty()) fail(path, "passkey: lengths and depths need values");
-    asked.passkey = grid;
+      if (l < retrieval_minimum_length(sized))
+        r.fail("retrieval.lengths: " + std::to_string(l) + " is below the " +
+               std::to_string(retrieval_minimum_length(sized)) + " characters " + name +
+               "'s needles and question take");
+    if (sized.task != RetrievalTask::mqar && !std::filesystem::exists(grid.corpus))
+      r.fail("retrieval.corpus: " + grid.corpus + " not found (paths are from the working directory)");
   }
-  if (const auto node = root["retrieval"]) {
-    if (!node.IsMap()) fail(path, "retrieval must map tasks, lengths, depths, documents and corpus");
-    expect_keys(node, path, "retrieval", {"tasks", "lengths", "depths", "documents", "corpus"});
-    auto& grid = asked.retrieval_grid;
-    grid.corpus = "data/corpora/sotu/test.txt", grid.seed = 1000;
-    if (!node["tasks"] || !node["lengths"]) fail(path, "retrieval: tasks and lengths are required");
-    asked.retrieval_tasks = scalars(node["tasks"], path, "retrieval.tasks");
-    grid.lengths = positive_integers(node["lengths"], "retrieval.lengths");
-    if (node["depths"]) grid.depths = numbers(node["depths"], "retrieval.depths", to_number, "a number");
-    if (node["documents"]) grid.documents = positive_integer(node["documents"], "retrieval.documents");
-    if (node["corpus"]) grid.corpus = scalars(node["corpus"], path, "retrieval.corpus").front();
-    for (auto d : grid.depths)
-      if (!(d >= 0 && d <= 1)) fail(path, "retrieval.depths: every depth must be between 0 and 1");
-    for (const auto& name : asked.retrieval_tasks) {
-      RetrievalOptions sized;
-      try {
-        sized.task = parse_retrieval_task(name);
-      } catch (const std::invalid_argument& e) {
-        fail(path, std::string("retrieval.tasks: ") + e.what());
-      }
-      for (auto l : grid.lengths)
-        if (l < retrieval_minimum_length(sized))
-          fail(path, "retrieval.lengths: " + std::to_string(l) + " is below the " +
-                         std::to_string(retrieval_minimum_length(sized)) + " characters " + name +
-                         "'s needles and question take");
-      if (sized.task != RetrievalTask::mqar && !std::filesystem::exists(grid.corpus))
-        fail(path, "retrieval.corpus: " + grid.corpus + " not found (paths are from the working directory)");
-    }
+}
+
+/// The test evaluations the file asks for: eval_*, passkey and retrieval.
+void read_evaluations(const Reader& r, const YAML::Node& root, TestEvaluations& asked) {
+  if (root["eval_contexts"]) asked.contexts = r.positive_integers(root["eval_contexts"], "eval_contexts");
+  if (root["eval_strides"]) asked.strides = r.positive_integers(root["eval_strides"], "eval_strides");
+  if (root["eval_tokens"]) asked.tokens = r.positive_integer(root["eval_tokens"], "eval_tokens");
+  if (root["eval_context_gain"])
+    asked.gain_windows = r.positive_integers(root["eval_context_gain"], "eval_context_gain");
+  if (root["eval_window_sinks"]) {
+    asked.window_sinks = r.integers(root["eval_window_sinks"], "eval_window_sinks");
+    for (auto v : asked.window_sinks)
+      if (v < 0) r.fail("eval_window_sinks: " + std::to_string(v) + " must be >= 0 (attention sinks)");
   }
-  if (root["eval_scaling"]) asked.scalings = scalars(root["eval_scaling"], path, "eval_scaling");
+  if (root["passkey"]) asked.passkey = read_passkey(r, root["passkey"]);
+  if (root["retrieval"]) read_retrieval(r, root["retrieval"], asked);
+  if (root["eval_scaling"]) asked.scalings = r.scalars(root["eval_scaling"], "eval_scaling");
   for (const auto& s : asked.scalings) {
     RopeScalingType type = RopeScalingType::none;
     try {
       type = parse_rope_scaling_type(s);
     } catch (const std::exception&) {
-      fail(path, "eval_scaling: " + s + " is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)");
+      r.fail("eval_scaling: " + s + " is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)");
     }
-    if (type == RopeScalingType::none) fail(path, "eval_scaling: none is the plain evaluation; list scalings only");
+    if (type == RopeScalingType::none) r.fail("eval_scaling: none is the plain evaluation; list scalings only");
   }
+}
 
-  if (!spec.finetune.empty()) {
-    std::string names;
-    bool found = false;
-    for (const auto& v : expand_grid(spec)) {
-      found = found || v.name == spec.finetune[0].from;
-      names += (names.empty() ? "" : ", ") + v.name;
-    }
-    if (!found) fail(path, "finetune.from: " + spec.finetune[0].from + " is not a variant of the grid (" + names + ")");
-  }
-  // Every variant, fine-tunes included, must load and validate before any run starts.
-  auto variants = expand_grid(spec);
-  for (auto& v : finetune_variants(spec)) variants.push_back(std::move(v));
-  // The variants the tests compare: named as the tables name them.
+/// The pairs the tests compare (baseline, pairs), named as the tables name `variants`.
+void read_comparisons(const Reader& r, const YAML::Node& root, const std::vector<Variant>& variants,
+                      ExperimentSpec& spec) {
   auto variant_named = [&](const YAML::Node& node, const std::string& key) {
-    if (!node.IsScalar()) fail(path, key + " must name one variant");
+    if (!node.IsScalar()) r.fail(key + " must name one variant");
     const auto name = node.Scalar();
     std::string names;
     for (const auto& v : variants) {
       if (v.name == name) return name;
       names += (names.empty() ? "" : ", ") + (v.name.empty() ? std::string("(base)") : v.name);
     }
-    fail(path, key + ": " + name + " is not a variant of the experiment (" + names + ")");
+    r.fail(key + ": " + name + " is not a variant of the experiment (" + names + ")");
   };
   if (root["baseline"]) spec.baseline = variant_named(root["baseline"], "baseline");
   if (const auto node = root["pairs"]) {
-    if (!node.IsSequence()) fail(path, "pairs must list pairs of variants, [[A, B], ...]");
+    if (!node.IsSequence()) r.fail("pairs must list pairs of variants, [[A, B], ...]");
     for (const auto& pair : node) {
-      if (!pair.IsSequence() || pair.size() != 2) fail(path, "pairs: each entry must be [VARIANT, BASELINE]");
+      if (!pair.IsSequence() || pair.size() != 2) r.fail("pairs: each entry must be [VARIANT, BASELINE]");
       spec.pairs.emplace_back(variant_named(pair[0], "pairs"), variant_named(pair[1], "pairs"));
     }
   }
+}
+
+/// Every variant, fine-tunes included, loads and validates, and its task offers every
+/// evaluation asked, before any run starts.
+void check_variants(const Reader& r, const ExperimentSpec& spec, const std::vector<Variant>& variants) {
+  const auto& asked = spec.evaluations;
   for (const auto& variant : variants) {
     try {
       const auto config = variant_config(spec, variant, spec.seeds.front());
-      if (config.data.test().empty()) fail(path, "data.test is not set (every run is evaluated on the test split)");
+      if (config.data.test().empty()) r.fail("data.test is not set (every run is evaluated on the test split)");
       // each key asks for a protocol the run's task must offer
       const auto& task = task_traits(config.task);
       for (const auto& [key, protocol, asked_for] : std::vector<std::tuple<const char*, ProtocolKind, bool>>{
@@ -244,18 +236,61 @@ ExperimentSpec load_experiment(const std::string& path) {
                {"eval_tokens", ProtocolKind::window_perplexity, asked.tokens > 0},
                {"passkey", ProtocolKind::passkey, asked.passkey.has_value()},
                {"retrieval", ProtocolKind::retrieval, !asked.retrieval_tasks.empty()}})
-        if (asked_for && !task.offers(protocol)) fail(path, std::string(key) + " applies to language models (task lm)");
+        if (asked_for && !task.offers(protocol)) r.fail(std::string(key) + " applies to language models (task lm)");
       const auto longest = asked.contexts.empty() ? config.data.context()
                                                   : *std::max_element(asked.contexts.begin(), asked.contexts.end());
       for (auto w : asked.gain_windows)
         if (w >= longest)
-          fail(path, "eval_context_gain: " + std::to_string(w) +
-                         " is not below any evaluation context (the longest is " + std::to_string(longest) + ")");
+          r.fail("eval_context_gain: " + std::to_string(w) + " is not below any evaluation context (the longest is " +
+                 std::to_string(longest) + ")");
     } catch (const ConfigError& e) {
-      if (std::string(e.what()).rfind(path + ":", 0) == 0) throw;
-      fail(path, "variant " + (variant.name.empty() ? std::string("(base)") : variant.name) + ": " + e.what());
+      if (std::string(e.what()).rfind(r.path + ":", 0) == 0) throw;
+      r.fail("variant " + (variant.name.empty() ? std::string("(base)") : variant.name) + ": " + e.what());
     }
   }
+}
+
+}  // namespace
+
+ExperimentSpec load_experiment(const std::string& path) {
+  const Reader r{path};
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    r.fail("cannot open");
+  } catch (const YAML::Exception& e) {
+    r.fail("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap()) r.fail("expected a mapping with base, grid and seeds");
+  ExperimentSpec spec;
+  spec.path = path;
+  r.expect_keys(root, "",
+                {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides", "eval_scaling", "eval_window_sinks",
+                 "eval_context_gain", "eval_tokens", "passkey", "retrieval", "finetune", "baseline", "pairs"});
+  if (!root["base"]) r.fail("base (the config file(s) every variant starts from) is required");
+  spec.base = r.scalars(root["base"], "base");
+  for (const auto& file : spec.base)
+    if (!std::filesystem::exists(file)) r.fail("base: " + file + " not found (paths are from the working directory)");
+  if (root["set"]) spec.set = r.scalars(root["set"], "set");
+  if (root["grid"]) spec.grid = r.grid(root["grid"], "grid", spec.labels);
+  if (root["finetune"]) spec.finetune.push_back(read_finetune(r, root["finetune"], spec.labels));
+  if (root["seeds"]) spec.seeds = r.integers(root["seeds"], "seeds");
+  if (spec.seeds.empty()) r.fail("seeds has no values");
+  read_evaluations(r, root, spec.evaluations);
+  if (!spec.finetune.empty()) {
+    std::string names;
+    bool found = false;
+    for (const auto& v : expand_grid(spec)) {
+      found = found || v.name == spec.finetune[0].from;
+      names += (names.empty() ? "" : ", ") + v.name;
+    }
+    if (!found) r.fail("finetune.from: " + spec.finetune[0].from + " is not a variant of the grid (" + names + ")");
+  }
+  auto variants = expand_grid(spec);
+  for (auto& v : finetune_variants(spec)) variants.push_back(std::move(v));
+  read_comparisons(r, root, variants, spec);
+  check_variants(r, spec, variants);
   return spec;
 }
 
@@ -278,18 +313,19 @@ std::vector<Variant> expand_grid(const ExperimentSpec& spec) {
 }
 
 ExperimentSpec with_seeds(const ExperimentSpec& spec, const std::vector<int64_t>& seeds) {
+  const Reader r{spec.path};
   auto listed = [&] {
     std::string out;
     for (auto s : spec.seeds) out += (out.empty() ? "" : ", ") + std::to_string(s);
     return out;
   };
-  if (seeds.empty()) fail(spec.path, "no seeds selected");
+  if (seeds.empty()) r.fail("no seeds selected");
   for (size_t i = 0; i < seeds.size(); ++i) {
     if (std::find(spec.seeds.begin(), spec.seeds.end(), seeds[i]) == spec.seeds.end())
-      fail(spec.path, "seed " + std::to_string(seeds[i]) + " is not among its seeds (" + listed() + ")");
+      r.fail("seed " + std::to_string(seeds[i]) + " is not among its seeds (" + listed() + ")");
     if (std::find(seeds.begin(), seeds.begin() + static_cast<std::ptrdiff_t>(i), seeds[i]) !=
         seeds.begin() + static_cast<std::ptrdiff_t>(i))
-      fail(spec.path, "seed " + std::to_string(seeds[i]) + " selected twice");
+      r.fail("seed " + std::to_string(seeds[i]) + " selected twice");
   }
   auto out = spec;
   out.seeds = seeds;
