@@ -5,7 +5,7 @@
 
 #include "commands.h"
 #include "ropelab/data/text.h"
-#include "ropelab/eval/score_report.h"
+#include "ropelab/metrics/score_report.h"
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/run.h"
 

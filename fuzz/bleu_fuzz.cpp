@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "ropelab/eval/metrics.h"
-#include "ropelab/eval/significance.h"
+#include "ropelab/metrics/metrics.h"
+#include "ropelab/metrics/significance.h"
 
 using namespace ropelab;
 

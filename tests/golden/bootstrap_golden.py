@@ -1,6 +1,6 @@
 """Golden values for the two-stage (cluster, then item) bootstrap of a ratio of sums and for
 Holm's step-down adjustment, written from their definitions with NumPy, apart from ropelab's
-C++ (src/ropelab/eval/cluster_bootstrap.cpp).
+C++ (src/ropelab/metrics/cluster_bootstrap.cpp).
 
 The bootstrap (Davison and Hinkley 1997, 2.4): the statistic is sum(numerators) /
 sum(denominators) over every item; a resample draws as many clusters as there are, with

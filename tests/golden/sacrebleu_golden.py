@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden BLEU, chrF, chrF++, TER, 13a-tokenizer and paired-test values computed by sacreBLEU
-itself (Post 2018, https://github.com/mjpost/sacrebleu), for tests/eval/metrics_test.cpp and
-tests/eval/significance_test.cpp.
+itself (Post 2018, https://github.com/mjpost/sacrebleu), for tests/metrics/metrics_test.cpp and
+tests/metrics/significance_test.cpp.
 
 The test inputs are defined here, once. The script imports sacreBLEU from a source
 checkout, scores every case with sacreBLEU's own classes (BLEU().corpus_score,

@@ -1,6 +1,6 @@
 """Golden values for Student's t distribution (CDF and quantiles) and for 95% intervals over
 seeds, from SciPy (scipy.stats.t), apart from ropelab's own continued fraction
-(src/ropelab/eval/student_t.cpp).
+(src/ropelab/metrics/student_t.cpp).
 
 Run:  /usr/bin/python3 tests/golden/student_t_golden.py   (needs python3-scipy; writes
 student_t_golden.json next to it)

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "ropelab/eval/cluster_bootstrap.h"
 #include "ropelab/eval/protocols.h"
+#include "ropelab/metrics/cluster_bootstrap.h"
 
 namespace ropelab {
 

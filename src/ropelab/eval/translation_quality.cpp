@@ -5,7 +5,7 @@
 
 #include "ropelab/data/text.h"
 #include "ropelab/eval/loss.h"
-#include "ropelab/eval/metrics.h"
+#include "ropelab/metrics/metrics.h"
 #include "ropelab/util/clock.h"
 
 namespace ropelab {

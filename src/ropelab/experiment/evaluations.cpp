@@ -6,8 +6,8 @@
 
 #include "ropelab/data/text.h"
 #include "ropelab/eval/context_gain.h"
-#include "ropelab/eval/metrics.h"
 #include "ropelab/eval/window_perplexity.h"
+#include "ropelab/metrics/metrics.h"
 #include "ropelab/position/position_traits.h"
 #include "ropelab/run/eval_files.h"
 #include "ropelab/run/run.h"

@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "ropelab/eval/paired_items.h"
 #include "ropelab/experiment/columns.h"
 #include "ropelab/experiment/spec.h"
+#include "ropelab/metrics/paired_items.h"
 #include "ropelab/task/task_registry.h"
 
 namespace ropelab {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/eval/paired_items.h"
 #include "ropelab/experiment/spec.h"
+#include "ropelab/metrics/paired_items.h"
 #include "ropelab/position/position_traits.h"
 
 namespace ropelab {

@@ -7,8 +7,8 @@
 #include <map>
 #include <sstream>
 
-#include "ropelab/eval/cluster_bootstrap.h"
-#include "ropelab/eval/significance.h"
+#include "ropelab/metrics/cluster_bootstrap.h"
+#include "ropelab/metrics/significance.h"
 
 namespace ropelab {
 

@@ -5,7 +5,7 @@
 ///   two_stage_bootstrap   language models and retrieval: the difference variant - baseline
 ///                         of a column, paired by seed and evaluation unit, with its 95%
 ///                         interval and p-value from the bootstrap that resamples seeds,
-///                         then units within them (eval/cluster_bootstrap.h): nats per token
+///                         then units within them (metrics/cluster_bootstrap.h): nats per token
 ///                         for perplexity (the log of the perplexities' ratio) and context
 ///                         gain, accuracy for retrieval (units: its depth cells); and each
 ///                         variant's context gain against 0 the same way

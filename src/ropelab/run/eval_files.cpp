@@ -5,7 +5,7 @@
 #include <fstream>
 #include <limits>
 
-#include "ropelab/eval/paired_items.h"
+#include "ropelab/metrics/paired_items.h"
 #include "ropelab/util/files.h"
 
 namespace ropelab {

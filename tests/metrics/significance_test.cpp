@@ -1,7 +1,7 @@
 // Paired bootstrap resampling and approximate randomisation against sacreBLEU's PairedTest:
 // tests/golden/sacrebleu_golden.json holds, per test, the systems, sacreBLEU's results and
 // the draws its NumPy generator made for the seed, which are handed to ropelab's tests here.
-#include "ropelab/eval/significance.h"
+#include "ropelab/metrics/significance.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>

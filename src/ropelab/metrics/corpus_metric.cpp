@@ -1,4 +1,4 @@
-#include "ropelab/eval/corpus_metric.h"
+#include "ropelab/metrics/corpus_metric.h"
 
 #include <cstdio>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "ropelab/eval/paired_items.h"
+#include "ropelab/metrics/paired_items.h"
 
 #include <cmath>
 #include <cstdio>

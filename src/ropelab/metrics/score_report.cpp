@@ -1,4 +1,4 @@
-#include "ropelab/eval/score_report.h"
+#include "ropelab/metrics/score_report.h"
 
 #include <algorithm>
 #include <cmath>

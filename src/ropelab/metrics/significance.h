@@ -13,7 +13,7 @@
 ///
 /// The random draws are ropelab's own (a seeded SplitMix64 stream, the same on every
 /// platform), not NumPy's: p-values and intervals agree with sacreBLEU's up to sampling
-/// noise, and exactly when given the same draws (tests/eval/significance_test.cpp).
+/// noise, and exactly when given the same draws (tests/metrics/significance_test.cpp).
 
 #include <cstdint>
 #include <limits>
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/eval/metrics.h"
+#include "ropelab/metrics/metrics.h"
 
 namespace ropelab {
 

@@ -5,16 +5,16 @@
 // lib_ter.py step for step (its documented departures from Tercom included); the prefix
 // rows it caches in a trie are reused here from the previous hypothesis instead, which
 // changes nothing but speed.
-#include "ropelab/eval/ter.h"
+#include "ropelab/metrics/ter.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 
-#include "ropelab/eval/corpus_metric.h"
-#include "ropelab/eval/tokenize.h"
-#include "ropelab/eval/utf8.h"
+#include "ropelab/metrics/corpus_metric.h"
+#include "ropelab/metrics/tokenize.h"
+#include "ropelab/metrics/utf8.h"
 
 namespace ropelab {
 

@@ -1,10 +1,10 @@
-#include "ropelab/eval/tokenize.h"
+#include "ropelab/metrics/tokenize.h"
 
 #include <clocale>
 #include <cwctype>
 #include <string_view>
 
-#include "ropelab/eval/utf8.h"
+#include "ropelab/metrics/utf8.h"
 
 namespace ropelab {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/eval/metrics.h"
-#include "ropelab/eval/significance.h"
+#include "ropelab/metrics/metrics.h"
+#include "ropelab/metrics/significance.h"
 
 namespace ropelab {
 

@@ -1,12 +1,12 @@
-#include "ropelab/eval/bleu.h"
+#include "ropelab/metrics/bleu.h"
 
 #include <cmath>
 #include <stdexcept>
 
-#include "ropelab/eval/corpus_metric.h"
-#include "ropelab/eval/ngram_counts.h"
-#include "ropelab/eval/tokenize.h"
-#include "ropelab/eval/utf8.h"
+#include "ropelab/metrics/corpus_metric.h"
+#include "ropelab/metrics/ngram_counts.h"
+#include "ropelab/metrics/tokenize.h"
+#include "ropelab/metrics/utf8.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {

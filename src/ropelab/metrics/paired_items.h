@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/eval/metrics.h"
+#include "ropelab/metrics/metrics.h"
 
 namespace ropelab {
 

@@ -1,5 +1,5 @@
 // Student's t CDF, quantiles and seed intervals against SciPy (tests/golden/student_t_golden.py).
-#include "ropelab/eval/student_t.h"
+#include "ropelab/metrics/student_t.h"
 
 #include <cmath>
 

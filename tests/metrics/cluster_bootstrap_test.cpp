@@ -1,6 +1,6 @@
 // The two-stage bootstrap of a ratio and Holm's adjustment against tests/golden/bootstrap_golden.json,
 // which tests/golden/bootstrap_golden.py computes from their definitions with NumPy.
-#include "ropelab/eval/cluster_bootstrap.h"
+#include "ropelab/metrics/cluster_bootstrap.h"
 
 #include <cmath>
 

@@ -1,13 +1,13 @@
-#include "ropelab/eval/chrf.h"
+#include "ropelab/metrics/chrf.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "ropelab/eval/corpus_metric.h"
-#include "ropelab/eval/ngram_counts.h"
-#include "ropelab/eval/tokenize.h"
-#include "ropelab/eval/utf8.h"
+#include "ropelab/metrics/corpus_metric.h"
+#include "ropelab/metrics/ngram_counts.h"
+#include "ropelab/metrics/tokenize.h"
+#include "ropelab/metrics/utf8.h"
 
 namespace ropelab {
 

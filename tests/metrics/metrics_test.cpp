@@ -1,6 +1,6 @@
 // BLEU, chrF, TER and the 13a tokenizer against sacreBLEU itself: tests/golden/sacrebleu_golden.json holds each
 // case's inputs and sacreBLEU's outputs, written by tests/golden/sacrebleu_golden.py from a sacreBLEU checkout.
-#include "ropelab/eval/metrics.h"
+#include "ropelab/metrics/metrics.h"
 
 #include <algorithm>
 #include <fstream>

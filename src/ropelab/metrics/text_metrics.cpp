@@ -4,7 +4,7 @@
 #include <future>
 #include <stdexcept>
 
-#include "ropelab/eval/metrics.h"
+#include "ropelab/metrics/metrics.h"
 
 namespace ropelab {
 

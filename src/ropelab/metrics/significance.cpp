@@ -1,4 +1,4 @@
-#include "ropelab/eval/significance.h"
+#include "ropelab/metrics/significance.h"
 
 #include <algorithm>
 #include <cmath>

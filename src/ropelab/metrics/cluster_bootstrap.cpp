@@ -1,4 +1,4 @@
-#include "ropelab/eval/cluster_bootstrap.h"
+#include "ropelab/metrics/cluster_bootstrap.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "ropelab/eval/bleu.h"
-#include "ropelab/eval/chrf.h"
-#include "ropelab/eval/corpus_metric.h"
-#include "ropelab/eval/ter.h"
-#include "ropelab/eval/tokenize.h"
+#include "ropelab/metrics/bleu.h"
+#include "ropelab/metrics/chrf.h"
+#include "ropelab/metrics/corpus_metric.h"
+#include "ropelab/metrics/ter.h"
+#include "ropelab/metrics/tokenize.h"
 
 namespace ropelab {
 

@@ -1,4 +1,4 @@
-#include "ropelab/eval/student_t.h"
+#include "ropelab/metrics/student_t.h"
 
 #include <cmath>
 #include <limits>
