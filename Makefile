@@ -34,6 +34,9 @@ CXX_FILES = $(shell git ls-files '*.cpp' '*.h' '*.cu' '*.inc')
 # Positional arguments are named in capitals (CONFIG): CLI11 2.4 and later refuse a positional
 # whose name equals a long option's, as `train config` beside `--config` was
 # (scripts/check_cli_names.py reads every literal option name of apps/).
+# Files and functions keep to the house's sizes (scripts/check_sizes.py): src/ropelab outside
+# ops/ 450 lines a file, apps/ 120, tests/ 600; 80 lines a function or test body, 30 an app's
+# callback; scripts/sizes_known.txt lists the exceptions left, each of which may only shrink.
 lint: deps
 	@clang-format --dry-run --Werror $(CXX_FILES)
 	@echo "lint: $(words $(CXX_FILES)) C++ files follow .clang-format"
@@ -41,6 +44,7 @@ lint: deps
 	  { echo "lint: ROPELAB_WITH_* is always defined (0 or 1): use #if, not #ifdef or defined()"; exit 1; }
 	@python3 scripts/check_cli_names.py
 	@python3 scripts/check_layers.py
+	@python3 scripts/check_sizes.py
 
 demo: build
 	bash scripts/demo.sh

@@ -50,12 +50,8 @@ void add_retrieval(CLI::App& cli) {
     const auto files = RunPaths(e->run_dir).retrieval(e->name, e->precision_suffix());
     PasskeyGrid shape;  // the heat map's axes
     shape.lengths = e->grid.lengths, shape.depths = e->grid.cell_depths();
-    write_passkey_table(files.csv, cells);
-    write_passkey_heat_map(files.svg, cells, shape, e->run_dir + ": " + e->name + " accuracy",
-                           "ropelab retrieval eval --run " + e->run_dir + " --task " + e->name);
-    write_passkey_summary(files.json, cells);  // last: ablate takes it as "evaluated"
-    std::cout << format_passkey_cells(cells) << "wrote " << files.csv << ", " << files.json << " and " << files.svg
-              << std::endl;
+    write_passkey_results(files, cells, shape, e->run_dir + ": " + e->name + " accuracy",
+                          "ropelab retrieval eval --run " + e->run_dir + " --task " + e->name, std::cout, std::cerr);
   });
 }
 

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -275,6 +276,20 @@ inline void expect_cached_decoding_matches_full(const TransformerOptions& option
   for (int64_t t = 4; t < 6; ++t)
     EXPECT_LT(max_diff(lm(tgt.narrow(1, t, 1), &prompt), full.narrow(1, t, 1)), tolerance)
         << "lm step " << t << " after the prompt";
+}
+
+/// (loss(x + eps) - loss(x - eps)) / 2 eps at element `index` of the parameter `p`, which
+/// is left as it was.
+inline double central_difference(const torch::Tensor& p, int64_t index, const std::function<torch::Tensor()>& loss) {
+  torch::NoGradGuard no_grad;
+  auto flat = p.view(-1);
+  const double eps = 1e-6, original = flat[index].item<double>();
+  flat[index] = original + eps;
+  const double plus = loss().item<double>();
+  flat[index] = original - eps;
+  const double minus = loss().item<double>();
+  flat[index] = original;
+  return (plus - minus) / (2 * eps);
 }
 
 }  // namespace ropelab::testing

@@ -21,16 +21,9 @@ std::string tiny_translator_experiment(const std::filesystem::path& root, const 
   return exp;
 }
 
-}  // namespace
-
-TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
-  const auto root = fresh_dir("ablate");
-  const auto exp = tiny_translator_experiment(root, "train.steps=4, train.valid_every=2",
-                                              "grid:\n  model.position.type: [sinusoidal, rotary]\nseeds: [1, 2]\n");
-  const auto out = (root / "out").string();
-  auto r = run("ablate " + exp + " -o " + out + " --jobs 2 --threads 1");
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("2 variants x 2 seeds = 4 runs"), std::string::npos) << r.output;
+/// The tables of a finished translator grid (two encoders x two seeds): results.md with mean
+/// ± sd, results.csv a row a run, and paired tests of rotary against sinusoidal.
+void translator_grid_tables(const std::string& out) {
   const std::string table = read_text(out + "/results.md");
   EXPECT_NE(table.find("| model.position.type=sinusoidal | 2 |"), std::string::npos) << table;
   EXPECT_NE(table.find("±", table.find("|---")), std::string::npos) << table;  // two seeds: mean ± sd
@@ -65,7 +58,12 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
                            0),
             0u)
       << tests[3];
-  r = run("ablate " + exp + " -o " + out + " --threads 1");
+}
+
+/// A finished run is skipped; one whose report lacks a column, or that stopped during its
+/// evaluations, is evaluated again without training; a translator refuses LM protocols.
+void finished_runs_skipped_or_evaluated_again(const std::string& exp, const std::string& out) {
+  auto r = run("ablate " + exp + " -o " + out + " --threads 1");
   EXPECT_NE(r.output.find("4 finished already, 0 to run"), std::string::npos) << r.output;
   // a report without a column this version reads (here TER) is evaluated again, without training
   const auto run_dir = out + "/runs/model.position.type=rotary.seed2";
@@ -98,8 +96,27 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
             "ropelab: error: --context, --stride, --per-position and --context-gain measure language "
             "models; " +
                 run_dir + " is a translator\n");
+}
 
-  // experiment files that stop before any run, exit 2, with one line naming the file and key
+}  // namespace
+
+TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
+  const auto root = fresh_dir("ablate");
+  const auto exp = tiny_translator_experiment(root, "train.steps=4, train.valid_every=2",
+                                              "grid:\n  model.position.type: [sinusoidal, rotary]\nseeds: [1, 2]\n");
+  const auto out = (root / "out").string();
+  auto r = run("ablate " + exp + " -o " + out + " --jobs 2 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 variants x 2 seeds = 4 runs"), std::string::npos) << r.output;
+  ASSERT_NO_FATAL_FAILURE(translator_grid_tables(out));
+  ASSERT_NO_FATAL_FAILURE(finished_runs_skipped_or_evaluated_again(exp, out));
+  std::filesystem::remove_all(root);
+}
+
+// Experiment files that stop before any run exit 2, with one line naming the file and key.
+TEST(Cli, AblateRefusesBadExperimentFilesInOneLine) {
+  const auto root = fresh_dir("ablate_bad");
+  const auto exp = (root / "exp.yaml").string(), out = (root / "out").string();
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"grid:\n  model.position.type: [sinusoidal, rotray]\n", "variant model.position.type=rotray"},
       {"eval_strides: [4]\n", "eval_strides applies to language models (task lm)"},
@@ -127,7 +144,7 @@ TEST(Cli, AblateRunsTheGridWritesResultsAndSkipsFinishedRuns) {
        "model.position.type=rotary)"}};
   for (const auto& [tail, message] : bad) {
     std::ofstream(exp) << "base: " << demo << "\nset: [data.test=" << pairs << "]\n" << tail;
-    r = run("ablate " + exp + " -o " + out);
+    const auto r = run("ablate " + exp + " -o " + out);
     EXPECT_EQ(r.code, 2) << tail;
     EXPECT_NE(r.output.find(exp + ": " + message), std::string::npos) << r.output;
   }
@@ -194,14 +211,22 @@ TEST(Cli, AblateRunsSomeSeedsFirstAndTheRestLater) {
   std::filesystem::remove_all(root);
 }
 
-TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
-  const auto root = fresh_dir("ablate_lm");
-  const auto text = write_temp((root / "text.txt").string(), "the cat sat on the mat\nthe dog sat on the log\n");
-  const auto exp = (root / "exp.yaml").string();
-  auto write_experiment = [&](const std::string& steps, const std::string& contexts,
-                              const std::string& grid = "  model.position.type: [rotary]\n",
-                              const std::string& strides = "", const std::string& scaling = "",
-                              const std::string& more = "") {
+namespace {
+
+/// A language-model ablation in ROOT/out on a two-line text, its experiment file rewritten
+/// and run again step by step: the run of rotary seed 1 is run_dir.
+struct LmAblation {
+  explicit LmAblation(const std::string& tag)
+      : root(fresh_dir(tag)),
+        text(write_temp((root / "text.txt").string(), "the cat sat on the mat\nthe dog sat on the log\n")),
+        exp((root / "exp.yaml").string()),
+        out((root / "out").string()),
+        run_dir(out + "/runs/model.position.type=rotary.seed1") {}
+  ~LmAblation() { std::filesystem::remove_all(root); }
+
+  void write(const std::string& steps, const std::string& contexts,
+             const std::string& grid = "  model.position.type: [rotary]\n", const std::string& strides = "",
+             const std::string& scaling = "", const std::string& more = "") const {
     std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\n"
                        << "set: [task=lm, data.format=text, tokenizer.type=byte, data.context=8, data.train=" << text
                        << ", data.valid=" << text << ", data.test=" << text << ", train.steps=" << steps
@@ -211,14 +236,21 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
                        << grid << "eval_contexts: [" << contexts << "]\n"
                        << (strides.empty() ? "" : "eval_strides: [" + strides + "]\n")
                        << (scaling.empty() ? "" : "eval_scaling: [" + scaling + "]\n") << more;
-  };
-  const auto out = (root / "out").string(), run_dir = out + "/runs/model.position.type=rotary.seed1";
-  write_experiment("3", "8");
-  auto r = run("ablate " + exp + " -o " + out + " --threads 1");
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx8.json"));
-  EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx8.positions.csv"));
-  EXPECT_NE(read_text(out + "/positions.svg").find("test loss by position in windows of 8"), std::string::npos);
+  }
+  Result ablate() const { return run("ablate " + exp + " -o " + out + " --threads 1"); }
+  /// When the rotary run's last checkpoint was written: evaluations added later leave it.
+  std::filesystem::file_time_type trained() const {
+    return std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt");
+  }
+
+  std::filesystem::path root;
+  std::string text, exp, out, run_dir;
+  std::filesystem::file_time_type trained_at;  // after the first ablate
+};
+
+/// Each window's NLL, tokens and unit, for paired tests between runs: together, the reported perplexity.
+void window_items(const LmAblation& a) {
+  const auto& run_dir = a.run_dir;
   {  // each window's NLL, tokens and unit, for paired tests between runs: together, the reported perplexity
     std::ifstream items(run_dir + "/eval.test.ctx8.items.tsv");
     std::string line;
@@ -236,11 +268,16 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
     EXPECT_NEAR(std::exp(nll / tokens), report.at("perplexity").get<double>(),
                 1e-5 * report.at("perplexity").get<double>());
   }
+}
+
+/// An unreadable items file: the run's paired tests are named as missing, not dropped silently.
+void unreadable_items(const LmAblation& a) {
+  const auto &out = a.out, &run_dir = a.run_dir;
   {  // an unreadable items file: the run's paired tests are named as missing, not dropped silently
     const auto items_path = run_dir + "/eval.test.ctx8.items.tsv";
     const auto kept = read_text(items_path);
     std::ofstream(items_path) << "nll\ttokens\n1.5\tx\n";
-    r = run("ablate " + exp + " -o " + out + " --threads 1");
+    auto r = a.ablate();
     EXPECT_EQ(r.code, 0) << r.output;
     EXPECT_NE(r.output.find("ablate: warning: no paired test uses model.position.type=rotary seed 1: " + items_path +
                             ":2: 'x' is not a finite number"),
@@ -250,26 +287,33 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
               std::string::npos);
     std::ofstream(items_path) << kept;
   }
-  const auto trained = std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt");
+}
 
-  write_experiment("3", "8, 16");  // the same runs, one more evaluation: no training
-  r = run("ablate " + exp + " -o " + out + " --threads 1");
+/// The same runs with one more evaluation context: evaluated, not trained.
+void added_context(const LmAblation& a) {
+  const auto &out = a.out, &run_dir = a.run_dir;
+  a.write("3", "8, 16");  // the same runs, one more evaluation: no training
+  auto r = a.ablate();
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("0 finished already, 1 to run"), std::string::npos) << r.output;
-  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  EXPECT_EQ(a.trained(), a.trained_at);
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx16.json"));
   EXPECT_NE(read_text(out + "/results.md").find("test_ppl@8 | test_ppl@16 |"), std::string::npos)
       << read_text(out + "/results.md");  // contexts in numeric order
   const auto one_seed = read_text(out + "/results.md");
   EXPECT_EQ(one_seed.find("±", one_seed.find("|---")), std::string::npos) << one_seed;  // one seed: no spread shown
   EXPECT_TRUE(std::filesystem::exists(out + "/extrapolation.svg"));  // two contexts: perplexity against length
+}
 
+/// Sliding windows at both contexts: evaluations only, a column per (context, stride).
+void sliding_windows(const LmAblation& a) {
+  const auto &out = a.out, &run_dir = a.run_dir;
   // sliding windows at both contexts: evaluations only, a column per (context, stride)
-  write_experiment("3", "8, 16", "  model.position.type: [rotary]\n", "4, 16");
-  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  a.write("3", "8, 16", "  model.position.type: [rotary]\n", "4, 16");
+  auto r = a.ablate();
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("0 finished already, 1 to run"), std::string::npos) << r.output;
-  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  EXPECT_EQ(a.trained(), a.trained_at);
   EXPECT_NE(read_text(out + "/results.md").find("| test_ppl@8 | test_ppl@8/4 | test_ppl@16 | test_ppl@16/4 |"),
             std::string::npos)
       << read_text(out + "/results.md");  // stride 16 is no sliding window at 8 or 16
@@ -278,13 +322,17 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_EQ(sliding.at("tokens"), nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.json")).at("tokens"));
   EXPECT_NE(read_text(out + "/extrapolation.stride4.svg").find("windows sliding by 4"), std::string::npos);
   EXPECT_EQ(read_text(out + "/extrapolation.svg").find("sliding"), std::string::npos);
+}
 
+/// Windowed attention past the training context, alone and with sinks: evaluations only.
+void windowed_attention(const LmAblation& a) {
+  const auto &out = a.out, &run_dir = a.run_dir;
   // Windowed attention at evaluation past the training context: a window of the 8 trained
   // keys, alone and with 2 sinks; evaluations only
-  write_experiment("3", "8, 16", "  model.position.type: [rotary]\n", "", "", "eval_window_sinks: [0, 2]\n");
-  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  a.write("3", "8, 16", "  model.position.type: [rotary]\n", "", "", "eval_window_sinks: [0, 2]\n");
+  auto r = a.ablate();
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  EXPECT_EQ(a.trained(), a.trained_at);
   EXPECT_NE(read_text(out + "/results.md").find("| test_ppl@16 | test_ppl@16#w8 | test_ppl@16#w8s2 |"),
             std::string::npos)
       << read_text(out + "/results.md");
@@ -293,13 +341,17 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
     EXPECT_EQ(windowed.at("tokens"), nlohmann::json::parse(read_text(run_dir + "/eval.test.ctx16.json")).at("tokens"));
   }
   EXPECT_NE(read_text(out + "/extrapolation.svg").find(">rotary + w8s2<"), std::string::npos);
+}
 
+/// RoPE scaling at evaluation: the rotary run evaluated again past its training context.
+void rope_scaling(const LmAblation& a) {
+  const auto &out = a.out, &run_dir = a.run_dir;
   // RoPE scaling at evaluation: the rotary run evaluated again (not retrained) past its
   // training context, at factor 16 / 8 = 2; an ALiBi variant has no such columns
-  write_experiment("3", "8, 16", "  model.position.type: [rotary, alibi]\n", "", "yarn, linear");
-  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  a.write("3", "8, 16", "  model.position.type: [rotary, alibi]\n", "", "yarn, linear");
+  auto r = a.ablate();
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);
+  EXPECT_EQ(a.trained(), a.trained_at);
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx16.set_yarn_2.json"));
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/eval.test.ctx8.set_yarn_1.json"));  // no scaling at 8 itself
   const auto scaled = read_text(out + "/results.md");
@@ -315,18 +367,22 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   for (const char* panel : {">rotations<", ">rotations, RoPE scaling at evaluation<", ">logit biases<"})
     EXPECT_NE(extrapolation.find(panel), std::string::npos) << panel;
   EXPECT_NE(extrapolation.find(">trained at 8<"), std::string::npos);
+}
 
+/// Fine-tunes of the rotary run at a longer context, from its best checkpoint.
+void finetunes(const LmAblation& a) {
+  const auto &out = a.out, &run_dir = a.run_dir;
   // fine-tunes of the rotary run at a longer context, with and without YaRN, from its best checkpoint
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/finetune.source"));  // no fine-tune starts from it yet
-  std::ofstream(exp, std::ios::app) << "finetune:\n  from: model.position.type=rotary\n"
-                                       "  set: [data.context=16, train.steps=2, model.position.scaling.factor=2]\n"
-                                       "  grid:\n    model.position.scaling.type: [none, yarn]\n";
-  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  std::ofstream(a.exp, std::ios::app) << "finetune:\n  from: model.position.type=rotary\n"
+                                         "  set: [data.context=16, train.steps=2, model.position.scaling.factor=2]\n"
+                                         "  grid:\n    model.position.scaling.type: [none, yarn]\n";
+  auto r = a.ablate();
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 fine-tunes of model.position.type=rotary x 1 seeds = 2 runs; 0 finished already"),
             std::string::npos)
       << r.output;
-  EXPECT_EQ(std::filesystem::last_write_time(run_dir + "/checkpoint_last.pt"), trained);  // the source untouched
+  EXPECT_EQ(a.trained(), a.trained_at);  // the source untouched
   const auto yarn_dir = out + "/runs/finetune_model.position.scaling.type=yarn.seed1";
   EXPECT_NE(read_text(yarn_dir + "/config.yaml").find("init_from: " + run_dir), std::string::npos);
   // the source, finished before the fine-tunes were asked for, is marked when they are (its
@@ -339,12 +395,16 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   const auto tuned = read_text(out + "/results.md");
   EXPECT_NE(tuned.find("| finetune:model.position.scaling.type=yarn | 1 |"), std::string::npos) << tuned;
   EXPECT_NE(tuned.find("| finetune:model.position.scaling.type=none | 1 |"), std::string::npos) << tuned;
-  r = run("ablate " + exp + " -o " + out + " --threads 1");  // all done: nothing runs again
+  r = a.ablate();  // all done: nothing runs again
   EXPECT_NE(r.output.find("= 2 runs; 2 finished already, 0 to run"), std::string::npos) << r.output;
+}
 
+/// Another experiment in the same directory: its variant with this config reuses the run.
+void reused_run(const LmAblation& a) {
+  const auto& out = a.out;
   // another experiment in the same directory: its variant with this config reuses the run
-  write_experiment("3", "8", "  model.attention.type: [softmax]\n  model.position.type: [rotary]\n");
-  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  a.write("3", "8", "  model.attention.type: [softmax]\n  model.position.type: [rotary]\n");
+  auto r = a.ablate();
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("1 finished already, 0 to run"), std::string::npos) << r.output;
   EXPECT_NE(read_text(out + "/results.md").find("| model.attention.type=softmax,model.position.type=rotary | 1 |"),
@@ -355,11 +415,15 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
                       "\"runs/model.position.type=rotary.seed1\","),  // the run it reused
             std::string::npos)
       << read_text(out + "/results.csv");
+}
 
-  write_experiment("4", "8");  // another config in the same directory: trained again
+/// Another config in the same directory: trained again, the old run and its log moved aside.
+void retrained_run(const LmAblation& a) {
+  const auto &out = a.out, &run_dir = a.run_dir;
+  a.write("4", "8");  // another config in the same directory: trained again
   const auto old_log = read_text(run_dir + ".log");
   ASSERT_NE(old_log.find("step 3/3"), std::string::npos) << old_log;
-  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  auto r = a.ablate();
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(read_text(run_dir + "/metrics.jsonl").find("\"step\":4"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/eval.test.ctx16.json"));
@@ -382,7 +446,28 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   EXPECT_EQ(logs, 1);
   EXPECT_EQ(read_text(run_dir + ".log").find("step 3/3"), std::string::npos);
   EXPECT_NE(read_text(run_dir + ".log").find("step 4/4"), std::string::npos);
-  std::filesystem::remove_all(root);
+}
+
+}  // namespace
+
+TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
+  LmAblation a("ablate_lm");
+  a.write("3", "8");
+  auto r = a.ablate();
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(a.run_dir + "/eval.test.ctx8.json"));
+  EXPECT_TRUE(std::filesystem::exists(a.run_dir + "/eval.test.ctx8.positions.csv"));
+  EXPECT_NE(read_text(a.out + "/positions.svg").find("test loss by position in windows of 8"), std::string::npos);
+  ASSERT_NO_FATAL_FAILURE(window_items(a));
+  ASSERT_NO_FATAL_FAILURE(unreadable_items(a));
+  a.trained_at = a.trained();
+  ASSERT_NO_FATAL_FAILURE(added_context(a));
+  ASSERT_NO_FATAL_FAILURE(sliding_windows(a));
+  ASSERT_NO_FATAL_FAILURE(windowed_attention(a));
+  ASSERT_NO_FATAL_FAILURE(rope_scaling(a));
+  ASSERT_NO_FATAL_FAILURE(finetunes(a));
+  ASSERT_NO_FATAL_FAILURE(reused_run(a));
+  ASSERT_NO_FATAL_FAILURE(retrained_run(a));
 }
 
 // An experiment's evaluations on fewer test tokens (eval_tokens) and its passkey retrieval:

@@ -5,6 +5,38 @@
 
 using namespace ropelab::cli_test;
 
+namespace {
+
+/// `eval --context-gain W` on a run trained at 8: a line per bucket with its interval and
+/// tokens; a window that covers the context, or a gain with sliding windows, refused in one line.
+void context_gain_command_line(const std::string& run_dir) {
+  auto r = run("eval --run " + run_dir + " --context 32 --context-gain 8");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\ncontext gain [8, 16): "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" nats/token (95% CI "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\ncontext gain all [8, 32): "), std::string::npos) << r.output;
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--context 32 --context-gain 32",
+            "ropelab: error: --context-gain 32 is not below the context 32: a window of that many keys sees the whole "
+            "evaluation window, so there is nothing to gain\n"},
+           {"--context-gain 8",  // the run's own context, 8
+            "ropelab: error: --context-gain 8 is not below the context 8: a window of that many keys sees the whole "
+            "evaluation window, so there is nothing to gain\n"},
+           {"--context 32 --context-gain 8 --stride 4",
+            "ropelab: error: --context-gain compares non-overlapping windows and reports by bucket of positions: drop "
+            "--stride and --per-position\n"}}) {
+    r = run("eval --run " + run_dir + " " + flags);
+    EXPECT_EQ(r.code, 1) << flags;
+    EXPECT_EQ(r.output, message) << flags;
+  }
+  r = run("eval --run " + run_dir + " --context 32 --context-gain 0");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--context-gain"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+}  // namespace
+
 TEST(Cli, ContextGainAblationGivesGainColumnsAndTwoStageTests) {
   const auto root = fresh_dir("context_gain");
   const auto text = write_temp((root / "docs.txt").string(), ropelab::testing::named_documents(6, 8));
@@ -48,30 +80,7 @@ TEST(Cli, ContextGainAblationGivesGainColumnsAndTwoStageTests) {
   EXPECT_NE(md.find("## Tests against model.position.type=rotary"), std::string::npos) << md;
   EXPECT_NE(md.find("## Context gain against 0"), std::string::npos) << md;
 
-  // the command line: a line per bucket with its interval and tokens
-  r = run("eval --run " + run_dir + " --context 32 --context-gain 8");
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("\ncontext gain [8, 16): "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(" nats/token (95% CI "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("\ncontext gain all [8, 32): "), std::string::npos) << r.output;
-  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
-           {"--context 32 --context-gain 32",
-            "ropelab: error: --context-gain 32 is not below the context 32: a window of that many keys sees the whole "
-            "evaluation window, so there is nothing to gain\n"},
-           {"--context-gain 8",  // the run's own context, 8
-            "ropelab: error: --context-gain 8 is not below the context 8: a window of that many keys sees the whole "
-            "evaluation window, so there is nothing to gain\n"},
-           {"--context 32 --context-gain 8 --stride 4",
-            "ropelab: error: --context-gain compares non-overlapping windows and reports by bucket of positions: drop "
-            "--stride and --per-position\n"}}) {
-    r = run("eval --run " + run_dir + " " + flags);
-    EXPECT_EQ(r.code, 1) << flags;
-    EXPECT_EQ(r.output, message) << flags;
-  }
-  r = run("eval --run " + run_dir + " --context 32 --context-gain 0");
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("--context-gain"), std::string::npos) << r.output;
-  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+  ASSERT_NO_FATAL_FAILURE(context_gain_command_line(run_dir));
 
   // experiment files that stop before any run, with one line naming the file and key
   for (const auto& [more, message] : std::vector<std::pair<std::string, std::string>>{

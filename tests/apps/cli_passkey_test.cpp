@@ -3,10 +3,52 @@
 
 using namespace ropelab::cli_test;
 
-// passkey make writes the same documents for the same seed; passkey eval scores a language
-// model at each (length, depth) into a table and a heat map.
-TEST(Cli, PasskeyDocumentsAndEvaluation) {
-  const auto root = fresh_dir("passkey");
+namespace {
+
+/// Passkey documents for training: the same for every test here.
+std::string passkey_documents() { return run("passkey make --count 4 --length 120 --min-length 100 --seed 3").output; }
+
+/// A tiny byte-level language model trained `steps` updates on passkey documents in ROOT/lm.
+Result train_passkey_lm(const std::filesystem::path& root, int steps, const std::string& more = "") {
+  const auto train = write_temp((root / "train.txt").string(), passkey_documents());
+  return run("train " + std::string(ROPELAB_SOURCE_DIR) +
+             "/experiments/demo_tiny.yaml --set task=lm --set data.format=text --set tokenizer.type=byte"
+             " --set data.context=32 --set data.train=" +
+             train + " --set data.valid= --set data.test=" + train + " --set train.steps=" + std::to_string(steps) +
+             " --set model.d_model=16 --set model.heads=2 --set model.d_ff=16"
+             " --set model.decoder_layers=1 --set model.position.type=rotary --threads 1 " +
+             more + " -o " + (root / "lm").string());
+}
+
+/// Runs a passkey evaluation with its heat map unwritable (a link to /dev/full), so that
+/// its cells stay in the partial file.
+Result leave_partial(const std::string& lm, const std::string& command) {
+  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
+  auto r = run(command);
+  std::filesystem::remove(lm + "/passkey.svg.tmp");
+  return r;
+}
+
+/// A tiny LM trained 2 updates in ROOT/lm (removed with the object), its partial file and a
+/// one-depth evaluation of it.
+struct TrainedPasskeyLm {
+  explicit TrainedPasskeyLm(const std::string& tag)
+      : root(fresh_dir(tag)),
+        lm((root / "lm").string()),
+        partial(lm + "/passkey.partial.jsonl"),
+        one_cell("passkey eval --run " + lm + " --checkpoint last --lengths 100,140 --depths 0 --threads 1"),
+        trained(train_passkey_lm(root, 2)) {}
+  ~TrainedPasskeyLm() { std::filesystem::remove_all(root); }
+  std::filesystem::path root;
+  std::string lm, partial, one_cell;
+  Result trained;
+};
+
+}  // namespace
+
+// passkey make writes the same documents for the same seed, and refuses a length too short
+// for the key sentence.
+TEST(Cli, PasskeyMakeWritesTheSameDocumentsForTheSameSeed) {
   auto a = run("passkey make --count 4 --length 120 --min-length 100 --seed 3");
   const auto b = run("passkey make --count 4 --length 120 --min-length 100 --seed 3");
   ASSERT_EQ(a.code, 0) << a.output;
@@ -18,19 +60,14 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   auto r = run("passkey make --length 50");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("--length 50 is below the"), std::string::npos) << r.output;
+}
 
-  const auto train = write_temp((root / "train.txt").string(), a.output);
+// passkey eval scores a language model at each (length, depth) into a table, a summary and a
+// heat map.
+TEST(Cli, PasskeyEvalWritesItsTableSummaryAndHeatMap) {
+  const auto root = fresh_dir("passkey_eval");
   const auto lm = (root / "lm").string();
-  const auto train_lm = [&](int steps, const std::string& more) {
-    return run("train " + std::string(ROPELAB_SOURCE_DIR) +
-               "/experiments/demo_tiny.yaml --set task=lm --set data.format=text --set tokenizer.type=byte"
-               " --set data.context=32 --set data.train=" +
-               train + " --set data.valid= --set data.test=" + train + " --set train.steps=" + std::to_string(steps) +
-               " --set model.d_model=16 --set model.heads=2 --set model.d_ff=16"
-               " --set model.decoder_layers=1 --set model.position.type=rotary --threads 1 " +
-               more + " -o " + lm);
-  };
-  r = train_lm(2, "");
+  auto r = train_passkey_lm(root, 2);
   ASSERT_EQ(r.code, 0) << r.output;
   r = run("passkey eval --run " + lm + " --checkpoint last --lengths 100,140 --depths 0,1 --documents 2 --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -67,12 +104,18 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   EXPECT_TRUE(std::filesystem::exists(lm + "/passkey.svg"));
   const auto partial = lm + "/passkey.partial.jsonl";  // the cells so far, gone once the summary is written
   EXPECT_FALSE(std::filesystem::exists(partial));
+  std::filesystem::remove_all(root);
+}
+
+// A passkey evaluation stopped part-way goes on from the cells of its partial file.
+TEST(Cli, PasskeyEvalGoesOnFromItsPartialFile) {
+  const TrainedPasskeyLm run_dir("passkey_partial");
+  ASSERT_EQ(run_dir.trained.code, 0) << run_dir.trained.output;
+  const auto &lm = run_dir.lm, &partial = run_dir.partial, &one_cell = run_dir.one_cell;
   // a heat map that cannot be written (its temporary file a link to /dev/full) leaves no
   // summary, so that `ablate` evaluates again, and the cells scored, so that it goes on from them
-  std::filesystem::remove(lm + "/passkey.json");
   std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
-  const auto one_cell = "passkey eval --run " + lm + " --checkpoint last --lengths 100,140 --depths 0 --threads 1";
-  r = run(one_cell + " --documents 1");
+  auto r = run(one_cell + " --documents 1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find(lm + "/passkey.svg: cannot write"), std::string::npos) << r.output;
   EXPECT_FALSE(std::filesystem::exists(lm + "/passkey.json"));
@@ -88,9 +131,7 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   EXPECT_TRUE(std::filesystem::exists(lm + "/passkey.json"));
   EXPECT_FALSE(std::filesystem::exists(partial));
   // a partial file of one cell goes on from the second; one of another grid is not taken
-  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
-  r = run(one_cell + " --documents 1");
-  std::filesystem::remove(lm + "/passkey.svg.tmp");
+  r = leave_partial(lm, one_cell + " --documents 1");
   ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
   const auto cells = read_text(partial);
   write_temp(partial, cells.substr(0, cells.rfind('\n', cells.size() - 2) + 1));  // the last cell taken off
@@ -100,9 +141,16 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   EXPECT_EQ(r.output.find("passkey: cell 1/2"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("passkey: cell 2/2, length 140 depth 0: "), std::string::npos) << r.output;
   EXPECT_EQ(read_text(lm + "/passkey.csv"), first_table);
-  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
-  r = run(one_cell + " --documents 1");
-  std::filesystem::remove(lm + "/passkey.svg.tmp");
+}
+
+// A partial file of another grid, checkpoint, config or flag is not taken, nor one that is
+// not a partial file; and too short a length is refused.
+TEST(Cli, PasskeyEvalScoresAgainWhatAnotherEvaluationLeft) {
+  const TrainedPasskeyLm run_dir("passkey_other");
+  ASSERT_EQ(run_dir.trained.code, 0) << run_dir.trained.output;
+  const auto& root = run_dir.root;
+  const auto &lm = run_dir.lm, &partial = run_dir.partial, &one_cell = run_dir.one_cell;
+  auto r = leave_partial(lm, one_cell + " --documents 1");
   r = run(one_cell + " --documents 2");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("passkey: " + partial +
@@ -111,20 +159,16 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
       << r.output;
   EXPECT_NE(r.output.find("passkey: cell 1/2, length 100 depth 0: "), std::string::npos) << r.output;
   // nor one of the same grid on a checkpoint saved since (the run trained on)
-  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
-  r = run(one_cell + " --documents 2");
-  std::filesystem::remove(lm + "/passkey.svg.tmp");
+  r = leave_partial(lm, one_cell + " --documents 2");
   ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
-  r = train_lm(4, "--resume");
+  r = train_passkey_lm(root, 4, "--resume");
   ASSERT_EQ(r.code, 0) << r.output;
   r = run(one_cell + " --documents 2");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("holds the cells of another grid, checkpoint or setting"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("passkey: cell 1/2, length 100 depth 0: "), std::string::npos) << r.output;
   // nor one of a run whose config.yaml was edited since (here: a comment added)
-  std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
-  r = run(one_cell + " --documents 2");
-  std::filesystem::remove(lm + "/passkey.svg.tmp");
+  r = leave_partial(lm, one_cell + " --documents 2");
   ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
   write_temp(lm + "/config.yaml", read_text(lm + "/config.yaml") + "# edited by hand\n");
   r = run(one_cell + " --documents 2");
@@ -132,9 +176,7 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   EXPECT_NE(r.output.find("holds the cells of another grid, checkpoint or setting"), std::string::npos) << r.output;
   // nor one of other flags: the key's digits, documents' seed, and a --set of the run's config
   for (const std::string flag : {"--digits 4", "--passkey-seed 7", "--set model.attention.kernel=materialized"}) {
-    std::filesystem::create_symlink("/dev/full", lm + "/passkey.svg.tmp");
-    r = run(one_cell + " --documents 2");
-    std::filesystem::remove(lm + "/passkey.svg.tmp");
+    r = leave_partial(lm, one_cell + " --documents 2");
     ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
     r = run(one_cell + " --documents 2 " + flag);
     EXPECT_EQ(r.code, 0) << flag << "\n" << r.output;
@@ -152,5 +194,4 @@ TEST(Cli, PasskeyDocumentsAndEvaluation) {
   r = run("passkey eval --run " + lm + " --checkpoint last --lengths 60 --threads 1");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.output.find("--lengths: 60 is below the"), std::string::npos) << r.output;
-  std::filesystem::remove_all(root);
 }

@@ -143,9 +143,8 @@ cat {RUN}.second.log
   std::filesystem::remove_all(root);
 }
 
-// Every worker of a data-parallel run holds the launcher's lock (one open file description);
-// each run of `ablate --jobs 2` holds its own.
-TEST(Cli, DataParallelWorkersAndAblateRunsHoldTheirLocks) {
+// Every worker of a data-parallel run holds the launcher's lock (one open file description).
+TEST(Cli, DataParallelWorkersHoldTheLaunchersLock) {
   if (!ROPELAB_WITH_GLOO) GTEST_SKIP() << "built without Gloo (ROPELAB_WITH_GLOO=OFF)";
   const auto root = fresh_dir("locks");
   const auto run_dir = (root / "dp").string();
@@ -172,12 +171,20 @@ kill -TERM $launcher; wait $launcher; echo "launcher exit $?"
       << r.output;
   EXPECT_NE(r.output.find("launcher exit 0"), std::string::npos) << r.output;
 
+  std::filesystem::remove_all(root);
+}
+
+// Each run of `ablate --jobs 2` holds its own lock; a run stopped by SIGTERM is neither
+// evaluated nor marked done, and SIGTERM to ablate itself reaches its training.
+TEST(Cli, AblateRunsHoldTheirLocksAndStopOnSigterm) {
+  const auto root = fresh_dir("ablate_locks");
+  const std::string cli = std::string(ROPELAB_BINARY_DIR) + "/ropelab";
   // ablate --jobs 2: both runs are seen locked at one moment, then stopped by SIGTERM
   const auto exp = (root / "exp.yaml").string(), out = (root / "out").string();
   write_demo_experiment(exp, "train.steps=1000000, train.valid_every=0",
                         "grid:\n  model.position.type: [sinusoidal]\nseeds: [1, 2]\n");
-  r = run_script(root, "ablate",
-                 fill(R"sh(
+  auto r = run_script(root, "ablate",
+                      fill(R"sh(
 {CLI} ablate {EXP} -o {OUT} --jobs 2 --threads 1 > {OUT}.log 2>&1 & ablate=$!
 a={OUT}/runs/model.position.type=sinusoidal.seed1 b={OUT}/runs/model.position.type=sinusoidal.seed2
 for i in $(seq 600); do
@@ -189,7 +196,7 @@ done
 pkill -TERM -P $ablate  # the two trainings, children of ablate
 wait $ablate; echo "ablate exit $?"
 )sh",
-                      {{"CLI", cli}, {"EXP", exp}, {"OUT", out}}));
+                           {{"CLI", cli}, {"EXP", exp}, {"OUT", out}}));
   EXPECT_NE(r.output.find("both runs locked\nablate exit 1"), std::string::npos) << r.output << read_text(out + ".log");
 
   // A training stopped by SIGTERM saves and exits 0 before its end: ablate neither evaluates

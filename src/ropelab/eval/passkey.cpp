@@ -43,6 +43,29 @@ int64_t passkey_minimum_length(int64_t digits) {
                               kQuestion.size());
 }
 
+void check_passkey_length(int64_t length, int64_t digits, const std::string& flag) {
+  const int64_t minimum = passkey_minimum_length(digits);
+  if (length < minimum)
+    throw std::invalid_argument(flag + " " + std::to_string(length) + " is below the " + std::to_string(minimum) +
+                                " characters of the key sentence and the question");
+}
+
+void write_passkey_documents(const PasskeyDocumentSet& set, std::ostream& out) {
+  const int64_t low = set.min_length > 0 ? set.min_length : set.length;
+  if (low > set.length) throw std::invalid_argument("--min-length is above --length");
+  check_passkey_length(low, set.digits, "--length");
+  SplitMix64 shapes(set.seed ^ 0xA5A5A5A5A5A5A5A5ULL);
+  for (int64_t i = 0; i < set.count; ++i) {
+    PasskeyOptions o;
+    o.digits = set.digits;
+    o.length = low + static_cast<int64_t>(shapes.below(static_cast<uint32_t>(set.length - low + 1)));
+    o.depth = static_cast<double>(shapes.below(101)) / 100.0;
+    const auto d = make_passkey_document(o, set.seed, static_cast<uint64_t>(i));
+    out << (set.prompts ? d.prompt + "\t" + d.key : d.with_answer()) << '\n';
+  }
+  out << std::flush;
+}
+
 PasskeyDocument make_passkey_document(const PasskeyOptions& o, uint64_t seed, uint64_t index) {
   if (o.digits < 1 || o.digits > 18)
     throw std::invalid_argument("passkey digits must be 1 to 18, got " + std::to_string(o.digits));

@@ -7,6 +7,7 @@
 /// or character tokenizer).
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,23 @@ int64_t passkey_minimum_length(int64_t digits);
 /// the same (seed, index) gives the same document whatever else is generated). Throws
 /// std::invalid_argument naming the option that is out of range.
 PasskeyDocument make_passkey_document(const PasskeyOptions& options, uint64_t seed, uint64_t index);
+
+/// Throws std::invalid_argument "FLAG LENGTH is below the N characters of the key sentence
+/// and the question" when a prompt of `length` characters cannot hold them.
+void check_passkey_length(int64_t length, int64_t digits, const std::string& flag);
+
+/// What `ropelab passkey make` writes: `count` documents, each with its prompt length drawn
+/// uniformly from [min_length, length] (all `length` when min_length is 0) and its depth from
+/// 0, 0.01, ..., 1, from a stream of their own; its text from (seed, index).
+struct PasskeyDocumentSet {
+  int64_t count = 1000, length = 128, min_length = 0, digits = 5;
+  uint64_t seed = 1;
+  bool prompts = false;  // PROMPT<TAB>KEY lines instead of documents ending in their key
+};
+
+/// The documents of `set`, one a line. Throws std::invalid_argument naming the flag that is
+/// out of range.
+void write_passkey_documents(const PasskeyDocumentSet& set, std::ostream& out);
 
 /// The key a model's continuation gives: the first run of digits after optional spaces,
 /// or "" if it does not start with a digit.

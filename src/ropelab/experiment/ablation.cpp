@@ -27,6 +27,30 @@ void queue(const Job& job, const RunsOnDisk& disk, std::vector<Job>& todo) {
   if (!disk.finished(job.dir)) AblationLayout::mark_done(job.dir);
 }
 
+/// The results of every run of `all` that finished, labelled for the figures: the
+/// experiment file's label, else the position registry's (a fine-tune's with its training
+/// context).
+std::vector<RunResult> finished_results(const ExperimentSpec& spec, const std::vector<Job>& all,
+                                        const AblationDirectory& disk) {
+  std::vector<RunResult> results;
+  for (const auto& job : all) {
+    if (!disk.finished(job.dir)) continue;
+    auto r = read_run_result(job.dir, job.config, spec.evaluations);
+    r.variant = job.variant;
+    if (!job.label.empty())
+      r.label = job.label;
+    else if (job.variant.rfind("finetune", 0) == 0)
+      r.label += " ft" + std::to_string(r.context);
+    r.seed = job.seed;
+    r.run = AblationLayout::run_in_out(job.dir);
+    if (!r.items_error.empty())
+      std::cerr << "ablate: warning: no paired test uses " << job.variant << " seed " << job.seed << ": "
+                << r.items_error << std::endl;
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
 }  // namespace
 
 JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
@@ -89,25 +113,7 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     if (outcome.signal) return outcome;
   }
 
-  std::vector<RunResult> results;
-  for (const auto& job : all) {
-    if (!disk.finished(job.dir)) continue;
-    auto r = read_run_result(job.dir, job.config, spec.evaluations);
-    r.variant = job.variant;
-    // the figures' label: the experiment file's, else the position registry's (a fine-tune's
-    // with its training context)
-    if (!job.label.empty())
-      r.label = job.label;
-    else if (job.variant.rfind("finetune", 0) == 0)
-      r.label += " ft" + std::to_string(r.context);
-    r.seed = job.seed;
-    r.run = AblationLayout::run_in_out(job.dir);
-    if (!r.items_error.empty())
-      std::cerr << "ablate: warning: no paired test uses " << job.variant << " seed " << job.seed << ": "
-                << r.items_error << std::endl;
-    results.push_back(std::move(r));
-  }
-  write_ablation_results(spec, results, o.out_dir, command);
+  write_ablation_results(spec, finished_results(spec, all, disk), o.out_dir, command);
   return outcome;
 }
 

@@ -112,6 +112,22 @@ StackImpl::StackImpl(const StackOptions& options) : options_(options) {
   dropout_ = register_module("dropout", Dropout(layer.dropout()));
 }
 
+namespace {
+
+/// xPos's positions: its scales count from the middle of a sequence's first call (kept by
+/// its cache), so that their fp32 exponents stay within half a window of 0, not a window's
+/// length.
+Positions counted_from_origin(const Positions& positions, bool given, int64_t offset, int64_t tq, DecoderCache* state) {
+  if (state && state->origin) return positions.with_origin(*state->origin);
+  const int64_t middle = given
+                             ? (positions.values().min().item<int64_t>() + positions.values().max().item<int64_t>()) / 2
+                             : offset + (tq - 1) / 2;
+  if (state) state->origin = middle;
+  return positions.with_origin(middle);
+}
+
+}  // namespace
+
 torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, DecoderCache* state) {
   TORCH_CHECK(!state || options_.causal(), "Stack: incremental decoding needs a causal stack");
   TORCH_CHECK(!state || decodes_incrementally(), "Stack: this position encoder follows the sequence's length ",
@@ -120,19 +136,7 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   const int64_t offset = state ? state->offset : 0, tq = x.size(1);
   bool given = in.positions.defined();
   if (!given) in.positions = Positions::range(offset, tq, position_->axes(), x.device());
-  if (position_->counts_from_origin()) {
-    // xPos's scales count from the middle of a sequence's first call (kept by its cache),
-    // so that their fp32 exponents stay within half a window of 0, not a window's length
-    if (!state || !state->origin) {
-      const int64_t middle =
-          given ? (in.positions.values().min().item<int64_t>() + in.positions.values().max().item<int64_t>()) / 2
-                : offset + (tq - 1) / 2;
-      if (state) state->origin = middle;
-      in.positions = in.positions.with_origin(middle);
-    } else {
-      in.positions = in.positions.with_origin(*state->origin);
-    }
-  }
+  if (position_->counts_from_origin()) in.positions = counted_from_origin(in.positions, given, offset, tq, state);
   auto h = dropout_(position_->embed(x, in.positions));
   // the last layer's inputs: with fewer outputs than tokens, its queries are the last ones
   const int64_t outputs = in.outputs > 0 && in.outputs < tq ? in.outputs : tq;

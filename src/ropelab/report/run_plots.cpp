@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "ropelab/eval/passkey_eval.h"
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
 #include "ropelab/util/svg_plot.h"
@@ -67,6 +68,17 @@ void write_passkey_heat_map(const std::string& svg_path, const std::vector<Passk
   plot.y_label = "depth of the key";
   plot.caption = caption;
   write_heat_map(svg_path, columns, rows, values, plot);
+}
+
+void write_passkey_results(const RunPaths::PasskeyFiles& files, const std::vector<PasskeyCell>& cells,
+                           const PasskeyGrid& grid, const std::string& title, const std::string& caption,
+                           std::ostream& out, std::ostream& log) {
+  write_passkey_table(files.csv, cells);
+  write_passkey_heat_map(files.svg, cells, grid, title, caption);
+  write_passkey_summary(files.json, cells);
+  remove_passkey_partial(files.partial, log);
+  out << format_passkey_cells(cells) << "wrote " << files.csv << ", " << files.json << " and " << files.svg
+      << std::endl;
 }
 
 }  // namespace ropelab

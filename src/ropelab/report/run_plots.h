@@ -3,11 +3,13 @@
 /// the loss curves of training, a language model's loss by position in the window, and
 /// passkey retrieval's accuracy by length and depth. The file names are run/'s.
 
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "ropelab/eval/passkey.h"
 #include "ropelab/eval/protocols.h"
+#include "ropelab/run/run.h"
 
 namespace ropelab {
 
@@ -25,5 +27,14 @@ void write_position_loss_plot(const std::string& svg_path, const std::string& ru
 /// Passkey accuracy per (length, depth) as a heat map; cells that could not run are blank.
 void write_passkey_heat_map(const std::string& svg_path, const std::vector<PasskeyCell>& cells, const PasskeyGrid& grid,
                             const std::string& title, const std::string& caption);
+
+/// The files of a passkey or retrieval evaluation (`files` from RunPaths::passkey or
+/// ::retrieval): the table, the heat map (`grid` gives its axes) and the summary, written
+/// last since `ablate` takes it as "evaluated" (a table or heat map that cannot be written
+/// leaves none, and the next `ablate` evaluates again); then the partial file is removed.
+/// Prints the cells and the files written to `out`, a partial file left behind to `log`.
+void write_passkey_results(const RunPaths::PasskeyFiles& files, const std::vector<PasskeyCell>& cells,
+                           const PasskeyGrid& grid, const std::string& title, const std::string& caption,
+                           std::ostream& out, std::ostream& log);
 
 }  // namespace ropelab

@@ -1,0 +1,205 @@
+#include "ropelab/config/validate.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "ropelab/attention/backend.h"
+#include "ropelab/config/config.h"
+#include "ropelab/data/retrieval_mix.h"
+#include "ropelab/position/position_encoder.h"
+#include "ropelab/position/position_traits.h"
+
+namespace ropelab {
+namespace {
+
+template <typename T>
+std::string show(const T& v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+/// require(ok, key, value, what) fails with "KEY=VALUE WHAT" unless ok.
+class Check {
+ public:
+  explicit Check(const ConfigFail& fail) : fail_(fail) {}
+  template <typename T>
+  void operator()(bool ok, const std::string& key, const T& value, const std::string& what) const {
+    if (!ok) fail(key, "=" + show(value) + " " + what);
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    fail_(key, what);
+    throw std::logic_error("validate_config: the failure of " + key + " returned");
+  }
+
+ private:
+  const ConfigFail& fail_;
+};
+
+void check_model(const TransformerOptions& m, const Check& require) {
+  require(m.d_model() > 0, "model.d_model", m.d_model(), "must be positive");
+  require(m.heads() > 0, "model.heads", m.heads(), "must be positive");
+  require(m.d_model() % m.heads() == 0, "model.heads", m.heads(), "does not divide model.d_model=" + show(m.d_model()));
+  require(m.d_ff() > 0, "model.d_ff", m.d_ff(), "must be positive");
+  require(m.encoder_layers() > 0, "model.encoder_layers", m.encoder_layers(), "must be positive");
+  require(m.decoder_layers() > 0, "model.decoder_layers", m.decoder_layers(), "must be positive");
+  require(m.dropout() >= 0 && m.dropout() < 1, "model.dropout", m.dropout(), "must be in [0, 1)");
+  require(m.attention().dropout() >= 0 && m.attention().dropout() < 1, "model.attention.dropout",
+          m.attention().dropout(), "must be in [0, 1)");
+
+  const auto& a = m.attention();
+  require(a.num_features() > 0, "model.attention.num_features", a.num_features(), "must be positive");
+  require(a.redraw_every() >= 0, "model.attention.redraw_every", a.redraw_every(), "must be >= 0 (0 = never)");
+  require(a.chunk_size() > 0, "model.attention.chunk_size", a.chunk_size(), "must be positive");
+  require(a.type() != AttentionType::performer || a.dropout() == 0, "model.attention.dropout", a.dropout(),
+          "must be 0 with model.attention.type=performer (it forms no attention matrix to drop from)");
+  require(a.window() >= 0, "model.attention.window", a.window(), "must be >= 0 (0 = every key)");
+  require(a.sinks() >= 0, "model.attention.sinks", a.sinks(), "must be >= 0");
+  require(a.sinks() == 0 || a.window() > 0, "model.attention.sinks", a.sinks(),
+          "needs a sliding window (model.attention.window > 0)");
+  require(a.window() == 0 || a.type() == AttentionType::softmax, "model.attention.window", a.window(),
+          "needs model.attention.type=softmax, not " + to_string(a.type()));
+}
+
+/// One stack's position encoder, built: its own checks (rotary dimensions, bucket ranges,
+/// xPos in a causal stack) then run before any work, reported by key.
+void check_stack(const TransformerOptions& m, const AttentionBackend& backend, const std::string& key,
+                 const PositionOptions& p, bool causal, const Check& require) {
+  const auto& s = p.scaling();
+  const auto& traits = position_traits(p.type());
+  require(s.type() == RopeScalingType::none || traits.scalable, key + ".scaling.type", to_string(s.type()),
+          "applies to " + position_names(position_types([](const PositionTraits& t) { return t.scalable; })) +
+              " only, not " + key + ".type=" + traits.name);
+  require(s.factor() >= 1, key + ".scaling.factor", s.factor(), "must be >= 1 (the extension ratio)");
+  require(p.t5_init_std() >= 0, key + ".t5_init_std", p.t5_init_std(), "must be >= 0 (0 = d_model^-0.5)");
+  require(p.learned_init_std() >= 0, key + ".learned_init_std", p.learned_init_std(), "must be >= 0");
+  for (const auto& [name, value] : {std::pair<const char*, double>{"max_len", p.max_len()},
+                                    {"max_distance", p.max_distance()},
+                                    {"scale_base", p.scale_base()},
+                                    {"fire_threshold", p.fire_threshold()},
+                                    {"cope_positions", p.cope_positions()}})
+    require(value > 0, key + "." + name, value, "must be positive (unset: from the training context)");
+  require(p.nope_every() >= 0, key + ".nope_every", p.nope_every(), "must be >= 0 (0 = every layer rotates)");
+  require(p.nope_every() == 0 || traits.kind == PositionKind::rotary, key + ".nope_every", p.nope_every(),
+          "applies to " +
+              position_names(position_types([](const PositionTraits& t) { return t.kind == PositionKind::rotary; })) +
+              " only, not " + key + ".type=" + traits.name);
+  require(!p.forget_gate() || causal, key + ".forget_gate", "true",
+          "needs causal self-attention (a language model or a translator's decoder), not the encoder");
+  require(!p.forget_gate() || backend->accepts_logit_bias(), key + ".forget_gate", "true",
+          "needs an attention backend that takes a logit bias; model.attention.type=" +
+              to_string(m.attention().type()) + " does not");
+  require(!p.cope() || causal, key + ".cope", "true",
+          "needs causal self-attention (a language model or a translator's decoder), not the encoder");
+  require(!p.cope() || m.attention().type() == AttentionType::softmax, key + ".cope", "true",
+          "needs model.attention.type=softmax, not " + to_string(m.attention().type()));
+  require(!p.cope() || traits.kind != PositionKind::bias, key + ".cope", "true",
+          "takes no other logit bias, not " + key + ".type=" + traits.name);
+  require(!p.cope() || !p.forget_gate(), key + ".cope", "true", "and " + key + ".forget_gate cannot both be set");
+  require(s.beta_fast() > s.beta_slow(), key + ".scaling.beta_fast", s.beta_fast(),
+          "must exceed scaling.beta_slow=" + show(s.beta_slow()));
+  require(s.original_max() > 0 || (s.type() != RopeScalingType::yarn && s.type() != RopeScalingType::dynamic_ntk),
+          key + ".scaling.original_max", s.original_max(),
+          "must be the training context for scaling.type=" + to_string(s.type()));
+  require(traits.kind != PositionKind::rotary || traits.cross_attention || !p.rotate_cross_attention(),
+          key + ".rotate_cross_attention", "true",
+          "does not apply to " + std::string(traits.name) + " (defined for causal self-attention only)");
+  PositionEncoder encoder;
+  try {
+    encoder = make_position_encoder(p, PositionGeometry{m.d_model(), m.heads(), causal});
+  } catch (const c10::Error& e) {
+    require.fail(key, std::string(": ") + e.what_without_backtrace());
+  }
+  require(!encoder->has_logit_bias() || backend->accepts_logit_bias(), key + ".type", to_string(p.type()),
+          "needs an attention backend that takes a logit bias; model.attention.type=" +
+              to_string(m.attention().type()) + " does not");
+}
+
+void check_train(const TrainOptions& t, const Check& require) {
+  try {
+    torch::Device device(t.device());
+  } catch (const c10::Error&) {
+    require(false, "train.device", t.device(), "is not a device (expected cpu, cuda or cuda:N)");
+  }
+  require(t.threads() >= 0, "train.threads", t.threads(), "must be >= 0 (0 = all cores)");
+  require(t.precision() != Precision::fp16 || t.device().rfind("cuda", 0) == 0, "train.precision",
+          to_string(t.precision()),
+          "needs train.device cuda (LibTorch's CPU autocast runs bf16 only); use bf16 on the CPU");
+  require(t.steps() > 0, "train.steps", t.steps(), "must be positive");
+  require(t.max_tokens() > 0, "train.max_tokens", t.max_tokens(), "must be positive");
+  require(t.accumulate() >= 1, "train.accumulate", t.accumulate(), "must be >= 1");
+  require(t.lr() > 0, "train.lr", t.lr(), "must be positive");
+  require(t.warmup() >= 0, "train.warmup", t.warmup(), "must be >= 0");
+  require(t.lr_schedule() == LrSchedule::constant || t.warmup() > 0, "train.warmup", t.warmup(),
+          "must be positive for lr_schedule " + to_string(t.lr_schedule()));
+  require(t.adam_beta1() >= 0 && t.adam_beta1() < 1, "train.adam_beta1", t.adam_beta1(), "must be in [0, 1)");
+  require(t.adam_beta2() >= 0 && t.adam_beta2() < 1, "train.adam_beta2", t.adam_beta2(), "must be in [0, 1)");
+  require(t.adam_eps() > 0, "train.adam_eps", t.adam_eps(), "must be positive");
+  require(t.weight_decay() >= 0, "train.weight_decay", t.weight_decay(), "must be >= 0");
+  require(t.label_smoothing() >= 0 && t.label_smoothing() < 1, "train.label_smoothing", t.label_smoothing(),
+          "must be in [0, 1)");
+  require(t.clip_norm() >= 0, "train.clip_norm", t.clip_norm(), "must be >= 0 (0 = off)");
+  require(t.log_every() > 0, "train.log_every", t.log_every(), "must be positive");
+  require(t.valid_every() >= 0, "train.valid_every", t.valid_every(), "must be >= 0");
+  require(t.patience() >= 0, "train.patience", t.patience(), "must be >= 0");
+  require(t.keep_checkpoints() >= 0, "train.keep_checkpoints", t.keep_checkpoints(), "must be >= 0");
+  require(t.dist_timeout() > 0, "train.dist_timeout", t.dist_timeout(), "must be positive (seconds)");
+  require(t.max_nonfinite() >= 0, "train.max_nonfinite", t.max_nonfinite(), "must be >= 0");
+}
+
+/// The data each task reads, and the source layout.
+void check_data(const Config& c, const Check& require) {
+  const auto& m = c.model;
+  require(c.tokenizer.vocab_size() >= 8, "tokenizer.vocab_size", c.tokenizer.vocab_size(), "must be >= 8");
+  require(c.data.max_len() >= 3, "data.max_len", c.data.max_len(), "must be >= 3 (BOS, a token, EOS)");
+  require(c.data.context() >= 1, "data.context", c.data.context(), "must be positive");
+  require(c.data.eval_tokens() >= 0, "data.eval_tokens", c.data.eval_tokens(), "must be >= 0 (0 = the whole split)");
+  switch (c.task) {  // the data each task reads
+    case TaskType::lm:
+      require(c.data.format() == CorpusFormat::text, "data.format", to_string(c.data.format()),
+              "cannot feed task lm (expected text)");
+      require(c.data.source_layout() == SourceLayout::sequence, "data.source_layout", to_string(c.data.source_layout()),
+              "applies to translation sources only");
+      if (const auto mix = retrieval_mix_problem(c.data.retrieval()); !mix.key.empty())
+        require.fail("data.retrieval." + mix.key, "=" + mix.value + " " + mix.what);
+      break;
+    case TaskType::translation:
+      require(c.data.format() != CorpusFormat::text, "data.format", "text",
+              "holds no pairs for task translation (expected tsv or parallel)");
+      require(!c.data.documents(), "data.documents", "true", "applies to language models (task lm)");
+      require(c.data.retrieval().tasks().empty(), "data.retrieval.tasks", c.data.retrieval().tasks(),
+              "applies to language models (task lm)");
+      break;
+  }
+  const auto& enc = m.encoder_position();
+  require(c.data.source_layout() != SourceLayout::grid || enc.type() != PositionType::rotary_nd || enc.axes() == 2,
+          "model.encoder_position.axes", enc.axes(), "must be 2 for data.source_layout=grid (row, column)");
+  require(c.data.source_layout() != SourceLayout::grid || !c.data.row_separator().empty(), "data.row_separator", "''",
+          "must name the token that ends a row");
+}
+
+void check_decode(const DecodeOptions& d, const Check& require) {
+  require(d.beam() >= 1, "decode.beam", d.beam(), "must be >= 1");
+  require(d.lenpen() >= 0, "decode.lenpen", d.lenpen(), "must be >= 0");
+  require(d.max_len_a() >= 0, "decode.max_len_a", d.max_len_a(), "must be >= 0");
+  require(d.max_len_b() >= 1 || d.max_len_a() > 0, "decode.max_len_b", d.max_len_b(),
+          "must be >= 1 when decode.max_len_a is 0");
+}
+
+}  // namespace
+
+void validate_config(const Config& c, const ConfigFail& fail) {
+  const Check require(fail);
+  const auto& m = c.model;
+  check_model(m, require);
+  // A language model has no encoder stack to check.
+  auto backend = make_attention_backend(m.attention(), m.d_model() / m.heads());
+  if (c.task == TaskType::translation)
+    check_stack(m, backend, "model.encoder_position", m.encoder_position(), false, require);
+  check_stack(m, backend, "model.decoder_position", m.decoder_position(), true, require);
+  check_train(c.train, require);
+  check_data(c, require);
+  check_decode(c.decode, require);
+}
+
+}  // namespace ropelab
