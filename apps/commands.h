@@ -54,6 +54,13 @@ struct Interrupted : std::runtime_error {
   int status;
 };
 
+/// Whether the command line starts with --parse-only, which it then drops: the command is
+/// parsed and its flags checked, and nothing runs.
+bool take_parse_only_flag(int& argc, char** argv);
+/// `cli` (the main app) stops once the command line is parsed and checked, before any
+/// subcommand runs; the checks that a path exists are off.
+void make_parse_only(CLI::App& cli);
+
 /// The process's command line, as main() received it.
 std::vector<std::string>& command_line();
 

@@ -35,6 +35,7 @@ int standard_output_status(const std::string& who) {
 int main(int argc, char** argv) {
   ropelab::apps::ensure_runtime_env(argv);
   ropelab::apps::command_line().assign(argv, argv + argc);
+  const bool parse_only = ropelab::apps::take_parse_only_flag(argc, argv);
   // Data-parallel workers name their rank in errors.
   const char* rank = std::getenv("RANK");
   const char* world = std::getenv("WORLD_SIZE");
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   CLI::App cli{"ropelab: Transformers and their position encodings, in C++ (LibTorch)"};
   cli.set_version_flag("--version", std::string("ropelab ") + ROPELAB_VERSION);
   cli.require_subcommand(1);
+  cli.add_flag("--parse-only", "(first) parse the command and check its flags; run nothing");
   ropelab::apps::add_train(cli);
   ropelab::apps::add_translate(cli);
   ropelab::apps::add_eval(cli);
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
   ropelab::apps::add_ablate(cli);
   ropelab::apps::add_passkey(cli);
   ropelab::apps::add_retrieval(cli);
+  if (parse_only) ropelab::apps::make_parse_only(cli);
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;
