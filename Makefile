@@ -67,7 +67,7 @@ fuzz:
 	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 # Compiles the CUDA kernels with nvcc and the CUDA branches of the C++ code (no GPU needed;
-# see README.md, "CUDA"); with a CUDA-enabled LibTorch it builds and links everything.
+# see docs/cuda.md); with a CUDA-enabled LibTorch it builds and links everything.
 cuda-check: deps
 	bash scripts/cuda_check.sh
 

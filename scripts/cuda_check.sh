@@ -8,7 +8,7 @@
 #   * every .cu kernel, with nvcc and the flags the real build gives it;
 #   * every C++ file with a `#if ROPELAB_WITH_CUDA` branch, with that branch on, against
 #     this LibTorch's c10/cuda headers and the CUDA runtime's headers.
-# What this proves and what it does not: README.md, "CUDA".
+# What this proves and what it does not: docs/cuda.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

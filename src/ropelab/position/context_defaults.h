@@ -22,7 +22,7 @@
 ///                                                    leaves the last columns untrained where
 ///                                                    the gates count less than one a token,
 ///                                                    and every count past C reads the last
-///                                                    (README, "Settings measured in tokens")
+///                                                    (docs/language_models.md, "Settings measured in tokens")
 ///
 /// A translation run has no one training context (each pair has its own lengths, and a
 /// translation may run longer than its source): with C = 0 the settings keep the absolute
