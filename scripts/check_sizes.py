@@ -151,7 +151,7 @@ def functions(text):
                 kind = "lambda" if is_lambda_head(head) else "block"
             elif KEYWORD_SCOPE.search(head) and "(" not in head:
                 kind = "scope"
-            elif TYPE_SCOPE.search(head) and "(" not in head.split("{")[0] and "=" not in head:
+            elif TYPE_SCOPE.search(head) and "(" not in head and "=" not in head:
                 kind = "scope"
             elif ENUM.search(head) or CONTROL.match(head):
                 kind = "block"

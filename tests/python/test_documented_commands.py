@@ -93,7 +93,7 @@ def check(document, number, command):
     """A problem with one command line, or None."""
     where = f"{document.relative_to(ROOT)}:{number}: {command.strip()}"
     if is_synopsis(command):
-        path = [w for w in subcommand_path(command)]
+        path = subcommand_path(command)
         # the subcommand path is as deep as ropelab has subcommands
         while path and not help_flags(path):
             path.pop()
