@@ -3,6 +3,7 @@
 
 #include "../test_util.h"
 #include "ropelab/attention/contextual.h"
+#include "ropelab/attention/softmax.h"
 #include "ropelab/position/position_encoder.h"
 
 using namespace ropelab;
@@ -96,7 +97,7 @@ TEST_F(Attention, FusedKernelMatchesAtenPathWithGradients) {
           padded ? torch::tensor({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool) : torch::Tensor();
       AttentionInputs in{q, k, v, pad, {}, causal};
       auto weights = torch::randn({2, 3, 5, 8}, torch::kDouble);
-      auto fused = fused_attention_cpu(q, k, v, pad, KeyVisibility{causal});
+      auto fused = fused_attention_cpu(q, k, v, pad, {}, {KeyVisibility{causal}});
       auto g_fused = torch::autograd::grad({(fused * weights).sum()}, {qkv})[0];
       auto reference = attention.reference_forward(in);
       auto g_ref = torch::autograd::grad({(reference * weights).sum()}, {qkv})[0];
@@ -126,12 +127,12 @@ TEST_F(Attention, FusedKernelAddsLogitBiasesWithTheirGradients) {
       bias.relative = relative;
       auto pad = torch::tensor({{0, 0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool);
       AttentionInputs in{q, k, v, pad, bias, causal};
-      ASSERT_TRUE(fused_attention_available(q, k, v, dense, relative));
+      ASSERT_TRUE(fused_attention_available(q, k, v, ScoreBias{dense, relative}));
       std::vector<torch::Tensor> inputs{q, k, v};
       for (const auto& t : {dense, relative})
         if (t.defined()) inputs.push_back(t);
       auto weights = torch::randn({2, 3, 5, 8}, torch::kDouble);
-      auto fused = fused_attention_cpu(q, k, v, pad, KeyVisibility{causal}, dense, relative);
+      auto fused = fused_attention_cpu(q, k, v, pad, ScoreBias{dense, relative}, {KeyVisibility{causal}});
       auto reference = attention.reference_forward(in);
       EXPECT_LT(max_diff(fused, reference), 1e-12);
       auto g_fused = torch::autograd::grad({(fused * weights).sum()}, inputs);
@@ -139,7 +140,7 @@ TEST_F(Attention, FusedKernelAddsLogitBiasesWithTheirGradients) {
       for (size_t i = 0; i < inputs.size(); ++i) EXPECT_LT(max_diff(g_fused[i], g_ref[i]), 1e-12) << "input " << i;
       // the relative bias really moved the output
       if (relative.defined()) {
-        EXPECT_GT(max_diff(fused, fused_attention_cpu(q, k, v, pad, KeyVisibility{causal}, dense)), 1e-3);
+        EXPECT_GT(max_diff(fused, fused_attention_cpu(q, k, v, pad, ScoreBias{dense}, {KeyVisibility{causal}})), 1e-3);
       }
     }
   }
@@ -149,7 +150,8 @@ TEST_F(Attention, FusedKernelInFloatMatchesTheDefinition) {
   auto q = torch::randn({2, 4, 9, 16}), k = torch::randn({2, 4, 9, 16}), v = torch::randn({2, 4, 9, 16});
   AttentionInputs in{
       q, k, v, torch::tensor({{0, 0, 0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0, 0}}).to(torch::kBool), {}, true};
-  EXPECT_LT(max_diff(fused_attention_cpu(q, k, v, in.key_padding_mask, KeyVisibility{true}), reference(in)), 1e-5);
+  EXPECT_LT(max_diff(fused_attention_cpu(q, k, v, in.key_padding_mask, {}, {KeyVisibility{true}}), reference(in)),
+            1e-5);
 }
 
 // model.attention.kernel picks the path; every path applies the window and the sinks alike.
@@ -368,4 +370,34 @@ TEST_F(Attention, ContextualAttentionBlocksOfRowsAgree) {
   EXPECT_LT(
       max_diff(contextual_attention(in, 0.0, false, 1), SoftmaxAttention(AttentionOptions{}).reference_forward(in)),
       1e-5);
+}
+
+// The softmax backend's choice of computation, as a rule of the call's facts.
+TEST(SoftmaxPath, FollowsTheKernelSetting) {
+  using K = AttentionKernel;
+  using P = SoftmaxPath;
+  const SoftmaxCall cpu;  // every kernel fits
+  EXPECT_EQ(softmax_path(K::automatic, cpu), P::streaming);
+  EXPECT_EQ(softmax_path(K::streaming, cpu), P::streaming);
+  EXPECT_EQ(softmax_path(K::materialized, cpu), P::materialized);
+  EXPECT_EQ(softmax_path(K::chunked, cpu), P::chunked);
+  SoftmaxCall other = cpu;
+  other.dropout = true;
+  EXPECT_EQ(softmax_path(K::streaming, other), P::aten);
+  other.contextual = true;
+  EXPECT_EQ(softmax_path(K::streaming, other), P::contextual);
+  SoftmaxCall no_streaming = cpu;  // e.g. a bias the streaming kernel cannot take
+  no_streaming.streaming_fits = false;
+  EXPECT_EQ(softmax_path(K::automatic, no_streaming), P::materialized);
+  EXPECT_EQ(softmax_path(K::streaming, no_streaming), P::aten);
+  SoftmaxCall gpu;
+  gpu.on_cpu = gpu.streaming_fits = gpu.materialized_fits = false;
+  gpu.scores = AttentionChunks{}.budget;
+  EXPECT_EQ(softmax_path(K::automatic, gpu), P::aten);
+  gpu.scores += 1;
+  EXPECT_EQ(softmax_path(K::automatic, gpu), P::chunked);
+  EXPECT_EQ(softmax_path(K::streaming, gpu), P::chunked);
+  EXPECT_EQ(softmax_path(K::materialized, gpu), P::aten);
+  gpu.chunked_fits = false;
+  EXPECT_EQ(softmax_path(K::chunked, gpu), P::aten);
 }

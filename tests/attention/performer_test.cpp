@@ -3,6 +3,7 @@
 #include "ropelab/attention/performer.h"
 
 #include "../test_util.h"
+#include "ropelab/attention/softmax.h"
 #include "ropelab/config/config.h"
 #include "ropelab/run/checkpoint.h"
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "../test_util.h"
+#include "ropelab/attention/softmax.h"
 #include "ropelab/position/position_traits.h"
 
 using namespace ropelab;

@@ -4,6 +4,7 @@
 // scripts/gpu_check.sh runs them on a machine with a GPU.
 #include "../test_util.h"
 #include "ropelab/attention/performer.h"
+#include "ropelab/attention/softmax.h"
 #include "ropelab/config/config.h"
 #include "ropelab/ops/attention/chunked_attention.h"
 #include "ropelab/ops/rotary/rotary.h"
@@ -121,9 +122,9 @@ TEST_P(ChunkedAttentionOnDevice, MatchesTheDoubleReferenceWithBiasesAndGradients
     if (!reference) {
       EXPECT_EQ(attention.path(in), on.is_cpu() ? SoftmaxAttention::Path::streaming : SoftmaxAttention::Path::chunked);
     }
-    const auto out = reference ? attention.reference_forward(in)
-                               : chunked_attention(in.q, in.k, in.v, in.key_padding_mask, {true, 9, 2}, {},
-                                                   bias.relative, bias.fire, {5, 7, 1 << 24});
+    const auto out =
+        reference ? attention.reference_forward(in)
+                  : chunked_attention(in.q, in.k, in.v, in.key_padding_mask, bias, {{true, 9, 2}, {}, {5, 7, 1 << 24}});
     for (const auto& p : fire->parameters()) leaves.push_back(p);
     auto grads = torch::autograd::grad({(out * w.to(on, type)).sum()}, leaves);
     std::vector<torch::Tensor> result{out.detach().cpu().to(torch::kDouble)};

@@ -41,7 +41,7 @@ TEST_P(FusedAttentionKernel, MatchesTheAtenFormulaWithGradients) {
       auto pad =
           padded ? torch::tensor({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 1, 0, 0, 0, 0}}).to(torch::kBool) : torch::Tensor();
       auto w = torch::randn({2, 3, 5, 8}, dtype);
-      auto fused = fused_attention_cpu(q, k, v, pad, KeyVisibility{causal});
+      auto fused = fused_attention_cpu(q, k, v, pad, {}, {KeyVisibility{causal}});
       auto expected = attention_reference(q, k, v, pad, causal);
       EXPECT_LT(max_diff(fused, expected), tol);
       auto g = torch::autograd::grad({(fused * w).sum()}, {qkv})[0];

@@ -222,22 +222,18 @@ class StreamingAttentionKernel : public ropelab::testing::KernelTest {
     ASSERT_EQ(inputs.size(), golden_inputs.size());
 
     const KeyVisibility vis{c.causal, c.window, c.sinks};
-    ASSERT_TRUE(streaming_attention_available(q, k, v, bias.dense, bias.relative, bias.fire, bias.forget));
-    ASSERT_TRUE(chunked_attention_available(q, k, v, bias.dense, bias.relative, bias.fire, bias.forget));
-    auto streaming =
-        streaming_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative, c.tiles, bias.fire, bias.forget);
+    const ScoreBias score{bias.dense, bias.relative, bias.fire, bias.forget};
+    ASSERT_TRUE(streaming_attention_available(q, k, v, score));
+    ASSERT_TRUE(chunked_attention_available(q, k, v, score));
+    auto streaming = streaming_attention_cpu(q, k, v, pad, score, {vis, c.tiles});
     // the chunked form: in the case's tile sizes, or (default tiles) with the query chunk
     // taken from a small budget, so that every case has several chunks each way
     const bool default_tiles = c.tiles.queries == StreamingTiles{}.queries && c.tiles.keys == StreamingTiles{}.keys;
     const AttentionChunks chunks =
         default_tiles ? AttentionChunks{0, 128, 4096} : AttentionChunks{c.tiles.queries, c.tiles.keys, 1 << 24};
-    auto chunked = chunked_attention(q, k, v, pad, vis, bias.dense, bias.relative, bias.fire, chunks, bias.forget);
-    auto materialized =
-        bias.fire.defined() ? fused_attention_cpu(q, k, v, pad, vis, fire_tile_bias_dense(bias.fire, s.Tq, s.Tk))
-        : bias.forget.defined()
-            ? fused_attention_cpu(q, k, v, pad, vis,
-                                  bias.forget.narrow(2, s.Tk - s.Tq, s.Tq).unsqueeze(-1) - bias.forget.unsqueeze(-2))
-            : fused_attention_cpu(q, k, v, pad, vis, bias.dense, bias.relative);
+    auto chunked = chunked_attention(q, k, v, pad, score, {vis, {}, chunks});
+    // the materialized kernel takes FIRE and the forget gate as one dense bias (ScoreBias::to_dense)
+    auto materialized = fused_attention_cpu(q, k, v, pad, score, {vis});
     auto gold = golden(q.to(torch::kDouble), k.to(torch::kDouble), v.to(torch::kDouble),
                        bias.golden.defined() ? bias.golden.to(torch::kDouble) : torch::Tensor(),
                        hidden_mask(s, pad, c.causal, c.window, c.sinks));
@@ -335,10 +331,10 @@ TEST_P(StreamingAttentionKernel, ForgetGateStaysExactFarAlongTheSequence) {
     const auto gold = golden(q.to(torch::kDouble), k.to(torch::kDouble), v.to(torch::kDouble),
                              c.unsqueeze(-1) - c.unsqueeze(-2), hidden_mask({B, H, T, T, Dh}, {}, true, 0, 0));
     const KeyVisibility causal{true};
-    EXPECT_LT(max_diff(streaming_attention_cpu(q, k, v, {}, causal, {}, {}, {8, 16}, {}, forget), gold), 1e-5)
-        << offset;
-    EXPECT_LT(max_diff(chunked_attention(q, k, v, {}, causal, {}, {}, {}, {8, 16, 1 << 20}, forget), gold), 1e-5)
-        << offset;
+    ScoreBias bias;
+    bias.forget = forget;
+    EXPECT_LT(max_diff(streaming_attention_cpu(q, k, v, {}, bias, {causal, {8, 16}}), gold), 1e-5) << offset;
+    EXPECT_LT(max_diff(chunked_attention(q, k, v, {}, bias, {causal, {}, {8, 16, 1 << 20}}), gold), 1e-5) << offset;
   }
 }
 
@@ -348,19 +344,19 @@ TEST_P(StreamingAttentionKernel, KeysBeyondTheWindowChangeNothing) {
   auto q = torch::randn({1, 2, T, 8}, options()), k = torch::randn({1, 2, T, 8}, options()),
        v = torch::randn({1, 2, T, 8}, options());
   const KeyVisibility vis{true, W, S};
-  auto before = streaming_attention_cpu(q, k, v, {}, vis, {}, {}, {8, 8});
+  auto before = streaming_attention_cpu(q, k, v, {}, {}, {vis, {8, 8}});
   // keys [S, 20) are outside the windows of queries 20 + W - 1 = 26 and later
   auto k2 = k.clone(), v2 = v.clone();
   k2.narrow(2, S, 20 - S).normal_();
   v2.narrow(2, S, 20 - S).normal_();
-  auto after = streaming_attention_cpu(q, k2, v2, {}, vis, {}, {}, {8, 8});
+  auto after = streaming_attention_cpu(q, k2, v2, {}, {}, {vis, {8, 8}});
   EXPECT_EQ(max_diff(before.narrow(2, 26, T - 26), after.narrow(2, 26, T - 26)), 0.0);
   EXPECT_GT(max_diff(before.narrow(2, 0, 26), after.narrow(2, 0, 26)), 1e-3);  // earlier queries do see them
   // the sinks stay visible: changing key 0 changes the last query
   auto k3 = k.clone();
   k3.narrow(2, 0, 1).normal_();
   EXPECT_GT(max_diff(before.narrow(2, T - 1, 1),
-                     streaming_attention_cpu(q, k3, v, {}, vis, {}, {}, {8, 8}).narrow(2, T - 1, 1)),
+                     streaming_attention_cpu(q, k3, v, {}, {}, {vis, {8, 8}}).narrow(2, T - 1, 1)),
             1e-4);
 }
 
@@ -380,7 +376,9 @@ TEST(StreamingAttention, GradientsMatchFiniteDifferences) {
   const KeyVisibility vis{true, 5, 1};
   auto w = torch::randn({2, 2, 9, 4}, opts);
   auto f = [&](const std::vector<torch::Tensor>& x) {
-    return (streaming_attention_cpu(x[0], x[1], x[2], pad, vis, {}, x[3], {4, 3}) * w).sum();
+    ScoreBias bias;
+    bias.relative = x[3];
+    return (streaming_attention_cpu(x[0], x[1], x[2], pad, bias, {vis, {4, 3}}) * w).sum();
   };
   std::vector<torch::Tensor> x{q, k, v, table};
   std::vector<torch::Tensor> leaves;
@@ -405,7 +403,7 @@ TEST(StreamingAttention, RowsWithoutVisibleKeysGiveZero) {
        v = torch::randn({2, 1, 5, 8});
   auto pad = torch::zeros({2, 5}, torch::kBool);
   pad[0].fill_(true);
-  auto out = streaming_attention_cpu(q, k, v, pad, KeyVisibility{true}, {}, {}, {2, 2});
+  auto out = streaming_attention_cpu(q, k, v, pad, {}, {KeyVisibility{true}, {2, 2}});
   EXPECT_EQ(out[0].abs().max().item<double>(), 0.0);
   EXPECT_GT(out[1].abs().max().item<double>(), 0.0);
   auto g = torch::autograd::grad({out.sum()}, {q})[0];
@@ -416,13 +414,15 @@ TEST(StreamingAttention, RowsWithoutVisibleKeysGiveZero) {
 TEST(StreamingAttention, RejectsWhatItCannotRun) {
   auto q = torch::randn({1, 1, 4, 8});
   EXPECT_FALSE(streaming_attention_available(q.to(torch::kBFloat16), q.to(torch::kBFloat16), q.to(torch::kBFloat16)));
-  EXPECT_FALSE(streaming_attention_available(q, q, q, {}, torch::randn({1, 6})));  // needs Tq + Tk - 1 = 7 columns
-  EXPECT_TRUE(streaming_attention_available(q, q, q, {}, {}, {}, torch::randn({1, 1, 4})));
-  EXPECT_FALSE(streaming_attention_available(q, q, q, {}, {}, {}, torch::randn({1, 1, 5})));  // one value per key
-  EXPECT_FALSE(streaming_attention_available(q, q.narrow(2, 0, 3), q.narrow(2, 0, 3), {}, {}, {},
-                                             torch::randn({1, 1, 3})));  // a query without a key
+  auto relative = [](torch::Tensor t) { return ScoreBias{{}, std::move(t)}; };
+  auto forget = [](torch::Tensor t) { return ScoreBias{{}, {}, {}, std::move(t)}; };
+  EXPECT_FALSE(streaming_attention_available(q, q, q, relative(torch::randn({1, 6}))));  // needs Tq + Tk - 1 = 7
+  EXPECT_TRUE(streaming_attention_available(q, q, q, forget(torch::randn({1, 1, 4}))));
+  EXPECT_FALSE(streaming_attention_available(q, q, q, forget(torch::randn({1, 1, 5}))));  // one value per key
+  EXPECT_FALSE(streaming_attention_available(q, q.narrow(2, 0, 3), q.narrow(2, 0, 3),
+                                             forget(torch::randn({1, 1, 3}))));  // a query without a key
   EXPECT_NE(ropelab::testing::error_of([&] {
-              streaming_attention_cpu(q, q, q, {}, KeyVisibility{}, {}, {}, {0, 4});
+              streaming_attention_cpu(q, q, q, {}, {}, {KeyVisibility{}, {0, 4}});
             }).find("tile sizes must be positive, got 0 x 4"),
             std::string::npos);
 }
@@ -432,15 +432,15 @@ TEST(ChunkedAttention, RejectsWhatItCannotRun) {
   const auto half = q.to(torch::kBFloat16);
   EXPECT_TRUE(chunked_attention_available(q, q, q));
   EXPECT_FALSE(chunked_attention_available(half, half, half));
-  EXPECT_FALSE(chunked_attention_available(q, q, q, {}, torch::randn({1, 6})));        // needs Tq + Tk - 1 = 7 columns
-  EXPECT_FALSE(chunked_attention_available(q, q[0].unsqueeze(0), q[0].unsqueeze(0)));  // k of another batch
+  EXPECT_FALSE(chunked_attention_available(q, q, q, ScoreBias{{}, torch::randn({1, 6})}));  // needs Tq + Tk - 1 = 7
+  EXPECT_FALSE(chunked_attention_available(q, q[0].unsqueeze(0), q[0].unsqueeze(0)));       // k of another batch
   EXPECT_FALSE(chunked_attention_available(q, q, q.to(torch::kDouble)));
   EXPECT_NE(ropelab::testing::error_of([&] {
-              chunked_attention(q, q, q, {}, KeyVisibility{}, {}, {}, {}, {4, 0});
+              chunked_attention(q, q, q, {}, {}, {KeyVisibility{}, {}, {4, 0}});
             }).find("chunk sizes must be positive, got 4 x 0"),
             std::string::npos);
   EXPECT_NE(ropelab::testing::error_of([&] {
-              chunked_attention(half, half, half, {}, KeyVisibility{});
+              chunked_attention(half, half, half, {});
             }).find("chunked_attention: needs float or double q, k, v"),
             std::string::npos);
 }

@@ -10,9 +10,8 @@
 #include <string>
 #include <utility>
 
-#include "ropelab/ops/attention/chunked_attention.h"
-#include "ropelab/ops/attention/fire_tile_bias.h"
-#include "ropelab/ops/attention/streaming_attention.h"
+#include "ropelab/ops/attention/kernel_options.h"
+#include "ropelab/ops/attention/score_bias.h"
 
 namespace ropelab {
 
@@ -28,7 +27,7 @@ enum class AttentionType { softmax, performer };
 /// reference) or by ATen ops elsewhere. `automatic` ("auto"): the streaming kernel on the
 /// CPU; on other devices the chunked form when one call's scores (B x H x Tq x Tk) exceed one
 /// chunk (AttentionChunks::budget), ATen ops otherwise. Attention dropout in training and
-/// other dtypes take the ATen path (SoftmaxAttention::reference_forward) under any setting.
+/// other dtypes take the ATen path (SoftmaxAttention::reference_forward; attention/softmax.h) under any setting.
 enum class AttentionKernel { automatic, streaming, chunked, materialized };
 
 /// Where a causal sliding window with sinks places positions. `cache`: as StreamingLLM
@@ -68,29 +67,17 @@ struct AttentionOptions {
   TORCH_ARG(StreamingTiles, tiles);
 };
 
-/// An additive attention-logit bias from a position encoder, in one of two forms:
-///   dense     broadcastable to (B, H, Tq, Tk)
-///   relative  (H, Tq + Tk - 1) for a bias of key_pos - query_pos alone, query i aligned
-///             with key i + (Tk - Tq): query i and key j get relative[h][j - i + Tq - 1].
-///             O(H T) memory where the dense form needs O(H T^2).
-///   fire      FIRE's factored form (ops/attention/fire_tile_bias.h), O(T + H K) memory.
-///   forget    a forget gate's cumulative log values c (B, H, Tk), Tq <= Tk (Lin et al. 2025):
-///             query i, aligned with key a = i + Tk - Tq, and key j get c[a] - c[j], the sum
-///             of log f_l over l in (j, a]; made per layer by its attention, O(H T) memory.
-/// Forms set together are summed. `sinks` (1|B, H, Tq, S) is the bias of each query, at its
-/// cache position, to the S sinks (WindowPositions::cache), which replaces the other forms'
-/// bias for the sinks a query sees beyond its window; set only with sinks at cache positions.
-struct LogitBias {
-  LogitBias(torch::Tensor dense = {}) : dense(std::move(dense)) {}  // NOLINT: a dense bias converts
+/// An additive attention-logit bias from a position encoder: the kernels' ScoreBias
+/// (ops/attention/score_bias.h: dense, relative table, FIRE's factored form, a forget gate's
+/// cumulative log values, summed where several are set), and `sinks` (1|B, H, Tq, S), the
+/// bias of each query, at its cache position, to the S sinks (WindowPositions::cache), which
+/// replaces the other forms' bias for the sinks a query sees beyond its window; set only with
+/// sinks at cache positions.
+struct LogitBias : ScoreBias {
+  LogitBias(torch::Tensor dense = {}) : ScoreBias(std::move(dense)) {}  // NOLINT: a dense bias converts
   static LogitBias relative_table(torch::Tensor table);
   static LogitBias factored(FireTileBias fire);
-  torch::Tensor dense, relative;
-  FireTileBias fire;
-  torch::Tensor forget;
   torch::Tensor sinks;
-  bool defined() const { return dense.defined() || relative.defined() || fire.defined() || forget.defined(); }
-  /// The bias (every form set, summed) as a tensor broadcastable to (B, H, Tq, Tk).
-  torch::Tensor to_dense(int64_t tq, int64_t tk) const;
 };
 
 /// Everything a backend needs for one call. Query i is aligned with key i + (Tk - Tq),
@@ -167,39 +154,6 @@ class AttentionBackendImpl : public torch::nn::Module {
 
 using AttentionBackend = std::shared_ptr<AttentionBackendImpl>;
 
-/// Scaled dot-product attention (Vaswani et al. 2017, 3.2.1):
-/// softmax(Q K^T / sqrt(Dh) + bias, masked) V, with dropout on the probabilities.
-/// Without active attention dropout it runs the kernel AttentionOptions::kernel picks
-/// (AttentionKernel); otherwise reference_forward's ATen ops.
-class SoftmaxAttention : public AttentionBackendImpl {
- public:
-  explicit SoftmaxAttention(const AttentionOptions& options);
-  /// Which computation forward() takes for `inputs`: the streaming or the materialized
-  /// CPU kernel, the chunked form (any device), the ATen path, or CoPE's blocks of rows
-  /// (attention/contextual.h, whenever inputs.contextual is set).
-  enum class Path { streaming, chunked, materialized, aten, contextual };
-  Path path(const AttentionInputs& inputs) const;
-  torch::Tensor forward(const AttentionInputs& inputs) override;
-  bool accepts_logit_bias() const override { return true; }
-  /// The same computation with ATen ops (any device, bias, dropout).
-  torch::Tensor reference_forward(const AttentionInputs& inputs);
-  /// The output and each row's log-sum-exp of its visible logits (B, H, Tq) (a huge value, or
-  /// float's lowest, for a row that sees no key), by the kernel path() picks where it gives
-  /// one (the streaming kernel without gradient, else the chunked form), else ATen ops.
-  std::pair<torch::Tensor, torch::Tensor> forward_lse(const AttentionInputs& inputs);
-
- private:
-  /// Sinks at cache positions (AttentionInputs::sinks_at_cache_positions): the window's keys
-  /// by forward_lse, the sinks beyond each query's window by ATen ops, and the two parts of one
-  /// softmax merged by their log-sum-exps, which is exact (the key sets are disjoint).
-  torch::Tensor forward_sinks_at_cache_positions(const AttentionInputs& inputs);
-  std::pair<torch::Tensor, torch::Tensor> reference(const AttentionInputs& inputs, bool lse);
-
-  double dropout_;
-  AttentionKernel kernel_;
-  StreamingTiles tiles_;
-};
-
 /// The configured backend for heads of dimension `head_dim`.
 AttentionBackend make_attention_backend(const AttentionOptions& options, int64_t head_dim);
 
@@ -232,8 +186,12 @@ torch::Tensor visibility_mask(int64_t tq, int64_t tk, bool causal, int64_t windo
 
 std::string to_string(AttentionType type);
 AttentionType parse_attention_type(const std::string& name);
+/// "softmax | performer": the valid spellings, for messages.
+std::string attention_type_choices();
 std::string to_string(AttentionKernel kernel);
 AttentionKernel parse_attention_kernel(const std::string& name);
+/// "auto | streaming | chunked | materialized".
+std::string attention_kernel_choices();
 std::string to_string(WindowPositions positions);
 WindowPositions parse_window_positions(const std::string& name);
 

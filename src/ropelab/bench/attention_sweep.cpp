@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ropelab/attention/softmax.h"
+
 namespace ropelab {
 
 namespace {
@@ -32,15 +34,26 @@ std::string shell_word(const std::string& word) {
 }  // namespace
 
 AttentionVariant parse_attention_variant(const std::string& name) {
-  if (name == "streaming") return {name, AttentionType::softmax, AttentionKernel::streaming};
-  if (name == "materialized") return {name, AttentionType::softmax, AttentionKernel::materialized};
-  if (name == "chunked") return {name, AttentionType::softmax, AttentionKernel::chunked};
   try {
     return {name, parse_attention_type(name), AttentionKernel::automatic};
   } catch (const std::exception&) {
-    throw std::runtime_error("bench attention: unknown variant '" + name +
-                             "' (softmax, performer, streaming, chunked, materialized)");
   }
+  try {
+    return {name, AttentionType::softmax, parse_attention_kernel(name)};
+  } catch (const std::exception&) {
+    throw std::runtime_error("bench attention: unknown variant '" + name + "' (a backend: " + attention_type_choices() +
+                             "; or a softmax kernel: " + attention_kernel_choices() + ")");
+  }
+}
+
+bool variant_materializes(const AttentionVariant& variant, const AttentionBenchOptions& o, int64_t length,
+                          const torch::Device& device) {
+  if (variant.type != AttentionType::softmax) return false;
+  SoftmaxCall call;  // float32 operands every kernel takes, on `device`
+  call.on_cpu = call.streaming_fits = call.materialized_fits = device.is_cpu();
+  call.scores = o.batch * o.heads * length * length;
+  const auto path = softmax_path(variant.kernel, call);
+  return path == SoftmaxPath::materialized || path == SoftmaxPath::aten;
 }
 
 std::string sweep_bias_error(const AttentionVariant (&variants)[2], BenchBias bias) {
@@ -85,10 +98,7 @@ void sweep_attention(const AttentionBenchOptions& o, const AttentionVariant (&va
         // chunked form (FIRE per tile included) or the Performer, one more for FIRE's dense bias where the kernel
         // materializes. Skip what cannot fit.
         const double square = 4.0 * static_cast<double>(o.batch * o.heads) * static_cast<double>(T * T);
-        const bool materializes = variant.type == AttentionType::softmax &&
-                                  (variant.kernel == AttentionKernel::materialized ||
-                                   (!device.is_cpu() && variant.kernel != AttentionKernel::chunked &&
-                                    variant.kernel != AttentionKernel::streaming));
+        const bool materializes = variant_materializes(variant, o, T, device);
         const double need = square * ((materializes ? (o.backward ? 3.0 : 1.0) : 0.0) +
                                       (o.bias == BenchBias::fire && materializes ? (o.backward ? 2.0 : 1.0) : 0.0));
         if (device.is_cpu() && need > 0.6 * available_memory_bytes()) continue;

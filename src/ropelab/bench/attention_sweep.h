@@ -12,14 +12,20 @@
 
 namespace ropelab {
 
-/// One side of a sweep: an attention backend type, or the softmax backend with one CPU
-/// kernel. Names: softmax, performer, streaming, materialized.
+/// One side of a sweep: an attention backend type (softmax, performer), or the softmax
+/// backend with one kernel (auto, streaming, chunked, materialized).
 struct AttentionVariant {
   std::string name;
   AttentionType type = AttentionType::softmax;
   AttentionKernel kernel = AttentionKernel::automatic;
 };
 AttentionVariant parse_attention_variant(const std::string& name);
+
+/// Whether `variant` holds (B, H, T, T) scores for a case of `length` on `device`: the
+/// softmax backend's path (softmax_path) for `options`'s float32 operands is the
+/// materialized kernel or ATen ops.
+bool variant_materializes(const AttentionVariant& variant, const AttentionBenchOptions& options, int64_t length,
+                          const torch::Device& device);
 
 /// Why `bias` cannot be swept over `variants`, "" when it can: a logit bias needs the
 /// softmax backend on both sides (the Performer has no logits to add it to).

@@ -121,15 +121,16 @@ struct Chunked {
   }
 };
 
-Chunked chunked_of(const torch::Tensor& q, const torch::Tensor& k, const KeyVisibility& vis,
-                   const AttentionChunks& chunks, const std::vector<torch::Tensor>& parts) {
+Chunked chunked_of(const torch::Tensor& q, const torch::Tensor& k, const KernelOptions& options,
+                   const AttentionExtras& x) {
   Chunked c;
-  c.B = q.size(0), c.H = q.size(1), c.Tq = q.size(2), c.Tk = k.size(2), c.Dh = q.size(3), c.vis = vis;
+  c.B = q.size(0), c.H = q.size(1), c.Tq = q.size(2), c.Tk = k.size(2), c.Dh = q.size(3), c.vis = options.visibility;
   c.device = q.device();
   c.scale = 1.0 / std::sqrt(static_cast<double>(c.Dh));
-  c.pad = parts[0], c.dense = parts[1], c.relative = parts[2];
-  c.psi = parts[3], c.inv_norm = parts[4], c.w1 = parts[5], c.b1 = parts[6], c.w2 = parts[7], c.b2 = parts[8];
-  c.forget = parts[9];
+  c.pad = x.pad, c.dense = x.dense, c.relative = x.relative;
+  c.psi = x.psi, c.inv_norm = x.inv_norm, c.w1 = x.w1, c.b1 = x.b1, c.w2 = x.w2, c.b2 = x.b2;
+  c.forget = x.forget;
+  const auto& chunks = options.chunks;
   const int64_t width = std::max(c.B * c.H, c.fire() ? c.w1.numel() : 0);
   c.ck = std::max<int64_t>(1, std::min(chunks.keys, c.Tk));
   c.cq = std::max<int64_t>(1, chunk_queries(chunks, width, c.Tq, c.Tk));
@@ -170,17 +171,15 @@ void fire_backward(const Chunked& c, const torch::Tensor& g, int64_t i0, int64_t
 
 class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
  public:
-  /// pad, dense, relative, FIRE's psi, inv_norm, w1, b1, w2, b2 and forget: empty when absent.
-  /// -> the output (B, H, Tq, Dh) and each row's log-sum-exp (B, H, Tq), both differentiable.
+  /// pad, dense, relative, FIRE's psi, inv_norm, w1, b1, w2, b2 and forget (AttentionExtras):
+  /// empty when absent. -> the output (B, H, Tq, Dh) and each row's log-sum-exp (B, H, Tq),
+  /// both differentiable.
   static torch::autograd::variable_list forward(
       torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
       const torch::Tensor& pad, const torch::Tensor& dense, const torch::Tensor& relative, const torch::Tensor& psi,
       const torch::Tensor& inv_norm, const torch::Tensor& w1, const torch::Tensor& b1, const torch::Tensor& w2,
-      const torch::Tensor& b2, const torch::Tensor& forget, bool causal, int64_t window, int64_t sinks,
-      int64_t chunk_queries, int64_t chunk_keys, int64_t budget) {
-    const KeyVisibility vis{causal, window, sinks};
-    const AttentionChunks chunks{chunk_queries, chunk_keys, budget};
-    const auto c = chunked_of(q, k, vis, chunks, {pad, dense, relative, psi, inv_norm, w1, b1, w2, b2, forget});
+      const torch::Tensor& b2, const torch::Tensor& forget, const KernelOptions& options) {
+    const auto c = chunked_of(q, k, options, {pad, dense, relative, psi, inv_norm, w1, b1, w2, b2, forget});
     auto out = torch::empty({c.B, c.H, c.Tq, c.Dh}, q.options());
     auto lse = torch::empty({c.B, c.H, c.Tq, 1}, q.options());
     c.for_query_chunks([&](int64_t i0, int64_t rows) {
@@ -202,24 +201,16 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
       out.narrow(2, i0, rows).copy_(acc / torch::where(seen, l, torch::ones_like(l)));
       lse.narrow(2, i0, rows).copy_(torch::where(seen, m + l.log(), torch::full_like(m, -kHidden)));
     });
-    ctx->save_for_backward({q, k, v, pad, dense, relative, out, lse, psi, inv_norm, w1, b1, w2, b2, forget});
-    save_visibility(ctx, vis);
-    ctx->saved_data["chunk_queries"] = chunk_queries;
-    ctx->saved_data["chunk_keys"] = chunk_keys;
-    ctx->saved_data["budget"] = budget;
+    ctx->save_for_backward({q, k, v, out, lse, pad, dense, relative, psi, inv_norm, w1, b1, w2, b2, forget});
+    save_kernel_options(ctx, options);
     return {out, lse.squeeze(-1)};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const auto &q = saved[0], &k = saved[1], &v = saved[2], &out = saved[6], &lse = saved[7];
-    const KeyVisibility vis = saved_visibility(ctx);
-    const AttentionChunks chunks{ctx->saved_data["chunk_queries"].toInt(), ctx->saved_data["chunk_keys"].toInt(),
-                                 ctx->saved_data["budget"].toInt()};
-    const auto c = chunked_of(
-        q, k, vis, chunks,
-        {saved[3], saved[4], saved[5], saved[8], saved[9], saved[10], saved[11], saved[12], saved[13], saved[14]});
+    const auto &q = saved[0], &k = saved[1], &v = saved[2], &out = saved[3], &lse = saved[4];
+    const auto c = chunked_of(q, k, saved_kernel_options(ctx), AttentionExtras::saved(saved, 5));
     const auto grad_out = grads[0].defined() ? grads[0] : torch::zeros_like(out);
     auto dq = torch::zeros({c.B, c.H, c.Tq, c.Dh}, q.options());
     auto dk = torch::zeros({c.B, c.H, c.Tk, c.Dh}, q.options());
@@ -269,7 +260,7 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
     torch::autograd::variable_list result{dq, dk, dv, torch::Tensor(), d_dense, d_relative};
     for (size_t i = 0; i < 6; ++i) result.push_back(d_fire.empty() ? torch::Tensor() : d_fire[i]);
     result.push_back(d_forget);
-    result.resize(19);  // no gradient for the flags and sizes
+    result.emplace_back();  // the options
     return result;
   }
 };
@@ -277,12 +268,10 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
 }  // namespace
 
 bool chunked_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                 const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-                                 const FireTileBias& fire, const torch::Tensor& forget) {
+                                 const ScoreBias& bias) {
   const auto type = q.scalar_type();
-  return (type == torch::kFloat || type == torch::kDouble) &&
-         attention_operands_fit(q, k, v, dense_bias, relative_bias, fire, forget) && k.size(0) == q.size(0) &&
-         k.size(1) == q.size(1) && k.size(3) == q.size(3) && v.sizes() == k.sizes();
+  return (type == torch::kFloat || type == torch::kDouble) && attention_operands_fit(q, k, v, bias) &&
+         k.size(0) == q.size(0) && k.size(1) == q.size(1) && k.size(3) == q.size(3) && v.sizes() == k.sizes();
 }
 
 int64_t chunk_queries(const AttentionChunks& chunks, int64_t batch_heads, int64_t tq, int64_t tk) {
@@ -308,35 +297,23 @@ torch::Tensor hidden_keys(const KeyVisibility& visibility, int64_t tq, int64_t t
   return hidden;
 }
 
-std::pair<torch::Tensor, torch::Tensor> chunked_attention_lse(
-    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_padding_mask,
-    const KeyVisibility& visibility, const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-    const FireTileBias& fire, const AttentionChunks& chunks, const torch::Tensor& forget) {
-  TORCH_CHECK(chunked_attention_available(q, k, v, dense_bias, relative_bias, fire, forget),
-              "chunked_attention: needs float or double q, k, v (B, H, T, Dh) on one device and biases of their ",
-              "type, device and shape; got q ", q.sizes(), " ", q.scalar_type(), " on ", q.device());
-  TORCH_CHECK(chunks.queries >= 0 && chunks.keys > 0 && chunks.budget > 0,
-              "chunked_attention: chunk sizes must be positive, got ", chunks.queries, " x ", chunks.keys, " within ",
-              chunks.budget);
-  TORCH_CHECK(visibility.window >= 0 && visibility.sinks >= 0, "chunked_attention: window and sinks must be >= 0, got ",
-              visibility.window, " and ", visibility.sinks);
-  TORCH_CHECK(!key_padding_mask.defined() || (key_padding_mask.dim() == 2 && key_padding_mask.size(0) == q.size(0) &&
-                                              key_padding_mask.size(1) == k.size(2)),
-              "chunked_attention: key_padding_mask must be (B, Tk) = (", q.size(0), ", ", k.size(2), "), got ",
-              key_padding_mask.sizes());
-  const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias, fire, forget);
+std::pair<torch::Tensor, torch::Tensor> chunked_attention_lse(const torch::Tensor& q, const torch::Tensor& k,
+                                                              const torch::Tensor& v,
+                                                              const torch::Tensor& key_padding_mask,
+                                                              const ScoreBias& bias, const KernelOptions& options) {
+  check_kernel_call("chunked_attention", chunked_attention_available(q, k, v, bias),
+                    "float or double q, k, v (B, H, T, Dh) on one device and biases of their type, device and shape", q,
+                    k, key_padding_mask, options);
+  const auto x = AttentionExtras::of(q, key_padding_mask, bias);
   auto outputs = ChunkedAttention::apply(q, k, v, x.pad, x.dense, x.relative, x.psi, x.inv_norm, x.w1, x.b1, x.w2, x.b2,
-                                         x.forget, visibility.causal, visibility.window, visibility.sinks,
-                                         chunks.queries, chunks.keys, chunks.budget);
+                                         x.forget, options);
   return {outputs[0], outputs[1]};
 }
 
 torch::Tensor chunked_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
-                                const torch::Tensor& dense_bias, const torch::Tensor& relative_bias,
-                                const FireTileBias& fire, const AttentionChunks& chunks, const torch::Tensor& forget) {
-  return chunked_attention_lse(q, k, v, key_padding_mask, visibility, dense_bias, relative_bias, fire, chunks, forget)
-      .first;
+                                const torch::Tensor& key_padding_mask, const ScoreBias& bias,
+                                const KernelOptions& options) {
+  return chunked_attention_lse(q, k, v, key_padding_mask, bias, options).first;
 }
 
 }  // namespace ropelab

@@ -20,26 +20,16 @@
 
 #include <utility>
 
-#include "ropelab/ops/attention/fire_tile_bias.h"
-#include "ropelab/ops/attention/key_visibility.h"
+#include "ropelab/ops/attention/kernel_options.h"
+#include "ropelab/ops/attention/score_bias.h"
 
 namespace ropelab {
 
-/// Chunk sizes: key positions per chunk, and query positions per chunk, or 0 for as many as
-/// keep one chunk within `budget` elements (over batch rows x heads, or FIRE's hidden units
-/// when there are more of those).
-struct AttentionChunks {
-  int64_t queries = 0;
-  int64_t keys = 1024;
-  int64_t budget = int64_t{1} << 24;  // 64 MiB of fp32 scores
-};
-
 /// Whether the chunked form can run: q, k, v (B, H, T, Dh) of float or double on one device,
-/// k and v of q's batch and heads, biases of q's type and device in the shapes of
-/// operands.h.
+/// k and v of q's batch and heads, and a bias of q's type and device in the shapes of
+/// score_bias.h.
 bool chunked_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                 const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-                                 const FireTileBias& fire = {}, const torch::Tensor& forget = {});
+                                 const ScoreBias& bias = {});
 
 /// The query positions per chunk for `batch_heads` = B x H (or FIRE's hidden units, if more).
 int64_t chunk_queries(const AttentionChunks& chunks, int64_t batch_heads, int64_t tq, int64_t tk);
@@ -51,23 +41,21 @@ torch::Tensor hidden_keys(const KeyVisibility& visibility, int64_t tq, int64_t t
                           int64_t cols, const torch::Device& device);
 
 /// As streaming_attention_cpu (streaming_attention.h), on q's device: q (B, H, Tq, Dh), k and
-/// v (B, H, Tk, Dh); key_padding_mask (B, Tk) true at padded keys, or undefined; dense_bias
-/// (1|B, H, Tq, Tk), relative_bias (H, Tq + Tk - 1), `fire` and `forget` (B, H, Tk), each
-/// optional, added to the scaled logits. Differentiable in q, k, v and every bias tensor.
-/// -> (B, H, Tq, Dh)
+/// v (B, H, Tk, Dh); key_padding_mask (B, Tk) true at padded keys, or undefined; `bias`
+/// (score_bias.h) added to the scaled logits; of `options` the visibility and the chunks.
+/// Differentiable in q, k, v and every bias tensor. -> (B, H, Tq, Dh)
 torch::Tensor chunked_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
-                                const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-                                const FireTileBias& fire = {}, const AttentionChunks& chunks = {},
-                                const torch::Tensor& forget = {});
+                                const torch::Tensor& key_padding_mask, const ScoreBias& bias = {},
+                                const KernelOptions& options = {});
 
 /// chunked_attention, also giving each row's log-sum-exp of its visible logits (B, H, Tq),
 /// +float max for a row that sees no key; the output and the log-sum-exp are both
 /// differentiable, so that attention over disjoint key sets merges exactly (the window and
-/// the sinks of attention/backend.h).
-std::pair<torch::Tensor, torch::Tensor> chunked_attention_lse(
-    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_padding_mask,
-    const KeyVisibility& visibility, const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-    const FireTileBias& fire = {}, const AttentionChunks& chunks = {}, const torch::Tensor& forget = {});
+/// the sinks of attention/softmax.h).
+std::pair<torch::Tensor, torch::Tensor> chunked_attention_lse(const torch::Tensor& q, const torch::Tensor& k,
+                                                              const torch::Tensor& v,
+                                                              const torch::Tensor& key_padding_mask,
+                                                              const ScoreBias& bias = {},
+                                                              const KernelOptions& options = {});
 
 }  // namespace ropelab

@@ -168,9 +168,9 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
   /// dense and relative: the biases, empty when absent (autograd Functions take no
   /// undefined tensors).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, const torch::Tensor& pad, bool causal, int64_t window,
-                               int64_t sinks, const torch::Tensor& dense, const torch::Tensor& relative) {
-    const auto sh = shape_of(q, k, pad, {causal, window, sinks});
+                               const torch::Tensor& v, const torch::Tensor& pad, const torch::Tensor& dense,
+                               const torch::Tensor& relative, const KernelOptions& options) {
+    const auto sh = shape_of(q, k, pad, options.visibility);
     auto opts = q.options();
     auto probs = torch::empty({sh.B, sh.H, sh.Tq, sh.Tk}, opts);
     auto out = torch::empty({sh.B, sh.Tq, sh.H, sh.Dh}, opts);
@@ -179,7 +179,7 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
                                static_cast<scalar_t>(1.0 / std::sqrt(double(sh.Dh))));
     });
     ctx->save_for_backward({q, k, v, probs, pad});
-    save_visibility(ctx, {causal, window, sinks});
+    save_kernel_options(ctx, options);
     ctx->saved_data["dense_sizes"] = dense.sizes();
     ctx->saved_data["relative_columns"] = relative.numel() ? relative.size(1) : int64_t(0);
     return out.permute({0, 2, 1, 3});  // (B, H, Tq, Dh) view
@@ -189,7 +189,7 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
                                                  torch::autograd::variable_list grads) {
     auto saved = ctx->get_saved_variables();
     const auto &q = saved[0], &k = saved[1], &v = saved[2], &probs = saved[3], &pad = saved[4];
-    const auto sh = shape_of(q, k, pad, saved_visibility(ctx));
+    const auto sh = shape_of(q, k, pad, saved_kernel_options(ctx).visibility);
     auto grad_out = grads[0].permute({0, 2, 1, 3}).contiguous();  // (B, Tq, H, Dh)
     auto dq = torch::empty({sh.B, sh.Tq, sh.H, sh.Dh}, q.options());
     auto dk = torch::empty({sh.B, sh.Tk, sh.H, sh.Dh}, k.options());
@@ -214,27 +214,32 @@ class FusedAttention : public torch::autograd::Function<FusedAttention> {
             dk.permute({0, 2, 1, 3}),
             dv.permute({0, 2, 1, 3}),
             torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
             d_dense,
-            d_relative};
+            d_relative,
+            torch::Tensor()};
   }
 };
 
 }  // namespace
 
 bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& dense_bias, const torch::Tensor& relative_bias) {
-  return cpu_attention_operands_ok(q, k, v, dense_bias, relative_bias);
+                               const ScoreBias& bias) {
+  return cpu_attention_operands_ok(q, k, v, bias);
 }
 
 torch::Tensor fused_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                  const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
-                                  const torch::Tensor& dense_bias, const torch::Tensor& relative_bias) {
-  const auto x = AttentionExtras::of(q, key_padding_mask, dense_bias, relative_bias);
-  return FusedAttention::apply(q, k, v, x.pad, visibility.causal, visibility.window, visibility.sinks, x.dense,
-                               x.relative);
+                                  const torch::Tensor& key_padding_mask, const ScoreBias& bias,
+                                  const KernelOptions& options) {
+  check_kernel_call("fused_attention_cpu", fused_attention_available(q, k, v, bias), kCpuKernelNeeds, q, k,
+                    key_padding_mask, options);
+  // FIRE's factored form and a forget gate enter as one dense bias with the other forms
+  ScoreBias added;
+  if (bias.beyond_dense_and_relative())
+    added.dense = bias.to_dense(q.size(-2), k.size(-2));
+  else
+    added.dense = bias.dense, added.relative = bias.relative;
+  const auto x = AttentionExtras::of(q, key_padding_mask, added);
+  return FusedAttention::apply(q, k, v, x.pad, x.dense, x.relative, options);
 }
 
 }  // namespace ropelab

@@ -12,24 +12,25 @@
 
 #include <torch/torch.h>
 
-#include "ropelab/ops/attention/key_visibility.h"
+#include "ropelab/ops/attention/kernel_options.h"
+#include "ropelab/ops/attention/score_bias.h"
 
 namespace ropelab {
 
 /// Whether the fused kernel can run: CPU tensors of float or double, a BLAS with
-/// sgemm_/dgemm_ loaded, last dimensions of unit stride, and biases (when defined) of
-/// q's dtype in the shapes fused_attention_cpu takes.
+/// sgemm_/dgemm_ loaded, last dimensions of unit stride, and a bias of q's type in the
+/// shapes of score_bias.h.
 bool fused_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {});
+                               const ScoreBias& bias = {});
 
 /// q (B, H, Tq, Dh), k and v (B, H, Tk, Dh); key_padding_mask (B, Tk) bool or undefined.
-/// Query i sees key j when `visibility` shows it (key_visibility.h) and key j is not
-/// padding; a query that sees no key gets a zero output.
-/// dense_bias (1|B, H, Tq, Tk) and relative_bias (H, Tq + Tk - 1), each optional, are
-/// added to the scaled logits: query i and key j get relative_bias[h][j - i + Tq - 1].
+/// Query i sees key j when options.visibility shows it (key_visibility.h) and key j is not
+/// padding; a query that sees no key gets a zero output. `bias` is added to the scaled
+/// logits: a dense and a relative bias per (head, row) inside the kernel, FIRE's and a
+/// forget gate's summed with them into one dense tensor first (ScoreBias::to_dense).
 /// -> (B, H, Tq, Dh), a permuted view of a contiguous (B, Tq, H, Dh) tensor.
 torch::Tensor fused_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                  const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
-                                  const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {});
+                                  const torch::Tensor& key_padding_mask, const ScoreBias& bias = {},
+                                  const KernelOptions& options = {});
 
 }  // namespace ropelab

@@ -11,8 +11,8 @@
 /// Tiles whose keys a query tile cannot see (causal, window) are skipped whole; only tiles
 /// across the diagonal, the window's edge or padding are masked element by element.
 ///
-/// Position biases are added per tile, never as a (Tq, Tk) tensor: a relative table
-/// (H, Tq + Tk - 1) read along its diagonals (ALiBi, Kerple, T5 buckets, any bias of
+/// Position biases (ops/attention/score_bias.h) are added per tile, never as a (Tq, Tk)
+/// tensor: a relative table (H, Tq + Tk - 1) read along its diagonals (ALiBi, Kerple, T5 buckets, any bias of
 /// key_pos - query_pos; position/encoders.h), with its gradient summed per diagonal, and
 /// FIRE's MLP bias from its per-distance and per-row parts (FireTileBias), and the forget
 /// gate's decay (Lin et al. 2025, "Forgetting Transformer") from its cumulative log values c
@@ -23,50 +23,42 @@
 /// Parallel over batch x heads x query tiles in the forward (largest tiles first, taken
 /// dynamically by the threads); over batch x heads x query-tile groups in the backward,
 /// with as many groups per (batch, head) as it takes to occupy every thread.
+///
+/// The kernel's parts, one concept a file: streaming_problem.h (shapes, masks, scheduling),
+/// streaming_bias.h (the bias per tile), fire_pieces.h (FIRE's linear pieces),
+/// streaming_forward.cpp and streaming_backward.cpp (the passes), streaming_attention.cpp
+/// (the autograd Function and the entry points).
 
 #include <torch/torch.h>
 
 #include <utility>
 
-#include "ropelab/ops/attention/fire_tile_bias.h"
-#include "ropelab/ops/attention/key_visibility.h"
+#include "ropelab/ops/attention/kernel_options.h"
+#include "ropelab/ops/attention/score_bias.h"
 
 namespace ropelab {
 
-/// Tile sizes: queries x keys per score tile.
-struct StreamingTiles {
-  int64_t queries = 64;
-  int64_t keys = 256;
-};
-
 /// Whether the streaming kernel can run: CPU tensors of float or double with the BLAS
-/// routine for that type, unit last strides, and biases of q's type in the accepted shapes.
+/// routine for that type, unit last strides, and a bias of q's type in the accepted shapes.
 bool streaming_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                   const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-                                   const FireTileBias& fire = {}, const torch::Tensor& forget = {});
-
-/// `fire`'s bias as a (1, H, Tq, Tk) tensor with ATen ops (the reference, other kernels).
-torch::Tensor fire_tile_bias_dense(const FireTileBias& fire, int64_t tq, int64_t tk);
+                                   const ScoreBias& bias = {});
 
 /// q (B, H, Tq, Dh), k and v (B, H, Tk, Dh); key_padding_mask (B, Tk) bool or undefined,
-/// true at padded keys; `visibility` as in key_visibility.h. dense_bias (1|B, H, Tq, Tk) and
-/// relative_bias (H, Tq + Tk - 1), each optional, are added to the scaled logits (query i
-/// and key j get relative_bias[h][j - i + Tq - 1]), and so are `fire` and `forget` when
-/// defined: forget (B, H, Tk), Tq <= Tk, adds forget[b][h][i + Tk - Tq] - forget[b][h][j].
-/// Differentiable in q, k, v and every bias tensor. -> (B, H, Tq, Dh), a permuted view of a
-/// contiguous (B, Tq, H, Dh) tensor.
+/// true at padded keys. `bias` (score_bias.h) is added to the scaled logits; of `options`
+/// the kernel reads the visibility (key_visibility.h) and the tiles. Differentiable in q, k,
+/// v and every bias tensor. -> (B, H, Tq, Dh), a permuted view of a contiguous
+/// (B, Tq, H, Dh) tensor.
 torch::Tensor streaming_attention_cpu(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                      const torch::Tensor& key_padding_mask, const KeyVisibility& visibility,
-                                      const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-                                      const StreamingTiles& tiles = {}, const FireTileBias& fire = {},
-                                      const torch::Tensor& forget = {});
+                                      const torch::Tensor& key_padding_mask, const ScoreBias& bias = {},
+                                      const KernelOptions& options = {});
 
 /// The forward alone (no gradient), also giving each row's log-sum-exp of its visible logits
-/// (B, H, Tq), +float max for a row that sees no key: attention over disjoint key sets then
-/// merges exactly (the window and the sinks of attention/backend.h).
-std::pair<torch::Tensor, torch::Tensor> streaming_attention_cpu_lse(
-    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& key_padding_mask,
-    const KeyVisibility& visibility, const torch::Tensor& dense_bias = {}, const torch::Tensor& relative_bias = {},
-    const StreamingTiles& tiles = {}, const FireTileBias& fire = {}, const torch::Tensor& forget = {});
+/// (B, H, Tq), +1e30 for a row that sees no key: attention over disjoint key sets then
+/// merges exactly (the window and the sinks of attention/softmax.h).
+std::pair<torch::Tensor, torch::Tensor> streaming_attention_cpu_lse(const torch::Tensor& q, const torch::Tensor& k,
+                                                                    const torch::Tensor& v,
+                                                                    const torch::Tensor& key_padding_mask,
+                                                                    const ScoreBias& bias = {},
+                                                                    const KernelOptions& options = {});
 
 }  // namespace ropelab
