@@ -32,6 +32,7 @@ void add_ablate(CLI::App& cli) {
       ->delimiter(',');
   cmd->callback([a] {
     auto spec = load_experiment(a->experiment);
+    for (const auto& warning : spec.warnings) std::cerr << "warning: " << warning << std::endl;
     if (!a->seeds.empty()) try {
         spec = with_seeds(spec, a->seeds);
       } catch (const ConfigError& e) {

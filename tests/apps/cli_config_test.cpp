@@ -19,6 +19,23 @@ TEST(Cli, ConfigMistakesGiveOneLineAndExit2) {
   EXPECT_EQ(r.output, "ropelab: config error: --set: unknown key model.dmodle (did you mean model.d_model?)\n");
 }
 
+// A key the chosen encoder does not read is one line and exit 2; --allow-unread names it on
+// stderr and trains with the config as it is.
+TEST(Cli, UnreadKeysAreRefusedOrNamedWithAllowUnread) {
+  const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
+  const std::string set = " --set model.position.type=alibi --set model.position.unrotated=0.25 --dump-config";
+  auto r = run("train " + demo + set);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.output,
+            "ropelab: config error: --set: model.encoder_position.unrotated=0.25 is not read "
+            "(model.encoder_position.type=alibi, scaling.type=none); it applies to rotary and rotary_nd\n");
+  r = run("train " + demo + set + " --allow-unread");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: --set: model.decoder_position.unrotated=0.25 is not read"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("type: alibi"), std::string::npos) << r.output;
+}
+
 TEST(Cli, DumpConfigAppliesPriorityAndFlags) {
   auto path = write_temp("ropelab_cli_ok.yaml", "model:\n  d_model: 256\n  heads: 4\n");
   auto r = run("train " + path + " --set model.d_model=128 --threads 3 --dump-config");

@@ -20,6 +20,13 @@ class ConfigTest : public ropelab::testing::TempDir {
   std::string load_error(const std::vector<std::string>& files, const std::vector<std::string>& overrides = {}) {
     return error_of([&] { load_config({files, overrides}); });
   }
+  /// load_config, keys the chosen encoders do not read listed rather than refused.
+  static Config load_listing_unread(const std::vector<std::string>& files, const std::vector<std::string>& overrides) {
+    std::vector<UnreadKey> unread;
+    ConfigSources sources{files, overrides};
+    sources.unread = &unread;
+    return load_config(sources);
+  }
 };
 
 }  // namespace
@@ -51,16 +58,16 @@ TEST_F(ConfigTest, LaterFilesWinAndSetWinsOverFiles) {
 
 TEST_F(ConfigTest, PositionShorthandSetsBothStacksAndSpecificKeysWin) {
   auto a = write("a.yaml",
-                 "model:\n  position:\n    type: rotary\n    fraction: 0.5\n  decoder_position:\n    type: t5_bias\n");
+                 "model:\n  position:\n    type: rotary\n    fraction: 0.5\n  decoder_position:\n    type: xpos\n");
   auto c = load_config({{a}, {}});
   EXPECT_EQ(c.model.encoder_position().type(), PositionType::rotary);
   EXPECT_DOUBLE_EQ(c.model.encoder_position().fraction(), 0.5);
-  EXPECT_EQ(c.model.decoder_position().type(), PositionType::t5_bias);
+  EXPECT_EQ(c.model.decoder_position().type(), PositionType::xpos);
   EXPECT_DOUBLE_EQ(c.model.decoder_position().fraction(), 0.5);
   // on the command line the shorthand beats the files, their per-stack keys included
-  auto d = load_config({{a}, {"model.position.type=alibi", "model.position.scaling.factor=2"}});
-  EXPECT_EQ(d.model.encoder_position().type(), PositionType::alibi);
-  EXPECT_EQ(d.model.decoder_position().type(), PositionType::alibi);
+  auto d = load_config({{a}, {"model.position.type=rotary", "model.position.scaling={type: linear, factor: 2}"}});
+  EXPECT_EQ(d.model.encoder_position().type(), PositionType::rotary);
+  EXPECT_EQ(d.model.decoder_position().type(), PositionType::rotary);
   EXPECT_DOUBLE_EQ(d.model.decoder_position().scaling().factor(), 2.0);
 }
 
@@ -82,7 +89,11 @@ TEST_F(ConfigTest, ValidationFollowsThePositionRegistry) {
       EXPECT_EQ(load_error({}, with("model.position.rotate_cross_attention=true")).empty(), row.cross_attention);
     }
     EXPECT_EQ(load_error({}, {type}).empty(), !row.causal_only);  // a translator: a bidirectional encoder stack
-    for (const auto& key : row.length_keys) EXPECT_EQ(load_error({}, with("model.position." + key + "=64")), "");
+    for (const auto& key : row.length_keys) {  // scaling.original_max is read with YaRN (or dynamic NTK)
+      auto all = with("model.position." + key + "=64");
+      if (key.rfind("scaling.", 0) == 0) all.push_back("model.position.scaling.type=yarn");
+      EXPECT_EQ(load_error({}, all), "");
+    }
   }
 }
 
@@ -110,7 +121,7 @@ TEST_F(ConfigTest, LengthSettingsFollowTheTrainingContext) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(::testing::PrintToString(c.set));
-    const auto config = load_config({{}, c.set});
+    const auto config = load_listing_unread({}, c.set);  // the settings of every encoder at once
     for (const auto* p : {&config.model.encoder_position(), &config.model.decoder_position()}) {
       EXPECT_EQ(p->max_len(), c.max_len);
       EXPECT_EQ(p->max_distance(), c.max_distance);
@@ -161,7 +172,9 @@ TEST_F(ConfigTest, NopeEveryAppliesToRotations) {
 TEST_F(ConfigTest, LearnedInitStdIsChecked) {
   EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.type=learned"}}).model.decoder_position().learned_init_std(),
                    0.02);
-  EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.learned_init_std=1"}}).model.encoder_position().learned_init_std(),
+  EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.type=learned", "model.position.learned_init_std=1"}})
+                       .model.encoder_position()
+                       .learned_init_std(),
                    1);
   EXPECT_EQ(load_error({}, {"model.position.learned_init_std=-0.5"}),
             "--set: model.encoder_position.learned_init_std=-0.5 must be >= 0");
@@ -313,7 +326,9 @@ TEST_F(ConfigTest, AttentionKernelWindowAndSinks) {
   EXPECT_EQ(c.model.attention().window(), 64);
   EXPECT_EQ(c.model.attention().sinks(), 4);
   EXPECT_EQ(c.model.attention().window_positions(), WindowPositions::cache);  // StreamingLLM's, by default
-  EXPECT_EQ(load_config({{}, {"model.attention.window_positions=sequence"}}).model.attention().window_positions(),
+  EXPECT_EQ(load_config({{}, {"model.attention.window=8", "model.attention.window_positions=sequence"}})
+                .model.attention()
+                .window_positions(),
             WindowPositions::sequence);
   EXPECT_EQ(load_error({}, {"model.attention.window_positions=absolute"}),
             "--set: model.attention.window_positions: unknown window positions 'absolute' (expected cache | "

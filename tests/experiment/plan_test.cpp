@@ -83,7 +83,7 @@ TEST_F(Plan, ANewRunTrainsFromTheExperimentThenRunsEveryEvaluation) {
   EXPECT_TRUE(job.trains);
   EXPECT_TRUE(job.whole);
   ASSERT_EQ(job.steps.size(), 3u);  // train, then eval at contexts 8 and 16
-  std::vector<std::string> train{"train", "--overwrite"};
+  std::vector<std::string> train{"train", "--overwrite", "--allow-unread"};
   train.insert(train.end(), spec_.base.begin(), spec_.base.end());
   for (const auto& s : spec_.set) train.insert(train.end(), {"--set", s});
   train.insert(train.end(), {"--set", "model.position.type=rotary", "--set", "train.seed=2", "--threads", "3", "-o",
@@ -289,6 +289,25 @@ TEST_F(Plan, WindowedEvaluationsFollowTheTrainingContext) {
   EXPECT_EQ(columns, (std::vector<std::string>{"test_ppl@8", "test_ppl@16", "test_ppl@16#w8", "test_ppl@16#w8s4"}));
   config.model.attention().type(AttentionType::performer);
   EXPECT_EQ(ablation_evals(config, asked).size(), 2u);
+}
+
+// A grid reaches variants that do not read every key it sets: one warning per such variant
+// when the experiment loads, and the variant's training takes its config as it is.
+TEST_F(Plan, KeysAVariantDoesNotReadAreOneWarningPerVariant) {
+  const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
+  const auto exp = write("unread.yaml", "base: " + demo +
+                                            "\nset: [task=lm, data.format=text, tokenizer.type=byte, data.context=8, "
+                                            "data.test=t.txt, model.position.unrotated=0.25]\n"
+                                            "grid:\n  model.position.type: [alibi, rotary, kerple]\n");
+  const auto spec = load_experiment(exp);
+  ASSERT_EQ(spec.warnings.size(), 2u);
+  EXPECT_EQ(spec.warnings[0], exp +
+                                  ": variant model.position.type=alibi does not read "
+                                  "model.decoder_position.unrotated, set by --set");
+  EXPECT_NE(spec.warnings[1].find("variant model.position.type=kerple does not read"), std::string::npos);
+  const auto job = plan_job(spec, expand_grid(spec).at(0), 1, {}, options_, disk_);
+  EXPECT_EQ(job.config.model.decoder_position().type(), PositionType::alibi);
+  EXPECT_NE(std::find(job.steps[0].begin(), job.steps[0].end(), "--allow-unread"), job.steps[0].end());
 }
 
 }  // namespace

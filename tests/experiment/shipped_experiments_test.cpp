@@ -25,7 +25,8 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
     const bool recorded = !at_512 && name != "ablate_translator_positions";  // the LM studies at context 128
     for (const auto& variant : expand_grid(spec)) {
       SCOPED_TRACE(variant.name);
-      const auto config = variant_config(spec, variant, spec.seeds.front());
+      std::vector<UnreadKey> unread;  // position_settings_128.yaml holds every encoder's settings
+      const auto config = variant_config(spec, variant, spec.seeds.front(), &unread);
       const auto& p = config.model.decoder_position();
       if (at_512) {  // the defaults, from the training context
         EXPECT_EQ(config.data.context(), 512);

@@ -23,7 +23,10 @@ class RunIdentity : public ropelab::testing::TempDir {
   }
   static Config lm(std::vector<std::string> settings) {
     settings.insert(settings.begin(), {"task=lm", "data.format=text", "data.context=64"});
-    return load_config({{}, settings});
+    std::vector<UnreadKey> unread;  // the settings other encoders read are the point here
+    ConfigSources sources{{}, settings};
+    sources.unread = &unread;
+    return load_config(sources);
   }
   bool same(const std::string& dir, const std::vector<std::string>& settings) {
     return run_started_with(dir, lm(settings), yaml_config_files());

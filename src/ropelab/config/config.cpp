@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "ropelab/config/schema.h"
+#include "ropelab/config/unread_keys.h"
 #include "ropelab/config/validate.h"
 #include "ropelab/config/yaml_merge.h"
 #include "ropelab/data/retrieval_mix.h"
@@ -222,12 +223,29 @@ const SavedRunDefault kSavedRunDefaults[] = {
     {"scaling.dynamic", "call", "scaling.type", "dynamic_ntk"},
 };
 
+/// Whether `file` is a trained run's config.yaml (or a record of one).
+bool run_config_file(const std::string& file) {
+  const auto path = fs::path(file);
+  const auto state = path.filename() == "config.yaml" ? run_state(path.parent_path().string()) : RunState::none;
+  return state == RunState::trained || state == RunState::record;
+}
+
+/// Whether ropelab wrote `file` (it starts with kConfigHeader); ConfigError if it then lacks
+/// the line kConfigFooter, as a partial copy does (lines added after it are an edit).
+bool written_by_ropelab(const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!std::getline(in, line) || line != kConfigHeader) return false;
+  while (std::getline(in, line))
+    if (line == kConfigFooter) return true;
+  throw ConfigError(file + ": incomplete: written by ropelab, but the line '" + kConfigFooter +
+                    "' that ends it is missing (a partial copy?)");
+}
+
 // Fills the keys a trained run's config.yaml predates with the behaviour it was trained
 // with; any other file is left as written.
 void fill_saved_run_defaults(const std::string& file, const YAML::Node& root) {
-  const auto path = fs::path(file);
-  const auto state = path.filename() == "config.yaml" ? run_state(path.parent_path().string()) : RunState::none;
-  if (state != RunState::trained && state != RunState::record) return;
+  if (!run_config_file(file)) return;
   for (const char* stack : {"model.encoder_position", "model.decoder_position"}) {
     const auto position = yaml_merge::find_key(root, stack);
     for (const auto& saved : kSavedRunDefaults) {
@@ -247,8 +265,10 @@ Config load_config(const ConfigSources& sources) {
   using namespace yaml_merge;
   YAML::Node root(YAML::NodeType::Map);
   Origins origins;
+  std::set<std::string> ropelab_written;  // files that hold every key
   for (const auto& file : sources.files) {
     auto node = load_file(file);
+    if (written_by_ropelab(file) || run_config_file(file)) ropelab_written.insert(file);
     fill_saved_run_defaults(file, node);
     merge_into(root, node, "", file, origins);
   }
@@ -279,6 +299,11 @@ Config load_config(const ConfigSources& sources) {
     if (p->scaling().original_max() == 0) p->scaling().original_max(context);
   }
   validate_config(config, [&](const std::string& key, const std::string& what) { reader.fail(key, what); });
+  // after validation, whose messages say more where a setting is also invalid
+  for (const auto& unread : unread_keys(config, root, origins, ropelab_written)) {
+    if (!sources.unread) throw ConfigError(unread.message);
+    sources.unread->push_back(unread);
+  }
   return config;
 }
 
@@ -290,7 +315,7 @@ std::string dump_config(const Config& config) {
   Config copy = config;
   describe(writer, copy);
   out << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
+  return std::string(kConfigHeader) + "\n" + out.c_str() + "\n" + kConfigFooter + "\n";
 }
 
 const ConfigFiles& yaml_config_files() {

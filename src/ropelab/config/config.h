@@ -18,15 +18,32 @@
 
 namespace ropelab {
 
+/// A key a user wrote that the configuration does not read (config/unread_keys.h).
+struct UnreadKey {
+  std::string key;      // "model.decoder_position.unrotated"
+  std::string origin;   // the file or "--set" that wrote it
+  std::string message;  // one line: origin, key and value, what was chosen, who reads it
+};
+
 struct ConfigSources {
   std::vector<std::string> files;      // YAML files, later ones win
   std::vector<std::string> overrides;  // "dotted.key=value", applied last
+  /// Keys a user wrote (a file or an override) that the chosen encoder, scaling or attention
+  /// backend does not read (config/unread_keys.h): refused when null, else listed here, one
+  /// line each (an experiment's grid reaches variants that do not read every key).
+  std::vector<UnreadKey>* unread = nullptr;
 };
+
+/// The first and the last line of every dump_config text. A file that starts with the first
+/// was written by ropelab and holds every key (none of them is checked as unread); one
+/// without the last line was cut short, and loading it fails.
+inline constexpr const char* kConfigHeader = "# ropelab config: every key; a whole file ends with '# end of config'";
+inline constexpr const char* kConfigFooter = "# end of config";
 
 /// Merges, reads and validates; throws ConfigError.
 Config load_config(const ConfigSources& sources);
-/// The full effective config as YAML (every key, defaults included); load_config of
-/// this text gives back the same Config.
+/// The full effective config as YAML (every key, defaults included) between kConfigHeader
+/// and kConfigFooter; load_config of this text gives back the same Config.
 std::string dump_config(const Config& config);
 /// load_config and dump_config as the ConfigFiles that run/ and train/ are handed.
 const ConfigFiles& yaml_config_files();

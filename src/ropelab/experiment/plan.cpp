@@ -48,7 +48,8 @@ Job plan_job(const ExperimentSpec& spec, const Variant& variant, int64_t seed, c
   job.dir = AblationLayout(options.out_dir).run(variant.name, seed);
   Variant full = variant;
   full.overrides.insert(full.overrides.end(), extra.begin(), extra.end());
-  job.config = variant_config(spec, full, seed);
+  std::vector<UnreadKey> unread;  // named once per variant by load_experiment
+  job.config = variant_config(spec, full, seed, &unread);
   if (!disk.finished(job.dir))
     for (const auto& other : disk.finished_runs())
       if (disk.started_with(other, job.config)) {
@@ -66,7 +67,7 @@ Job plan_job(const ExperimentSpec& spec, const Variant& variant, int64_t seed, c
     if (same) {
       train.push_back("--resume");
     } else {
-      train.push_back("--overwrite");
+      train.insert(train.end(), {"--overwrite", "--allow-unread"});
       train.insert(train.end(), spec.base.begin(), spec.base.end());
       for (const auto& s : spec.set) train.insert(train.end(), {"--set", s});
       for (const auto& s : full.overrides) train.insert(train.end(), {"--set", s});

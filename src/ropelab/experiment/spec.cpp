@@ -217,13 +217,30 @@ void read_comparisons(const Reader& r, const YAML::Node& root, const std::vector
   }
 }
 
+/// "EXPERIMENT: variant NAME does not read KEY=VALUE (...); ...": one line for a variant.
+std::string unread_warning(const ExperimentSpec& spec, const Variant& variant, const std::vector<UnreadKey>& unread) {
+  std::string line =
+      spec.path + ": variant " + (variant.name.empty() ? std::string("(base)") : variant.name) + " does not read";
+  std::vector<std::string> origins;
+  for (size_t i = 0; i < unread.size(); ++i) {
+    line += (i == 0 ? " " : ", ") + unread[i].key;
+    if (std::find(origins.begin(), origins.end(), unread[i].origin) == origins.end())
+      origins.push_back(unread[i].origin);
+  }
+  line += ", set by";
+  for (size_t i = 0; i < origins.size(); ++i) line += (i == 0 ? " " : ", ") + origins[i];
+  return line;
+}
+
 /// Every variant, fine-tunes included, loads and validates, and its task offers every
 /// evaluation asked, before any run starts.
-void check_variants(const Reader& r, const ExperimentSpec& spec, const std::vector<Variant>& variants) {
+void check_variants(const Reader& r, ExperimentSpec& spec, const std::vector<Variant>& variants) {
   const auto& asked = spec.evaluations;
   for (const auto& variant : variants) {
     try {
-      const auto config = variant_config(spec, variant, spec.seeds.front());
+      std::vector<UnreadKey> unread;
+      const auto config = variant_config(spec, variant, spec.seeds.front(), &unread);
+      if (!unread.empty()) spec.warnings.push_back(unread_warning(spec, variant, unread));
       if (config.data.test().empty()) r.fail("data.test is not set (every run is evaluated on the test split)");
       // each key asks for a protocol the run's task must offer
       const auto& task = task_traits(config.task);
@@ -354,8 +371,10 @@ std::vector<Variant> finetune_variants(const ExperimentSpec& spec) {
   return out;
 }
 
-Config variant_config(const ExperimentSpec& spec, const Variant& variant, int64_t seed) {
+Config variant_config(const ExperimentSpec& spec, const Variant& variant, int64_t seed,
+                      std::vector<UnreadKey>* unread) {
   ConfigSources sources;
+  sources.unread = unread;
   sources.files = spec.base;
   sources.overrides = spec.set;
   sources.overrides.insert(sources.overrides.end(), variant.overrides.begin(), variant.overrides.end());

@@ -97,6 +97,9 @@ struct ExperimentSpec {
   std::string baseline;
   /// Further pairs (variant, baseline) to test, as a reading compares them.
   std::vector<std::pair<std::string, std::string>> pairs;
+  /// One line per variant whose config holds keys it does not read (a grid's or a
+  /// fine-tune's setting of another encoder): its name and the keys; shown, not refused.
+  std::vector<std::string> warnings;
 };
 
 /// One point of the grid: its overrides ("key=value") and a name for directories and tables.
@@ -123,6 +126,9 @@ std::vector<Variant> finetune_variants(const ExperimentSpec& spec);
 ExperimentSpec with_seeds(const ExperimentSpec& spec, const std::vector<int64_t>& seeds);
 
 /// The config of one variant and seed (base, then set, then the variant, then the seed).
-Config variant_config(const ExperimentSpec& spec, const Variant& variant, int64_t seed);
+/// Keys it does not read (config/unread_keys.h) are listed in `unread`, or refused when that
+/// is null.
+Config variant_config(const ExperimentSpec& spec, const Variant& variant, int64_t seed,
+                      std::vector<UnreadKey>* unread = nullptr);
 
 }  // namespace ropelab
