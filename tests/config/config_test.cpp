@@ -9,6 +9,7 @@
 #include "../test_util.h"
 #include "ropelab/attention/softmax.h"
 #include "ropelab/position/position_traits.h"
+#include "ropelab/task/task_registry.h"
 
 using namespace ropelab;
 using ropelab::testing::error_of;
@@ -402,6 +403,17 @@ TEST_F(ConfigTest, SyntaxErrorsNameTheLine) {
   // control characters echoed from the input are escaped: an error stays one line
   EXPECT_EQ(load_error({}, {"model:\n  d_model"}),
             "--set model:\\n  d_model: expected key=value, e.g. --set model.d_model=256");
+}
+
+// `task` is spelled as the task registry names its rows, and nowhere else.
+TEST_F(ConfigTest, TaskNamesComeFromTheTaskRegistry) {
+  std::string names;
+  for (const auto& row : task_registry()) {
+    EXPECT_EQ(parse_task(row.name), row.type);
+    EXPECT_EQ(to_string(row.type), row.name);
+    names += (names.empty() ? "" : " | ") + std::string(row.name);
+  }
+  EXPECT_EQ(load_error({}, {"task=mt"}), "--set: task: unknown task 'mt' (expected " + names + ")");
 }
 
 TEST(EditDistance, Levenshtein) {

@@ -17,6 +17,7 @@
 #include "ropelab/position/context_defaults.h"
 #include "ropelab/position/position_traits.h"
 #include "ropelab/run/ownership.h"
+#include "ropelab/task/task_registry.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
@@ -26,7 +27,6 @@ namespace fs = std::filesystem;
 // --- enum spellings -----------------------------------------------------------------
 
 namespace {
-const EnumNames<TaskType, 2> kTaskNames{{{TaskType::translation, "translation"}, {TaskType::lm, "lm"}}};
 const EnumNames<SourceLayout, 2> kLayoutNames{{{SourceLayout::sequence, "sequence"}, {SourceLayout::grid, "grid"}}};
 const EnumNames<LrSchedule, 3> kScheduleNames{
     {{LrSchedule::noam, "noam"}, {LrSchedule::inverse_sqrt, "inverse_sqrt"}, {LrSchedule::constant, "constant"}}};
@@ -39,14 +39,21 @@ const EnumNames<TokenizerType, 3> kTokenizerNames{
 const EnumNames<LengthPenalty, 2> kPenaltyNames{{{LengthPenalty::gnmt, "gnmt"}, {LengthPenalty::average, "average"}}};
 }  // namespace
 
-std::string to_string(TaskType v) { return enum_name(v, kTaskNames); }
+std::string to_string(TaskType v) { return task_traits(v).name; }
 std::string to_string(SourceLayout v) { return enum_name(v, kLayoutNames); }
 SourceLayout parse_source_layout(const std::string& s) { return parse_enum(s, kLayoutNames, "source layout"); }
 std::string to_string(LrSchedule v) { return enum_name(v, kScheduleNames); }
 std::string to_string(CorpusFormat v) { return enum_name(v, kFormatNames); }
 std::string to_string(TokenizerType v) { return enum_name(v, kTokenizerNames); }
 std::string to_string(LengthPenalty v) { return enum_name(v, kPenaltyNames); }
-TaskType parse_task(const std::string& s) { return parse_enum(s, kTaskNames, "task"); }
+TaskType parse_task(const std::string& s) {  // the task registry's names
+  std::string valid;
+  for (const auto& row : task_registry()) {
+    if (s == row.name) return row.type;
+    valid += (valid.empty() ? "" : " | ") + std::string(row.name);
+  }
+  TORCH_CHECK(false, "unknown task '", s, "' (expected ", valid, ")");
+}
 LrSchedule parse_lr_schedule(const std::string& s) { return parse_enum(s, kScheduleNames, "lr schedule"); }
 std::string to_string(Precision v) { return enum_name(v, kPrecisionNames); }
 Precision parse_precision(const std::string& s) { return parse_enum(s, kPrecisionNames, "precision"); }
@@ -273,17 +280,7 @@ Config load_config(const ConfigSources& sources) {
     merge_into(root, node, "", file, origins);
   }
   expand_position_shorthand(root, origins);  // a file's shorthand; its per-stack keys win
-  for (const auto& assignment : sources.overrides) {
-    // On the command line the shorthand model.position.KEY (or model.position={KEY: ...})
-    // beats every file, per-stack keys included: it sets KEY in both stacks.
-    const std::string shorthand = "model.position";
-    if (assignment.rfind(shorthand + ".", 0) == 0 || assignment.rfind(shorthand + "=", 0) == 0) {
-      for (const char* stack : {"model.encoder_position", "model.decoder_position"})
-        merge_into(root, parse_override(stack + assignment.substr(shorthand.size())), "", "--set", origins);
-      continue;
-    }
-    merge_into(root, parse_override(assignment), "", "--set", origins);
-  }
+  for (const auto& assignment : sources.overrides) merge_override(root, assignment, origins);
 
   Config config;
   const auto stacks = {&config.model.encoder_position(), &config.model.decoder_position()};

@@ -125,4 +125,14 @@ void expand_position_shorthand(YAML::Node root, Origins& origins) {
   model.remove("position");
 }
 
+void merge_override(YAML::Node root, const std::string& assignment, Origins& origins) {
+  const std::string shorthand = "model.position";
+  if (assignment.rfind(shorthand + ".", 0) != 0 && assignment.rfind(shorthand + "=", 0) != 0) {
+    merge_into(root, parse_override(assignment), "", "--set", origins);
+    return;
+  }
+  for (const char* stack : {"model.encoder_position", "model.decoder_position"})
+    merge_into(root, parse_override(stack + assignment.substr(shorthand.size())), "", "--set", origins);
+}
+
 }  // namespace ropelab::yaml_merge

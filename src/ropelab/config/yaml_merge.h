@@ -31,8 +31,13 @@ YAML::Node find_key(const YAML::Node& root, const std::string& key);
 /// `--set a.b.c=v` as the tree {a: {b: {c: v}}}, the value read as YAML.
 YAML::Node parse_override(const std::string& assignment);
 
-/// Expands the shorthand model.position into encoder_position and decoder_position, the
-/// per-stack keys winning.
+/// The shorthand model.position, expanded here alone: in the files' merged tree into
+/// encoder_position and decoder_position, the per-stack keys winning ...
 void expand_position_shorthand(YAML::Node root, Origins& origins);
+
+/// ... and on the command line, where `--set model.position.KEY=V` (or
+/// model.position={KEY: V}) sets KEY in both stacks and beats every file, per-stack keys
+/// included. Merges the override `assignment` into `root` with origin "--set".
+void merge_override(YAML::Node root, const std::string& assignment, Origins& origins);
 
 }  // namespace ropelab::yaml_merge
