@@ -64,7 +64,8 @@ for f in $(cd out_old && find . -name 'checkpoint*.pt' | sort); do
   /usr/bin/python3 "$src/bench/compare_checkpoints.py" "out_old/$f" "out_new/$f" --ignore progress.seconds > cmp.out 2>&1 ||
     { problems=$((problems + 1)); echo "checkpoint differs: $f"; cat cmp.out; }
 done
-normal() { sed "s#$work/out_$1#OUT#g; s#out_$1#OUT#g; s#\"seconds\": *[0-9.e+-]*##g; s#seconds[^,]*##g" "out_$1/$2"; }
+# the first and last line that configs carry from 2ec9bcb on are not compared
+normal() { sed "s#$work/out_$1#OUT#g; s#out_$1#OUT#g; s#\"seconds\": *[0-9.e+-]*##g; s#seconds[^,]*##g; /^# ropelab config: /d; /^# end of config\$/d" "out_$1/$2"; }
 for f in $(cd out_old && find . \( -name '*.json' -o -name 'hyp*.txt' -o -name config.yaml -o -name results.md \
            -o -name significance.csv -o -name '*.items.tsv' \) | sort); do
   texts=$((texts + 1))
