@@ -46,7 +46,8 @@ SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
   call.on_cpu = in.q.device().is_cpu();
   call.streaming_fits = streaming_attention_available(in.q, in.k, in.v, bias);
   call.chunked_fits = chunked_attention_available(in.q, in.k, in.v, bias);
-  call.materialized_fits = fused_attention_available(in.q, in.k, in.v, bias);
+  // both CPU kernels take the same operands (ops/attention/operands.h: cpu_attention_operands_ok)
+  call.materialized_fits = call.streaming_fits;
   call.scores = in.q.size(0) * in.q.size(1) * in.q.size(2) * in.k.size(2);
   return softmax_path(kernel_, call);
 }
