@@ -45,7 +45,7 @@ void add_eval(CLI::App& cli) {
     const auto protocol = eval_protocol(*run.task, {a->context, a->stride, a->per_position}, a->gain, a->run_dir);
     const auto report = evaluate(*run.task, *run.model, *run.tokenizer, name, path,
                                  a->search.request(run.config.decode, false), protocol, device);
-    const EvalFileOptions files{a->split, a->checkpoint, to_string(a->precision), a->overrides};
+    const EvalFileOptions files{a->split, a->checkpoint, a->precision, a->overrides};
     // The plot before the report: `ablate` takes the report as "evaluated", so a plot that
     // cannot be written leaves no report and the next `ablate` evaluates again.
     std::string svg;

@@ -25,7 +25,7 @@ PasskeyEvaluation passkey_evaluation(const EvalArgs& e, const torch::Device& dev
   PasskeyEvaluation evaluation;
   evaluation.grid = e.grid;
   evaluation.version = ROPELAB_VERSION;
-  evaluation.precision = to_string(e.precision);
+  evaluation.precision = e.precision;
   evaluation.device = device.str();
   evaluation.overrides = e.overrides;
   evaluation.config_fingerprint = file_fingerprint(RunPaths(e.run_dir).config);

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "ropelab/config/config.h"
+#include "ropelab/config/run_overrides.h"
 #include "ropelab/model/precision.h"
 #include "ropelab/run/run.h"
 #include "ropelab/util/device.h"
@@ -74,9 +75,7 @@ struct RunArgs {
     cmd.add_option("--run", run_dir, "run directory from ropelab train")->required();
     cmd.add_option("--checkpoint", checkpoint, "best | last | FILE")->capture_default_str();
     cmd.add_option("--set", overrides,
-                   "change the run's config for this command: model.position.scaling.*, "
-                   "model.attention.{kernel,window,sinks,window_positions}, decode.*, data.eval_tokens, data.documents "
-                   "(repeatable)");
+                   "change the run's config for this command: " + run_override_keys() + " (repeatable)");
     add_precision_flag(cmd, precision,
                        "arithmetic of the forward passes: fp32, or bf16 (fp16 on CUDA) matrix products "
                        "(train.precision; the checkpoint stays fp32)");

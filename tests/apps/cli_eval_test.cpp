@@ -137,7 +137,8 @@ TEST(Cli, EvalScalesRotaryWithoutRetraining) {
   EXPECT_FALSE(std::filesystem::exists(lm + "/eval.test.ctx32.json"));
   r = run("eval --run " + lm + " --checkpoint last --set model.d_model=8");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.output.find("--set model.d_model=8: a trained run takes only model.position.scaling.*"),
+  EXPECT_NE(r.output.find("--set model.d_model=8: a trained run takes only data.{eval_tokens,documents}, "
+                          "model.position.rotary_impl, model.position.scaling.*"),
             std::string::npos)
       << r.output;
   std::filesystem::remove_all(root);

@@ -8,6 +8,7 @@
 
 #include "../test_util.h"
 #include "ropelab/attention/softmax.h"
+#include "ropelab/config/yaml_values.h"
 #include "ropelab/position/position_traits.h"
 #include "ropelab/task/task_registry.h"
 
@@ -416,8 +417,32 @@ TEST_F(ConfigTest, TaskNamesComeFromTheTaskRegistry) {
   EXPECT_EQ(load_error({}, {"task=mt"}), "--set: task: unknown task 'mt' (expected " + names + ")");
 }
 
+// Each task's row in the registry names the data settings it cannot work from; the message
+// names the key, its value and why.
+TEST_F(ConfigTest, EachTaskRefusesDataItCannotRead) {
+  const std::vector<std::string> lm = {"task=lm", "data.format=text"};
+  auto with = [](std::vector<std::string> base, const std::string& extra) {
+    base.push_back(extra);
+    return base;
+  };
+  EXPECT_EQ(load_error({}, {"task=lm"}), "config: data.format=tsv cannot feed task lm (expected text)");
+  EXPECT_EQ(load_error({}, {"task=lm", "data.format=parallel"}),
+            "--set: data.format=parallel cannot feed task lm (expected text)");
+  EXPECT_EQ(load_error({}, with(lm, "data.source_layout=grid")),
+            "--set: data.source_layout=grid applies to translation sources only");
+  EXPECT_EQ(load_error({}, with(lm, "data.retrieval={tasks: mqar, ratio: 1.5}")),
+            "--set: data.retrieval.ratio=1.5 must be in [0, 1)");
+  EXPECT_EQ(load_error({}, lm), "");
+  EXPECT_EQ(load_error({}, {"data.format=text"}),
+            "--set: data.format=text holds no pairs for task translation (expected tsv or parallel)");
+  EXPECT_EQ(load_error({}, {"data.documents=true"}), "--set: data.documents=true applies to language models (task lm)");
+  EXPECT_EQ(load_error({}, {"data.retrieval.tasks=mqar"}),
+            "--set: data.retrieval.tasks=mqar applies to language models (task lm)");
+  EXPECT_EQ(load_error({}, {"data.format=parallel"}), "");
+}
+
 TEST(EditDistance, Levenshtein) {
-  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
-  EXPECT_EQ(edit_distance("", "abc"), 3u);
-  EXPECT_EQ(edit_distance("same", "same"), 0u);
+  EXPECT_EQ(yaml_values::edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(yaml_values::edit_distance("", "abc"), 3u);
+  EXPECT_EQ(yaml_values::edit_distance("same", "same"), 0u);
 }

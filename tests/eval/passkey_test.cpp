@@ -94,7 +94,7 @@ TEST(Passkey, AnEvaluationsKeyNamesEveryPartOfIt) {
   base.grid.lengths = {100, 140};
   base.grid.depths = {0, 0.5, 1};
   base.version = "1.0.0";
-  base.precision = "fp32";
+  base.precision = Precision::fp32;
   base.device = "cpu";
   base.overrides = {"model.attention.kernel=materialized"};
   base.config_fingerprint = "0123";
@@ -114,7 +114,7 @@ TEST(Passkey, AnEvaluationsKeyNamesEveryPartOfIt) {
       {"digits", [](PasskeyEvaluation& e) { e.grid.digits = 6; }},
       {"seed", [](PasskeyEvaluation& e) { e.grid.seed = 2; }},
       {"version", [](PasskeyEvaluation& e) { e.version = "1.0.1"; }},
-      {"precision", [](PasskeyEvaluation& e) { e.precision = "bf16"; }},
+      {"precision", [](PasskeyEvaluation& e) { e.precision = Precision::bf16; }},
       {"device", [](PasskeyEvaluation& e) { e.device = "cuda:0"; }},
       {"overrides", [](PasskeyEvaluation& e) { e.overrides.clear(); }},
       {"config", [](PasskeyEvaluation& e) { e.config_fingerprint = "0124"; }},

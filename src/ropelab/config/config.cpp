@@ -9,93 +9,33 @@
 #include <set>
 #include <sstream>
 
+#include "ropelab/config/run_overrides.h"
 #include "ropelab/config/schema.h"
 #include "ropelab/config/unread_keys.h"
 #include "ropelab/config/validate.h"
 #include "ropelab/config/yaml_merge.h"
+#include "ropelab/config/yaml_values.h"
 #include "ropelab/data/retrieval_mix.h"
 #include "ropelab/position/context_defaults.h"
 #include "ropelab/position/position_traits.h"
 #include "ropelab/run/ownership.h"
 #include "ropelab/task/task_registry.h"
-#include "ropelab/util/enum_names.h"
 
 namespace ropelab {
 
 namespace fs = std::filesystem;
-
-// --- enum spellings -----------------------------------------------------------------
-
-namespace {
-const EnumNames<SourceLayout, 2> kLayoutNames{{{SourceLayout::sequence, "sequence"}, {SourceLayout::grid, "grid"}}};
-const EnumNames<LrSchedule, 3> kScheduleNames{
-    {{LrSchedule::noam, "noam"}, {LrSchedule::inverse_sqrt, "inverse_sqrt"}, {LrSchedule::constant, "constant"}}};
-const EnumNames<Precision, 3> kPrecisionNames{
-    {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}}};
-const EnumNames<CorpusFormat, 3> kFormatNames{
-    {{CorpusFormat::tsv, "tsv"}, {CorpusFormat::parallel, "parallel"}, {CorpusFormat::text, "text"}}};
-const EnumNames<TokenizerType, 3> kTokenizerNames{
-    {{TokenizerType::word, "word"}, {TokenizerType::sentencepiece, "sentencepiece"}, {TokenizerType::byte, "byte"}}};
-const EnumNames<LengthPenalty, 2> kPenaltyNames{{{LengthPenalty::gnmt, "gnmt"}, {LengthPenalty::average, "average"}}};
-}  // namespace
-
-std::string to_string(TaskType v) { return task_traits(v).name; }
-std::string to_string(SourceLayout v) { return enum_name(v, kLayoutNames); }
-SourceLayout parse_source_layout(const std::string& s) { return parse_enum(s, kLayoutNames, "source layout"); }
-std::string to_string(LrSchedule v) { return enum_name(v, kScheduleNames); }
-std::string to_string(CorpusFormat v) { return enum_name(v, kFormatNames); }
-std::string to_string(TokenizerType v) { return enum_name(v, kTokenizerNames); }
-std::string to_string(LengthPenalty v) { return enum_name(v, kPenaltyNames); }
-TaskType parse_task(const std::string& s) {  // the task registry's names
-  std::string valid;
-  for (const auto& row : task_registry()) {
-    if (s == row.name) return row.type;
-    valid += (valid.empty() ? "" : " | ") + std::string(row.name);
-  }
-  TORCH_CHECK(false, "unknown task '", s, "' (expected ", valid, ")");
-}
-LrSchedule parse_lr_schedule(const std::string& s) { return parse_enum(s, kScheduleNames, "lr schedule"); }
-std::string to_string(Precision v) { return enum_name(v, kPrecisionNames); }
-Precision parse_precision(const std::string& s) { return parse_enum(s, kPrecisionNames, "precision"); }
-CorpusFormat parse_corpus_format(const std::string& s) { return parse_enum(s, kFormatNames, "corpus format"); }
-TokenizerType parse_tokenizer_type(const std::string& s) { return parse_enum(s, kTokenizerNames, "tokenizer"); }
-LengthPenalty parse_length_penalty(const std::string& s) {
-  return parse_enum(s, kPenaltyNames, "length penalty formula");
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 namespace {
 
 using schema::describe;
 using yaml_merge::origin_of;
 using yaml_merge::Origins;
+using yaml_values::type_name;
 
 std::string join_key(const std::vector<std::string>& path, const std::string& name) {
   std::string key;
   for (const auto& p : path) key += p + ".";
   return key + name;
-}
-
-template <typename T>
-const char* type_name() {
-  if constexpr (std::is_same_v<T, bool>) return "a boolean (true/false)";
-  if constexpr (std::is_integral_v<T>) return "an integer";
-  if constexpr (std::is_floating_point_v<T>) return "a number";
-  return "a string";
 }
 
 /// Reads the merged tree into a Config; records every key the schema knows.
@@ -117,11 +57,9 @@ class Reader {
       fail(key, " has no value (expected " + std::string(type_name<T>()) + ")");
     }
     if (!node.IsScalar()) fail(key, " expected " + std::string(type_name<T>()) + ", got a list or mapping");
-    try {
-      value = node.as<T>();
-    } catch (const YAML::Exception&) {
-      fail(key, "=" + node.Scalar() + " is not " + type_name<T>());
-    }
+    const auto read = yaml_values::as<T>(node);
+    if (!read) fail(key, "=" + node.Scalar() + " is not " + type_name<T>());
+    value = *read;
   }
 
   template <typename E>
@@ -136,6 +74,10 @@ class Reader {
     }
   }
 
+  template <typename F>
+  void run_may_change(F&& body) {
+    body();
+  }
   template <typename F>
   void section(const std::string& name, F&& body) {
     const auto key = join_key(path_, name);
@@ -160,14 +102,12 @@ class Reader {
     for (const auto& entry : node) {
       const auto key = prefix + entry.first.Scalar();
       if (!known_.count(key)) {
-        std::string best;
-        size_t best_distance = 4;  // suggest only close spellings
-        const auto parent = prefix;
-        for (const auto& k : known_) {
-          if (k.rfind(parent, 0) != 0 || k.find('.', parent.size()) != std::string::npos) continue;
-          const auto d = edit_distance(k.substr(parent.size()), entry.first.Scalar());
-          if (d < best_distance) best_distance = d, best = k;
-        }
+        std::vector<std::string> siblings;  // the keys of the same section
+        for (const auto& k : known_)
+          if (k.rfind(prefix, 0) == 0 && k.find('.', prefix.size()) == std::string::npos)
+            siblings.push_back(k.substr(prefix.size()));
+        const auto meant = yaml_values::closest(entry.first.Scalar(), siblings);
+        const auto best = meant.empty() ? meant : prefix + meant;
         throw ConfigError(origin_of(origins_, key) + ": unknown key " + key +
                           (best.empty() ? "" : " (did you mean " + best + "?)"));
       }
@@ -200,6 +140,10 @@ class Writer {
   template <typename E>
   void choice(const std::string& name, E& value, E (*)(const std::string&)) {
     out_ << YAML::Key << name << YAML::Value << to_string(value);
+  }
+  template <typename F>
+  void run_may_change(F&& body) {
+    body();
   }
   template <typename F>
   void section(const std::string& name, F&& body) {
@@ -290,7 +234,7 @@ Config load_config(const ConfigSources& sources) {
   reader.reject_unknown();
   // Settings measured in tokens follow a language model's training context, data.context
   // (position/context_defaults.h); scaling that needs the training context takes it too.
-  const int64_t context = config.task == TaskType::lm ? config.data.context() : 0;
+  const int64_t context = task_traits(config.task).windowed ? config.data.context() : 0;
   for (auto* p : stacks) {
     resolve_length_settings(*p, context);
     if (p->scaling().original_max() == 0) p->scaling().original_max(context);
@@ -319,7 +263,7 @@ const ConfigFiles& yaml_config_files() {
   static const ConfigFiles files{[](const std::vector<std::string>& paths, const std::vector<std::string>& overrides) {
                                    return load_config({paths, overrides});
                                  },
-                                 [](const Config& config) { return dump_config(config); }};
+                                 [](const Config& config) { return dump_config(config); }, &run_override_error};
   return files;
 }
 

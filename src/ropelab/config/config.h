@@ -48,22 +48,4 @@ std::string dump_config(const Config& config);
 /// load_config and dump_config as the ConfigFiles that run/ and train/ are handed.
 const ConfigFiles& yaml_config_files();
 
-/// Levenshtein distance (for did-you-mean suggestions).
-size_t edit_distance(const std::string& a, const std::string& b);
-
-std::string to_string(TaskType task);
-std::string to_string(LrSchedule schedule);
-std::string to_string(Precision precision);
-std::string to_string(CorpusFormat format);
-std::string to_string(TokenizerType type);
-std::string to_string(LengthPenalty formula);
-std::string to_string(SourceLayout layout);
-TaskType parse_task(const std::string& name);
-LrSchedule parse_lr_schedule(const std::string& name);
-Precision parse_precision(const std::string& name);
-CorpusFormat parse_corpus_format(const std::string& name);
-TokenizerType parse_tokenizer_type(const std::string& name);
-LengthPenalty parse_length_penalty(const std::string& name);
-SourceLayout parse_source_layout(const std::string& name);
-
 }  // namespace ropelab

@@ -1,11 +1,15 @@
 #pragma once
 /// The schema of a Config: every option once, as a visitor sees it. A visitor is called as
 /// v(name, reference) for a value, v.choice(name, reference, parse) for an enum and
-/// v.section(name, body) for a nested mapping; sections nest names with dots. The YAML
-/// reader, the writer and the key list of config/config.cpp are all visitors over this one
-/// description.
+/// v.section(name, body) for a nested mapping; sections nest names with dots.
+/// v.run_may_change(body) marks the keys described in `body` as ones that `--set` may change
+/// on a trained run (`ropelab eval --run`, ...): they change no parameter, only how the
+/// model is evaluated (RoPE scaling, kernels, windows, decoding, the tokens read). The YAML
+/// reader and writer of config/config.cpp and the override check of
+/// config/run_overrides.cpp are all visitors over this one description.
 
 #include "ropelab/config/config.h"
+#include "ropelab/task/task_registry.h"
 
 namespace ropelab::schema {
 
@@ -23,7 +27,7 @@ void describe(V& v, PositionOptions& p) {
   v("forget_gate", p.forget_gate());
   v("cope", p.cope());
   v("cope_positions", p.cope_positions());
-  v.choice("rotary_impl", p.rotary_impl(), parse_rotary_impl);
+  v.run_may_change([&] { v.choice("rotary_impl", p.rotary_impl(), parse_rotary_impl); });
   v("rotate_cross_attention", p.rotate_cross_attention());
   v("axes", p.axes());
   v("num_buckets", p.num_buckets());
@@ -33,15 +37,17 @@ void describe(V& v, PositionOptions& p) {
   v("fire_hidden", p.fire_hidden());
   v("fire_threshold", p.fire_threshold());
   v.choice("kerple_bound", p.kerple_bound(), parse_kerple_bound);
-  v.section("scaling", [&] {
-    auto& s = p.scaling();
-    v.choice("type", s.type(), parse_rope_scaling_type);
-    v("factor", s.factor());
-    v("original_max", s.original_max());
-    v("beta_fast", s.beta_fast());
-    v("beta_slow", s.beta_slow());
-    v.choice("ramp", s.ramp(), parse_yarn_ramp);
-    v.choice("dynamic", s.dynamic(), parse_dynamic_length);
+  v.run_may_change([&] {
+    v.section("scaling", [&] {
+      auto& s = p.scaling();
+      v.choice("type", s.type(), parse_rope_scaling_type);
+      v("factor", s.factor());
+      v("original_max", s.original_max());
+      v("beta_fast", s.beta_fast());
+      v("beta_slow", s.beta_slow());
+      v.choice("ramp", s.ramp(), parse_yarn_ramp);
+      v.choice("dynamic", s.dynamic(), parse_dynamic_length);
+    });
   });
 }
 
@@ -52,39 +58,45 @@ void describe(V& v, AttentionOptions& a) {
   v("num_features", a.num_features());
   v("redraw_every", a.redraw_every());
   v("chunk_size", a.chunk_size());
-  v.choice("kernel", a.kernel(), parse_attention_kernel);
-  v("window", a.window());
-  v("sinks", a.sinks());
-  v.choice("window_positions", a.window_positions(), parse_window_positions);
+  v.run_may_change([&] {  // how attention is computed and which keys it sees
+    v.choice("kernel", a.kernel(), parse_attention_kernel);
+    v("window", a.window());
+    v("sinks", a.sinks());
+    v.choice("window_positions", a.window_positions(), parse_window_positions);
+  });
+}
+
+template <typename V>
+void describe(V& v, DataOptions& d) {
+  v("train", d.train());
+  v("valid", d.valid());
+  v("test", d.test());
+  v.choice("format", d.format(), parse_corpus_format);
+  v("source_lang", d.source_lang());
+  v("target_lang", d.target_lang());
+  v("max_len", d.max_len());
+  v("bucketing", d.bucketing());
+  v("context", d.context());
+  v.run_may_change([&] {  // which tokens an evaluation reads
+    v("eval_tokens", d.eval_tokens());
+    v("documents", d.documents());
+  });
+  v.section("retrieval", [&] {
+    auto& r = d.retrieval();
+    v("tasks", r.tasks());
+    v("ratio", r.ratio());
+    v("min_length", r.min_length());
+    v("max_length", r.max_length());
+    v("corpus", r.corpus());
+  });
+  v.choice("source_layout", d.source_layout(), parse_source_layout);
+  v("row_separator", d.row_separator());
 }
 
 template <typename V>
 void describe(V& v, Config& c) {
   v.choice("task", c.task, parse_task);
-  v.section("data", [&] {
-    auto& d = c.data;
-    v("train", d.train());
-    v("valid", d.valid());
-    v("test", d.test());
-    v.choice("format", d.format(), parse_corpus_format);
-    v("source_lang", d.source_lang());
-    v("target_lang", d.target_lang());
-    v("max_len", d.max_len());
-    v("bucketing", d.bucketing());
-    v("context", d.context());
-    v("eval_tokens", d.eval_tokens());
-    v("documents", d.documents());
-    v.section("retrieval", [&] {
-      auto& r = d.retrieval();
-      v("tasks", r.tasks());
-      v("ratio", r.ratio());
-      v("min_length", r.min_length());
-      v("max_length", r.max_length());
-      v("corpus", r.corpus());
-    });
-    v.choice("source_layout", d.source_layout(), parse_source_layout);
-    v("row_separator", d.row_separator());
-  });
+  v.section("data", [&] { describe(v, c.data); });
   v.section("tokenizer", [&] {
     v.choice("type", c.tokenizer.type(), parse_tokenizer_type);
     v("vocab_size", c.tokenizer.vocab_size());
@@ -128,13 +140,15 @@ void describe(V& v, Config& c) {
     v("max_nonfinite", t.max_nonfinite());
     v("init_from", t.init_from());
   });
-  v.section("decode", [&] {
-    auto& d = c.decode;
-    v("beam", d.beam());
-    v("lenpen", d.lenpen());
-    v.choice("lenpen_formula", d.lenpen_formula(), parse_length_penalty);
-    v("max_len_a", d.max_len_a());
-    v("max_len_b", d.max_len_b());
+  v.run_may_change([&] {
+    v.section("decode", [&] {
+      auto& d = c.decode;
+      v("beam", d.beam());
+      v("lenpen", d.lenpen());
+      v.choice("lenpen_formula", d.lenpen_formula(), parse_length_penalty);
+      v("max_len_a", d.max_len_a());
+      v("max_len_b", d.max_len_b());
+    });
   });
 }
 

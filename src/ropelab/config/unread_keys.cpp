@@ -2,6 +2,7 @@
 
 #include "ropelab/attention/settings.h"
 #include "ropelab/position/unused_settings.h"
+#include "ropelab/task/task_registry.h"
 
 namespace ropelab {
 
@@ -28,9 +29,9 @@ std::vector<UnreadKey> unread_keys(const Config& config, const YAML::Node& root,
         {key, origin,
          origin + ": " + key + "=" + shown(node) + " is not read (" + chosen + "); it applies to " + readers});
   };
-  // a language model builds one stack, the decoder's
+  // a decoder-only task builds one stack, the decoder's
   std::vector<std::pair<std::string, const PositionOptions*>> stacks;
-  if (config.task == TaskType::translation)
+  if (task_traits(config.task).encoder_decoder)
     stacks.emplace_back("model.encoder_position", &config.model.encoder_position());
   stacks.emplace_back("model.decoder_position", &config.model.decoder_position());
   for (const auto& [section, p] : stacks) {

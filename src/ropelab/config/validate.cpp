@@ -5,9 +5,9 @@
 
 #include "ropelab/attention/backend.h"
 #include "ropelab/config/config.h"
-#include "ropelab/data/retrieval_mix.h"
 #include "ropelab/position/position_encoder.h"
 #include "ropelab/position/position_traits.h"
+#include "ropelab/task/task_registry.h"
 
 namespace ropelab {
 namespace {
@@ -154,23 +154,8 @@ void check_data(const Config& c, const Check& require) {
   require(c.data.max_len() >= 3, "data.max_len", c.data.max_len(), "must be >= 3 (BOS, a token, EOS)");
   require(c.data.context() >= 1, "data.context", c.data.context(), "must be positive");
   require(c.data.eval_tokens() >= 0, "data.eval_tokens", c.data.eval_tokens(), "must be >= 0 (0 = the whole split)");
-  switch (c.task) {  // the data each task reads
-    case TaskType::lm:
-      require(c.data.format() == CorpusFormat::text, "data.format", to_string(c.data.format()),
-              "cannot feed task lm (expected text)");
-      require(c.data.source_layout() == SourceLayout::sequence, "data.source_layout", to_string(c.data.source_layout()),
-              "applies to translation sources only");
-      if (const auto mix = retrieval_mix_problem(c.data.retrieval()); !mix.key.empty())
-        require.fail("data.retrieval." + mix.key, "=" + mix.value + " " + mix.what);
-      break;
-    case TaskType::translation:
-      require(c.data.format() != CorpusFormat::text, "data.format", "text",
-              "holds no pairs for task translation (expected tsv or parallel)");
-      require(!c.data.documents(), "data.documents", "true", "applies to language models (task lm)");
-      require(c.data.retrieval().tasks().empty(), "data.retrieval.tasks", c.data.retrieval().tasks(),
-              "applies to language models (task lm)");
-      break;
-  }
+  if (const auto problem = task_traits(c.task).data_problem(c); !problem.key.empty())
+    require.fail(problem.key, "=" + problem.value + " " + problem.what);
   const auto& enc = m.encoder_position();
   require(c.data.source_layout() != SourceLayout::grid || enc.type() != PositionType::rotary_nd || enc.axes() == 2,
           "model.encoder_position.axes", enc.axes(), "must be 2 for data.source_layout=grid (row, column)");
@@ -194,7 +179,7 @@ void validate_config(const Config& c, const ConfigFail& fail) {
   check_model(m, require);
   // A language model has no encoder stack to check.
   auto backend = make_attention_backend(m.attention(), m.d_model() / m.heads());
-  if (c.task == TaskType::translation)
+  if (task_traits(c.task).encoder_decoder)
     check_stack(m, backend, "model.encoder_position", m.encoder_position(), false, require);
   check_stack(m, backend, "model.decoder_position", m.decoder_position(), true, require);
   check_train(c.train, require);

@@ -48,9 +48,9 @@ void merge_into(YAML::Node dst, const YAML::Node& src, const std::string& prefix
   }
 }
 
-YAML::Node load_file(const std::string& path) {
+YAML::Node load_file(const std::string& path, const char* kind) {
   std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open config file");
+  if (!in) throw ConfigError(path + ": cannot open " + kind);
   YAML::Node node;
   try {
     node = YAML::Load(in);
@@ -104,20 +104,32 @@ YAML::Node parse_override(const std::string& assignment) {
   return root;
 }
 
+namespace {
+// model.position: the shorthand for model.encoder_position and model.decoder_position
+const std::string kShorthand = "model.position";
+const std::vector<std::string> kStackNames{"encoder_position", "decoder_position"};
+
+/// The part of `key` after `section` when it is the section or a key below it.
+bool below(const std::string& key, const std::string& section, std::string* rest) {
+  if (key.rfind(section, 0) != 0 || (key.size() > section.size() && key[section.size()] != '.')) return false;
+  *rest = key.substr(section.size());
+  return true;
+}
+}  // namespace
+
 void expand_position_shorthand(YAML::Node root, Origins& origins) {
   YAML::Node model = root["model"];
   if (!model || !model.IsMap() || !model["position"]) return;
   YAML::Node shorthand = model["position"];
-  if (!shorthand.IsMap())
-    throw ConfigError(origin_of(origins, "model.position") + ": model.position must be a mapping");
-  for (const char* stack : {"encoder_position", "decoder_position"}) {
+  if (!shorthand.IsMap()) throw ConfigError(origin_of(origins, kShorthand) + ": " + kShorthand + " must be a mapping");
+  for (const auto& stack : kStackNames) {
     YAML::Node expanded(YAML::NodeType::Map);
     Origins scratch;
     merge_into(expanded, shorthand, "", "", scratch);
     const std::string prefix = std::string("model.") + stack + ".";
     for (const auto& entry : shorthand) {
       const auto key = prefix + entry.first.Scalar();
-      if (!origins.count(key)) origins[key] = origin_of(origins, "model.position." + entry.first.Scalar());
+      if (!origins.count(key)) origins[key] = origin_of(origins, kShorthand + "." + entry.first.Scalar());
     }
     if (model[stack]) merge_into(expanded, model[stack], "", "", scratch);
     model[stack] = expanded;
@@ -126,13 +138,24 @@ void expand_position_shorthand(YAML::Node root, Origins& origins) {
 }
 
 void merge_override(YAML::Node root, const std::string& assignment, Origins& origins) {
-  const std::string shorthand = "model.position";
-  if (assignment.rfind(shorthand + ".", 0) != 0 && assignment.rfind(shorthand + "=", 0) != 0) {
-    merge_into(root, parse_override(assignment), "", "--set", origins);
-    return;
-  }
-  for (const char* stack : {"model.encoder_position", "model.decoder_position"})
-    merge_into(root, parse_override(stack + assignment.substr(shorthand.size())), "", "--set", origins);
+  const auto key = assignment.substr(0, assignment.find('='));
+  for (const auto& target : shorthand_targets(key))
+    merge_into(root, parse_override(target + assignment.substr(key.size())), "", "--set", origins);
+}
+
+std::vector<std::string> shorthand_targets(const std::string& key) {
+  std::string rest;
+  if (!below(key, kShorthand, &rest)) return {key};
+  std::vector<std::string> out;
+  for (const auto& stack : kStackNames) out.push_back("model." + stack + rest);
+  return out;
+}
+
+std::string shorthand_spelling(const std::string& key) {
+  std::string rest;
+  for (const auto& stack : kStackNames)
+    if (below(key, "model." + stack, &rest)) return kShorthand + rest;
+  return key;
 }
 
 }  // namespace ropelab::yaml_merge

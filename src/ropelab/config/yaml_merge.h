@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace ropelab::yaml_merge {
 
@@ -20,9 +21,9 @@ std::string origin_of(const Origins& origins, const std::string& key);
 void merge_into(YAML::Node dst, const YAML::Node& src, const std::string& prefix, const std::string& origin,
                 Origins& origins);
 
-/// A config file's mapping (an empty file is an empty one); ConfigError naming the file
-/// and line otherwise.
-YAML::Node load_file(const std::string& path);
+/// A file's mapping (an empty file is an empty one); ConfigError naming the file and line
+/// otherwise, `kind` saying what it is in those messages.
+YAML::Node load_file(const std::string& path, const char* kind = "config file");
 
 /// The node at dotted `key` below `root` (bound to it: assigning to its children changes
 /// `root`), or an undefined node where a part is missing; inserts nothing.
@@ -39,5 +40,12 @@ void expand_position_shorthand(YAML::Node root, Origins& origins);
 /// model.position={KEY: V}) sets KEY in both stacks and beats every file, per-stack keys
 /// included. Merges the override `assignment` into `root` with origin "--set".
 void merge_override(YAML::Node root, const std::string& assignment, Origins& origins);
+
+/// The keys that dotted `key` sets: model.position.X stands for model.encoder_position.X and
+/// model.decoder_position.X (model.position for both sections); any other key for itself.
+std::vector<std::string> shorthand_targets(const std::string& key);
+/// The shorthand's spelling of a stack's key (model.decoder_position.X -> model.position.X);
+/// any other key as it is.
+std::string shorthand_spelling(const std::string& key);
 
 }  // namespace ropelab::yaml_merge

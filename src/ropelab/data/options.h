@@ -72,4 +72,13 @@ struct TokenizerOptions {
   TORCH_ARG(int64_t, vocab_size) = 8000;
 };
 
+/// The YAML spellings of this room's enums ("tsv", "grid", "sentencepiece"); a parse of an
+/// unknown spelling fails naming the valid ones.
+std::string to_string(CorpusFormat format);
+std::string to_string(SourceLayout layout);
+std::string to_string(TokenizerType type);
+CorpusFormat parse_corpus_format(const std::string& name);
+SourceLayout parse_source_layout(const std::string& name);
+TokenizerType parse_tokenizer_type(const std::string& name);
+
 }  // namespace ropelab

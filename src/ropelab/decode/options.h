@@ -4,12 +4,17 @@
 #include <torch/arg.h>
 
 #include <cstdint>
+#include <string>
 
 namespace ropelab {
 
 /// `gnmt`: ((5 + |Y|) / 6)^alpha (Wu et al. 2016, tensor2tensor);
 /// `average`: |Y|^alpha (fairseq, Hugging Face, Marian).
 enum class LengthPenalty { gnmt, average };
+
+/// decode.lenpen_formula's spelling ("gnmt", "average").
+std::string to_string(LengthPenalty formula);
+LengthPenalty parse_length_penalty(const std::string& name);
 
 /// The run's `decode` section.
 struct DecodeOptions {

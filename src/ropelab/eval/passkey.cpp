@@ -308,7 +308,7 @@ std::string passkey_evaluation_key(const PasskeyEvaluation& e) {
                                 {"documents", e.grid.documents},
                                 {"digits", e.grid.digits},
                                 {"passkey_seed", e.grid.seed},
-                                {"precision", e.precision},
+                                {"precision", to_string(e.precision)},
                                 {"device", e.device},
                                 {"set", e.overrides},
                                 {"config_fnv1a", e.config_fingerprint},

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "ropelab/model/precision.h"
+
 namespace ropelab {
 
 struct PasskeyOptions {
@@ -124,8 +126,9 @@ void write_passkey_summary(const std::string& path, const std::vector<PasskeyCel
 /// an evaluation that agrees on all of it.
 struct PasskeyEvaluation {
   PasskeyGrid grid;
-  std::string version;                 // the program's, so that another release starts again
-  std::string precision, device;       // "fp32", "cpu"
+  std::string version;  // the program's, so that another release starts again
+  Precision precision = Precision::fp32;
+  std::string device;                  // "cpu", "cuda:0"
   std::vector<std::string> overrides;  // --set KEY=VALUE, in the order given
   std::string config_fingerprint;      // of the run's config.yaml
   std::string checkpoint_fingerprint;  // of the checkpoint's bytes as loaded

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <tuple>
 
+#include "ropelab/config/yaml_values.h"
 #include "ropelab/task/task_registry.h"
 
 namespace ropelab {
@@ -15,53 +16,20 @@ namespace {
 
 using Grid = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
-/// An experiment file's values, each refused in one line naming the file and the key.
+/// An experiment file's values, read as a config's are (config/yaml_values.h), with the
+/// checks that only experiments make.
 struct Reader {
-  const std::string& path;
+  const yaml_values::File& file;
 
-  [[noreturn]] void fail(const std::string& what) const { throw ConfigError(path + ": " + what); }
-
+  [[noreturn]] void fail(const std::string& what) const { file.fail(what); }
   std::vector<std::string> scalars(const YAML::Node& node, const std::string& key) const {
-    std::vector<std::string> out;
-    if (node.IsScalar()) return {node.Scalar()};
-    if (!node.IsSequence()) fail(key + " must be a value or a list of values");
-    for (const auto& item : node) {
-      if (!item.IsScalar()) fail(key + " must list plain values");
-      out.push_back(item.Scalar());
-    }
-    return out;
+    return file.scalars(node, key);
   }
-
-  /// Fails naming the first key of the map `node` (the section `name`) not in `allowed`.
   void expect_keys(const YAML::Node& node, const std::string& name, const std::vector<std::string>& allowed) const {
-    for (const auto& entry : node) {
-      const auto key = entry.first.Scalar();
-      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      fail((name.empty() ? "" : name + ": ") + "unknown key " + key + " (expected " + list + ")");
-    }
-  }
-
-  /// The values at `key` as numbers, each read whole by `parse` (std::stoll, std::stod).
-  template <typename Parse>
-  auto numbers(const YAML::Node& node, const std::string& key, Parse parse, const char* kind) const {
-    std::vector<decltype(parse(std::string(), nullptr))> out;
-    for (const auto& s : scalars(node, key)) {
-      try {
-        size_t used = 0;
-        out.push_back(parse(s, &used));
-        if (used != s.size()) throw std::invalid_argument(s);
-      } catch (const std::exception&) {
-        fail(key + ": '" + s + "' is not " + kind);
-      }
-    }
-    return out;
+    file.expect_keys(node, name, allowed);
   }
   std::vector<int64_t> integers(const YAML::Node& node, const std::string& key) const {
-    return numbers(
-        node, key, [](const std::string& s, size_t* used) { return static_cast<int64_t>(std::stoll(s, used)); },
-        "an integer");
+    return file.values<int64_t>(node, key);
   }
   std::vector<int64_t> positive_integers(const YAML::Node& node, const std::string& key) const {
     const auto values = integers(node, key);
@@ -75,8 +43,7 @@ struct Reader {
   }
   /// Depths of a needle: numbers in [0, 1].
   std::vector<double> depths(const YAML::Node& node, const std::string& key) const {
-    const auto values = numbers(
-        node, key, [](const std::string& s, size_t* used) { return std::stod(s, used); }, "a number");
+    const auto values = file.values<double>(node, key);
     for (auto d : values)
       if (!(d >= 0 && d <= 1)) {
         char text[32];
@@ -261,7 +228,7 @@ void check_variants(const Reader& r, ExperimentSpec& spec, const std::vector<Var
           r.fail("eval_context_gain: " + std::to_string(w) + " is not below any evaluation context (the longest is " +
                  std::to_string(longest) + ")");
     } catch (const ConfigError& e) {
-      if (std::string(e.what()).rfind(r.path + ":", 0) == 0) throw;
+      if (std::string(e.what()).rfind(r.file.path() + ":", 0) == 0) throw;
       r.fail("variant " + (variant.name.empty() ? std::string("(base)") : variant.name) + ": " + e.what());
     }
   }
@@ -270,16 +237,9 @@ void check_variants(const Reader& r, ExperimentSpec& spec, const std::vector<Var
 }  // namespace
 
 ExperimentSpec load_experiment(const std::string& path) {
-  const Reader r{path};
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    r.fail("cannot open");
-  } catch (const YAML::Exception& e) {
-    r.fail("line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
-  if (!root.IsMap()) r.fail("expected a mapping with base, grid and seeds");
+  const yaml_values::File file(path, "experiment file");
+  const Reader r{file};
+  const auto& root = file.root();
   ExperimentSpec spec;
   spec.path = path;
   r.expect_keys(root, "",
@@ -330,19 +290,19 @@ std::vector<Variant> expand_grid(const ExperimentSpec& spec) {
 }
 
 ExperimentSpec with_seeds(const ExperimentSpec& spec, const std::vector<int64_t>& seeds) {
-  const Reader r{spec.path};
+  auto fail = [&](const std::string& what) { throw ConfigError(spec.path + ": " + what); };
   auto listed = [&] {
     std::string out;
     for (auto s : spec.seeds) out += (out.empty() ? "" : ", ") + std::to_string(s);
     return out;
   };
-  if (seeds.empty()) r.fail("no seeds selected");
+  if (seeds.empty()) fail("no seeds selected");
   for (size_t i = 0; i < seeds.size(); ++i) {
     if (std::find(spec.seeds.begin(), spec.seeds.end(), seeds[i]) == spec.seeds.end())
-      r.fail("seed " + std::to_string(seeds[i]) + " is not among its seeds (" + listed() + ")");
+      fail("seed " + std::to_string(seeds[i]) + " is not among its seeds (" + listed() + ")");
     if (std::find(seeds.begin(), seeds.begin() + static_cast<std::ptrdiff_t>(i), seeds[i]) !=
         seeds.begin() + static_cast<std::ptrdiff_t>(i))
-      r.fail("seed " + std::to_string(seeds[i]) + " selected twice");
+      fail("seed " + std::to_string(seeds[i]) + " selected twice");
   }
   auto out = spec;
   out.seeds = seeds;

@@ -5,9 +5,14 @@
 
 #include <stdexcept>
 
+#include "ropelab/util/enum_names.h"
+
 namespace ropelab {
 
 namespace {
+
+const EnumNames<Precision, 3> kPrecisionNames{
+    {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}}};
 
 // LibTorch 2.4 made autocast's C++ calls take the device type and deprecated the calls per
 // device, which then warn on every use (every training update); before 2.4 there are only those.
@@ -64,5 +69,8 @@ PrecisionScope::~PrecisionScope() {
   set_autocast_enabled(type_, was_enabled_);
   set_autocast_dtype(type_, was_dtype_);
 }
+
+std::string to_string(Precision v) { return enum_name(v, kPrecisionNames); }
+Precision parse_precision(const std::string& s) { return parse_enum(s, kPrecisionNames, "precision"); }
 
 }  // namespace ropelab

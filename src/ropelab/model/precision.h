@@ -25,6 +25,8 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
 namespace ropelab {
 
 /// The arithmetic of a model's forward computations (train.precision): fp32 throughout, or
@@ -32,6 +34,10 @@ namespace ropelab {
 /// matrix products with fp32 master weights, optimizer state, softmax, layer norm, loss and
 /// rotary tables.
 enum class Precision { fp32, bf16, fp16 };
+
+/// train.precision's and --precision's spelling ("fp32", "bf16", "fp16").
+std::string to_string(Precision precision);
+Precision parse_precision(const std::string& name);
 
 /// The type of the matrix products under `precision`: kFloat, kBFloat16 or kHalf.
 torch::Dtype matmul_dtype(Precision precision);

@@ -1,8 +1,13 @@
 #include "ropelab/options/config.h"
 
+#include "ropelab/util/enum_names.h"
+
 namespace ropelab {
 
 namespace {
+
+const EnumNames<LrSchedule, 3> kScheduleNames{
+    {{LrSchedule::noam, "noam"}, {LrSchedule::inverse_sqrt, "inverse_sqrt"}, {LrSchedule::constant, "constant"}}};
 
 // Control characters as escapes, so that the message stays one line.
 std::string one_line(const std::string& message) {
@@ -24,6 +29,9 @@ std::string one_line(const std::string& message) {
 }
 
 }  // namespace
+
+std::string to_string(LrSchedule v) { return enum_name(v, kScheduleNames); }
+LrSchedule parse_lr_schedule(const std::string& s) { return parse_enum(s, kScheduleNames, "lr schedule"); }
 
 ConfigError::ConfigError(const std::string& message) : std::runtime_error(one_line(message)) {}
 

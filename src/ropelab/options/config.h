@@ -46,6 +46,9 @@ struct ConfigFiles {
   std::function<Config(const std::vector<std::string>& files, const std::vector<std::string>& overrides)> read;
   /// The whole effective config as text, defaults included: `read` of it gives the same Config.
   std::function<std::string(const Config&)> write;
+  /// "" when the override `assignment` (KEY=VALUE) may change a trained run's config (it
+  /// leaves the parameters as they are: config/run_overrides.h); otherwise the one-line error.
+  std::function<std::string(const std::string& assignment)> override_error;
 };
 
 }  // namespace ropelab

@@ -15,6 +15,10 @@ namespace ropelab {
 /// `constant`: lr throughout.
 enum class LrSchedule { noam, inverse_sqrt, constant };
 
+/// train.lr_schedule's spelling ("noam", "inverse_sqrt", "constant").
+std::string to_string(LrSchedule schedule);
+LrSchedule parse_lr_schedule(const std::string& name);
+
 struct TrainOptions {
   /// cpu, cuda, cuda:N
   TORCH_ARG(std::string, device) = "cpu";

@@ -13,7 +13,7 @@ namespace ropelab {
 namespace {
 
 std::string precision_suffix(const EvalFileOptions& options) {
-  return options.precision == "fp32" ? "" : "." + options.precision;
+  return options.precision == Precision::fp32 ? "" : "." + to_string(options.precision);
 }
 
 }  // namespace
@@ -73,7 +73,7 @@ std::vector<std::string> write_eval_files(const std::string& run_dir, const Eval
     wrote.push_back(path);
   }
   nlohmann::ordered_json json = {
-      {"split", options.split}, {"checkpoint", options.checkpoint}, {"precision", options.precision}};
+      {"split", options.split}, {"checkpoint", options.checkpoint}, {"precision", to_string(options.precision)}};
   if (!options.overrides.empty()) json["set"] = options.overrides;
   json.update(report.fields);
   write_file_atomically(files.json, json.dump() + '\n', "evaluation report");

@@ -13,14 +13,15 @@
 #include <vector>
 
 #include "ropelab/eval/protocols.h"
+#include "ropelab/model/precision.h"
 
 namespace ropelab {
 
 /// What names and describes one evaluation's files.
 struct EvalFileOptions {
-  std::string split;                   // as asked for: test | valid | a file
-  std::string checkpoint;              // best | last | a file
-  std::string precision = "fp32";      // fp32 | bf16 | fp16
+  std::string split;       // as asked for: test | valid | a file
+  std::string checkpoint;  // best | last | a file
+  Precision precision = Precision::fp32;
   std::vector<std::string> overrides;  // --set KEY=VALUE, in order
 };
 

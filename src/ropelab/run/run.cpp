@@ -109,29 +109,12 @@ void RunPaths::keep_numbered(int64_t step, int64_t keep) const {
   for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove(all[i]);
 }
 
-std::string run_override_error(const std::string& assignment) {
-  const auto key = assignment.substr(0, assignment.find('='));
-  for (const std::string stack : {"model.position.", "model.encoder_position.", "model.decoder_position."})
-    for (const std::string allowed : {"scaling.", "rotary_impl"})
-      if (key.rfind(stack + allowed, 0) == 0) return "";
-  // how attention is computed and which keys it sees change no parameter
-  for (const std::string allowed : {"model.attention.kernel", "model.attention.window", "model.attention.sinks",
-                                    "model.attention.window_positions"})
-    if (key == allowed) return "";
-  // nor which tokens an evaluation reads
-  if (key.rfind("decode.", 0) == 0 || key == "data.eval_tokens" || key == "data.documents") return "";
-  return "--set " + assignment +
-         ": a trained run takes only model.position.scaling.*, model.position.rotary_impl, "
-         "model.attention.{kernel,window,sinks,window_positions}, decode.*, data.eval_tokens and data.documents (other "
-         "keys would not match its parameters)";
-}
-
 LoadedRun open_run_untrained(const std::string& dir, const ConfigFiles& files,
                              const std::vector<std::string>& overrides) {
   RunPaths paths(dir);
   if (!fs::is_directory(dir)) throw std::runtime_error(dir + ": run directory not found");
   for (const auto& o : overrides)
-    if (auto error = run_override_error(o); !error.empty()) throw std::runtime_error(error);
+    if (auto error = files.override_error(o); !error.empty()) throw std::runtime_error(error);
   LoadedRun run;
   run.config = files.read({paths.config}, overrides);
   run.tokenizer = load_tokenizer(run.config.tokenizer, paths.tokenizer(run.config.tokenizer.type()));

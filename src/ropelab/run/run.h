@@ -80,17 +80,12 @@ struct LoadedRun {
 };
 /// Its config.yaml is read with `files`; `overrides` (KEY=VALUE) change the run's config
 /// for this use only; they may touch only what leaves the trained parameters as they are
-/// (see run_override_error).
+/// (ConfigFiles::override_error).
 LoadedRun open_run(const std::string& dir, const std::string& checkpoint, const torch::Device& device,
                    const ConfigFiles& files, const std::vector<std::string>& overrides = {});
 
 /// The run's config, tokenizer and task with a freshly initialised model (no checkpoint).
 LoadedRun open_run_untrained(const std::string& dir, const ConfigFiles& files,
                              const std::vector<std::string>& overrides = {});
-
-/// Empty when `assignment` (KEY=VALUE) may change a trained run's config: RoPE scaling
-/// (model.position.scaling.*, per stack too), model.position.rotary_impl, decode.* and
-/// data.eval_tokens; otherwise the one-line error.
-std::string run_override_error(const std::string& assignment);
 
 }  // namespace ropelab

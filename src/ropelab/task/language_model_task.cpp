@@ -4,6 +4,17 @@
 
 namespace ropelab {
 
+SettingProblem LanguageModelTask::data_problem(const Config& config) {
+  const auto& data = config.data;
+  if (data.format() != CorpusFormat::text)
+    return {"data.format", to_string(data.format()), "cannot feed task lm (expected text)"};
+  if (data.source_layout() != SourceLayout::sequence)
+    return {"data.source_layout", to_string(data.source_layout()), "applies to translation sources only"};
+  if (const auto mix = retrieval_mix_problem(data.retrieval()); !mix.key.empty())
+    return {"data.retrieval." + mix.key, mix.value, mix.what};
+  return {};
+}
+
 // --- the model ----------------------------------------------------------------------
 
 namespace {

@@ -9,6 +9,8 @@ namespace ropelab {
 class LanguageModelTask : public Task {
  public:
   using Task::Task;
+  /// The first problem of the config's data section for this task (its task registry row).
+  static SettingProblem data_problem(const Config& config);
 
   /// A LanguageModel as a TaskModel. Decoding inputs are Batch::target_in: EOS (the
   /// document boundary the model was trained with) followed by the prompt.

@@ -52,6 +52,13 @@ struct DecodeRequest {
   bool use_cache = true;
 };
 
+/// A setting a task cannot work from: its dotted key, its value and what is wrong
+/// ("data.format", "text", "holds no pairs for task translation (expected tsv or
+/// parallel)"); an empty key when there is none.
+struct SettingProblem {
+  std::string key, value, what;
+};
+
 class Task {
  public:
   explicit Task(Config config) : config_(std::move(config)) {}

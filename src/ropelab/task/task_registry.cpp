@@ -38,12 +38,20 @@ bool TaskTraits::offers(ProtocolKind kind) const {
 
 const std::vector<TaskTraits>& task_registry() {
   static const std::vector<TaskTraits> rows{
-      {TaskType::translation, "translation", true, {ProtocolKind::translation_quality}, &make<TranslationTask>},
+      {TaskType::translation,
+       "translation",
+       true,
+       {ProtocolKind::translation_quality},
+       &make<TranslationTask>,
+       &TranslationTask::data_problem,
+       false},
       {TaskType::lm,
        "lm",
        false,
        {ProtocolKind::window_perplexity, ProtocolKind::context_gain, ProtocolKind::passkey, ProtocolKind::retrieval},
-       &make<LanguageModelTask>},
+       &make<LanguageModelTask>,
+       &LanguageModelTask::data_problem,
+       true},
   };
   return rows;
 }
@@ -52,6 +60,17 @@ const TaskTraits& task_traits(TaskType type) {
   for (const auto& row : task_registry())
     if (row.type == type) return row;
   TORCH_INTERNAL_ASSERT(false, "TaskType ", static_cast<int>(type), " has no row in the task registry");
+}
+
+std::string to_string(TaskType type) { return task_traits(type).name; }
+
+TaskType parse_task(const std::string& name) {
+  std::string valid;
+  for (const auto& row : task_registry()) {
+    if (name == row.name) return row.type;
+    valid += (valid.empty() ? "" : " | ") + std::string(row.name);
+  }
+  TORCH_CHECK(false, "unknown task '", name, "' (expected ", valid, ")");
 }
 
 std::unique_ptr<Task> make_task(const Config& config) { return task_traits(config.task).make(config); }

@@ -4,6 +4,7 @@
 /// and protocols (eval/protocols.h runs them); none asks which task it holds.
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ropelab/task/task.h"
@@ -38,6 +39,11 @@ struct TaskTraits {
   /// and ablations run them.
   std::vector<ProtocolKind> protocols;
   std::unique_ptr<Task> (*make)(const Config& config) = nullptr;
+  /// The first data setting the task cannot work from (config/validate.cpp reports it).
+  SettingProblem (*data_problem)(const Config& config) = nullptr;
+  /// Trains on windows of data.context tokens: settings measured in tokens (FIRE's
+  /// threshold, the scalings' original length) default to data.context.
+  bool windowed = false;
 
   bool offers(ProtocolKind kind) const;
 };
@@ -46,5 +52,9 @@ struct TaskTraits {
 const std::vector<TaskTraits>& task_registry();
 /// The row of `type`.
 const TaskTraits& task_traits(TaskType type);
+/// config.task's spelling: the row's name ("translation", "lm").
+std::string to_string(TaskType task);
+/// The row named `name`; an unknown name fails listing the registry's names.
+TaskType parse_task(const std::string& name);
 
 }  // namespace ropelab

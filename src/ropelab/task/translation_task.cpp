@@ -4,6 +4,16 @@
 
 namespace ropelab {
 
+SettingProblem TranslationTask::data_problem(const Config& config) {
+  const auto& data = config.data;
+  if (data.format() == CorpusFormat::text)
+    return {"data.format", "text", "holds no pairs for task translation (expected tsv or parallel)"};
+  if (data.documents()) return {"data.documents", "true", "applies to language models (task lm)"};
+  if (!data.retrieval().tasks().empty())
+    return {"data.retrieval.tasks", data.retrieval().tasks(), "applies to language models (task lm)"};
+  return {};
+}
+
 Positions encoder_positions(const Seq2Seq& model, const torch::Tensor& data_positions) {
   const int64_t axes = model->encoder->position()->axes();
   if (!data_positions.defined() || axes == 1) return {};

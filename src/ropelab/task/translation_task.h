@@ -9,6 +9,8 @@ namespace ropelab {
 class TranslationTask : public Task {
  public:
   using Task::Task;
+  /// The first problem of the config's data section for this task (its task registry row).
+  static SettingProblem data_problem(const Config& config);
 
   /// A Seq2Seq model as a TaskModel. Decoding inputs are Batch::source (and
   /// source_positions in the grid layout).
