@@ -15,7 +15,6 @@
 #include "ropelab/config/validate.h"
 #include "ropelab/config/yaml_merge.h"
 #include "ropelab/config/yaml_values.h"
-#include "ropelab/data/retrieval_mix.h"
 #include "ropelab/position/context_defaults.h"
 #include "ropelab/position/position_traits.h"
 #include "ropelab/run/ownership.h"

@@ -12,6 +12,8 @@ namespace ropelab {
 
 namespace {
 
+using MarkedKeys = std::vector<std::pair<std::string, bool>>;
+
 /// Every key of the schema in its order, and whether run_may_change marks it.
 class OverrideMarks {
  public:
@@ -20,8 +22,8 @@ class OverrideMarks {
     keys.emplace_back(prefix_ + name, marked_ > 0);
   }
   template <typename E>
-  void choice(const std::string& name, E&, E (*)(const std::string&)) {
-    keys.emplace_back(prefix_ + name, marked_ > 0);
+  void choice(const std::string& name, E& value, E (*)(const std::string&)) {
+    (*this)(name, value);
   }
   template <typename F>
   void section(const std::string& name, F&& body) {
@@ -37,14 +39,12 @@ class OverrideMarks {
     --marked_;
   }
 
-  std::vector<std::pair<std::string, bool>> keys;
+  MarkedKeys keys;
 
  private:
   std::string prefix_;
   int marked_ = 0;
 };
-
-using MarkedKeys = std::vector<std::pair<std::string, bool>>;
 
 const MarkedKeys& schema_keys() {
   static const MarkedKeys keys = [] {
@@ -78,9 +78,8 @@ void leaf_keys(const YAML::Node& node, const std::string& prefix, std::vector<st
     leaf_keys(entry.second, (prefix.empty() ? "" : prefix + ".") + entry.first.Scalar(), out);
 }
 
-}  // namespace
-
-std::string run_override_keys() {
+/// run_override_keys' text, built from the marks.
+std::string compact_override_keys() {
   MarkedKeys spelled;  // in the shorthand's spelling, each once
   for (const auto& [key, m] : schema_keys()) {
     const auto shown = yaml_merge::shorthand_spelling(key);
@@ -123,6 +122,13 @@ std::string run_override_keys() {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string run_override_keys() {
+  static const std::string keys = compact_override_keys();  // every command's --set help reads it
+  return keys;
 }
 
 std::string run_override_error(const std::string& assignment) {

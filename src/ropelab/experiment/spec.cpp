@@ -16,26 +16,20 @@ namespace {
 
 using Grid = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
-/// An experiment file's values, read as a config's are (config/yaml_values.h), with the
+/// An experiment file, its values read as a config's are (config/yaml_values.h), with the
 /// checks that only experiments make.
-struct Reader {
-  const yaml_values::File& file;
+class Reader : public yaml_values::File {
+ public:
+  using File::File;
 
-  [[noreturn]] void fail(const std::string& what) const { file.fail(what); }
-  std::vector<std::string> scalars(const YAML::Node& node, const std::string& key) const {
-    return file.scalars(node, key);
-  }
-  void expect_keys(const YAML::Node& node, const std::string& name, const std::vector<std::string>& allowed) const {
-    file.expect_keys(node, name, allowed);
-  }
   std::vector<int64_t> integers(const YAML::Node& node, const std::string& key) const {
-    return file.values<int64_t>(node, key);
+    return values<int64_t>(node, key);
   }
   std::vector<int64_t> positive_integers(const YAML::Node& node, const std::string& key) const {
-    const auto values = integers(node, key);
-    for (auto v : values)
+    const auto read = integers(node, key);
+    for (auto v : read)
       if (v <= 0) fail(key + ": " + std::to_string(v) + " must be positive");
-    return values;
+    return read;
   }
   int64_t positive_integer(const YAML::Node& node, const std::string& key) const {
     if (!node.IsScalar()) fail(key + " must be one number");
@@ -43,14 +37,14 @@ struct Reader {
   }
   /// Depths of a needle: numbers in [0, 1].
   std::vector<double> depths(const YAML::Node& node, const std::string& key) const {
-    const auto values = file.values<double>(node, key);
-    for (auto d : values)
+    const auto read = values<double>(node, key);
+    for (auto d : read)
       if (!(d >= 0 && d <= 1)) {
         char text[32];
         std::snprintf(text, sizeof text, "%g", d);
         fail(key + ": " + std::string(text) + " is not between 0 and 1");
       }
-    return values;
+    return read;
   }
 
   /// A grid: keys to lists of values, each a value or {value: V, label: L} (labels by "key=value").
@@ -228,7 +222,7 @@ void check_variants(const Reader& r, ExperimentSpec& spec, const std::vector<Var
           r.fail("eval_context_gain: " + std::to_string(w) + " is not below any evaluation context (the longest is " +
                  std::to_string(longest) + ")");
     } catch (const ConfigError& e) {
-      if (std::string(e.what()).rfind(r.file.path() + ":", 0) == 0) throw;
+      if (std::string(e.what()).rfind(r.path() + ":", 0) == 0) throw;
       r.fail("variant " + (variant.name.empty() ? std::string("(base)") : variant.name) + ": " + e.what());
     }
   }
@@ -237,9 +231,8 @@ void check_variants(const Reader& r, ExperimentSpec& spec, const std::vector<Var
 }  // namespace
 
 ExperimentSpec load_experiment(const std::string& path) {
-  const yaml_values::File file(path, "experiment file");
-  const Reader r{file};
-  const auto& root = file.root();
+  const Reader r(path, "experiment file");
+  const auto& root = r.root();
   ExperimentSpec spec;
   spec.path = path;
   r.expect_keys(root, "",

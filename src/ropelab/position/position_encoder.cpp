@@ -226,12 +226,7 @@ std::string to_string(SinusoidLayout layout) { return enum_name(layout, kSinusoi
 std::string to_string(RotaryLayout layout) { return enum_name(layout, kRotaryNames); }
 std::string to_string(KerpleBound bound) { return enum_name(bound, kKerpleBoundNames); }
 PositionType parse_position_type(const std::string& name) {
-  std::string valid;
-  for (const auto& row : position_registry()) {
-    if (name == row.name) return row.type;
-    valid += (valid.empty() ? "" : " | ") + std::string(row.name);
-  }
-  TORCH_CHECK(false, "unknown position type '", name, "' (expected ", valid, ")");
+  return parse_row_name(position_registry(), name, "position type");
 }
 SinusoidLayout parse_sinusoid_layout(const std::string& name) {
   return parse_enum(name, kSinusoidNames, "sinusoid layout");

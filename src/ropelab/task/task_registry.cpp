@@ -4,6 +4,7 @@
 
 #include "ropelab/task/language_model_task.h"
 #include "ropelab/task/translation_task.h"
+#include "ropelab/util/enum_names.h"
 
 namespace ropelab {
 
@@ -64,14 +65,7 @@ const TaskTraits& task_traits(TaskType type) {
 
 std::string to_string(TaskType type) { return task_traits(type).name; }
 
-TaskType parse_task(const std::string& name) {
-  std::string valid;
-  for (const auto& row : task_registry()) {
-    if (name == row.name) return row.type;
-    valid += (valid.empty() ? "" : " | ") + std::string(row.name);
-  }
-  TORCH_CHECK(false, "unknown task '", name, "' (expected ", valid, ")");
-}
+TaskType parse_task(const std::string& name) { return parse_row_name(task_registry(), name, "task"); }
 
 std::unique_ptr<Task> make_task(const Config& config) { return task_traits(config.task).make(config); }
 

@@ -27,6 +27,18 @@ Enum parse_enum(const std::string& name, const EnumNames<Enum, N>& names, const 
   TORCH_CHECK(false, "unknown ", what, " '", name, "' (expected ", enum_choices(names), ")");
 }
 
+/// The `type` of the row of a registry (rows with `name` and `type`) named `name`; an unknown
+/// name fails listing the rows' names. The position and task registries spell their types so.
+template <typename Rows>
+auto parse_row_name(const Rows& rows, const std::string& name, const char* what) {
+  std::string valid;
+  for (const auto& row : rows) {
+    if (name == row.name) return row.type;
+    valid += (valid.empty() ? "" : " | ") + std::string(row.name);
+  }
+  TORCH_CHECK(false, "unknown ", what, " '", name, "' (expected ", valid, ")");
+}
+
 template <typename Enum, size_t N>
 std::string enum_name(Enum value, const EnumNames<Enum, N>& names) {
   for (const auto& [v, spelling] : names)
