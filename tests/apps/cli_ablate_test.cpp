@@ -9,18 +9,6 @@ namespace {
 const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
 const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
 
-/// A tiny translator experiment in ROOT/exp.yaml: `steps` updates, then `tail` (grid, seeds).
-std::string tiny_translator_experiment(const std::filesystem::path& root, const std::string& steps,
-                                       const std::string& tail) {
-  const auto exp = (root / "exp.yaml").string();
-  std::ofstream(exp) << "base: " << demo << "\nset: [data.train=" << pairs << ", data.valid=" << pairs
-                     << ", data.test=" << pairs << ", " << steps
-                     << ", model.d_model=16, model.heads=2, model.d_ff=16, model.encoder_layers=1,"
-                        " model.decoder_layers=1]\n"
-                     << tail;
-  return exp;
-}
-
 /// The tables of a finished translator grid (two encoders x two seeds): results.md with mean
 /// ± sd, results.csv a row a run, and paired tests of rotary against sinusoidal.
 void translator_grid_tables(const std::string& out) {

@@ -59,6 +59,21 @@ inline std::filesystem::path fresh_dir(const std::string& tag) {
 
 using ropelab::testing::read_text;
 
+/// A tiny translator experiment in ROOT/exp.yaml on the demo pairs: `steps` (more `set`
+/// entries), then `tail` (grid, seeds, fine-tunes).
+inline std::string tiny_translator_experiment(const std::filesystem::path& root, const std::string& steps,
+                                              const std::string& tail) {
+  const std::string demo = std::string(ROPELAB_SOURCE_DIR) + "/experiments/demo_tiny.yaml";
+  const std::string pairs = std::string(ROPELAB_SOURCE_DIR) + "/data/demo/pairs.tsv";
+  const auto exp = (root / "exp.yaml").string();
+  std::ofstream(exp) << "base: " << demo << "\nset: [data.train=" << pairs << ", data.valid=" << pairs
+                     << ", data.test=" << pairs << ", " << steps
+                     << ", model.d_model=16, model.heads=2, model.d_ff=16, model.encoder_layers=1,"
+                        " model.decoder_layers=1]\n"
+                     << tail;
+  return exp;
+}
+
 /// A micro translator trained through the CLI once for the app tests below (~2 s).
 inline const std::string& micro_run() {
   static const std::string dir = [] {

@@ -53,12 +53,43 @@ std::vector<RunResult> finished_results(const ExperimentSpec& spec, const std::v
 
 }  // namespace
 
-JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
-  const auto variants = expand_grid(spec);
+int64_t ablation_threads(const AblationOptions& o) {
   const int64_t jobs = std::max<int64_t>(1, o.jobs);
-  const int64_t threads = o.threads > 0
-                              ? o.threads
-                              : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / jobs);
+  return o.threads > 0 ? o.threads
+                       : std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / jobs);
+}
+
+std::vector<Job> plan_grid(const ExperimentSpec& spec, const PlanOptions& plan, const RunsOnDisk& disk) {
+  std::vector<Job> all;
+  for (const auto& variant : expand_grid(spec))
+    for (auto seed : spec.seeds) {
+      all.push_back(plan_job(spec, variant, seed, {}, plan, disk));
+      all.back().finetune_source = !spec.finetune.empty() && variant.name == spec.finetune[0].from;
+    }
+  return all;
+}
+
+std::vector<Job> plan_finetunes(const ExperimentSpec& spec, const std::vector<Job>& grid, const PlanOptions& plan,
+                                const RunsOnDisk& disk, std::vector<std::string>* waiting) {
+  std::vector<Job> out;
+  for (const auto& variant : finetune_variants(spec))
+    for (auto seed : spec.seeds) {
+      const auto source = std::find_if(grid.begin(), grid.end(),
+                                       [&](const Job& job) { return job.finetune_source && job.seed == seed; });
+      // finished, or trained and evaluated with nothing left (by --plan's command lines)
+      if (source == grid.end() || !(source->steps.empty() || disk.finished(source->dir))) {
+        waiting->push_back(variant.name + " seed " + std::to_string(seed) + " not run: its source run (" +
+                           spec.finetune[0].from + " seed " + std::to_string(seed) + ") did not finish");
+        continue;
+      }
+      out.push_back(plan_job(spec, variant, seed, {"train.init_from=" + source->dir}, plan, disk));
+    }
+  return out;
+}
+
+JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
+  const int64_t jobs = std::max<int64_t>(1, o.jobs);
+  const int64_t threads = ablation_threads(o);
   const AblationLayout layout(o.out_dir);
   const std::string command = "ropelab ablate " + spec.path + " -o " + o.out_dir;
   // One ablate per directory: a second would start, move aside or evaluate the same runs
@@ -68,44 +99,29 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
   const AblationDirectory disk(o.out_dir);
   const PlanOptions plan{o.out_dir, threads, o.device};
 
-  std::vector<Job> all, todo;  // every run of the experiment; those with steps left
-  for (const auto& variant : variants)
-    for (auto seed : spec.seeds) {
-      all.push_back(plan_job(spec, variant, seed, {}, plan, disk));
-      all.back().finetune_source = !spec.finetune.empty() && variant.name == spec.finetune[0].from;
-      queue(all.back(), disk, todo);
-    }
+  auto all = plan_grid(spec, plan, disk);  // every run of the experiment
+  std::vector<Job> todo;                   // those with steps left
+  for (const auto& job : all) queue(job, disk, todo);
   const size_t total = all.size(), skipped = total - todo.size();
-  std::cout << "ablate: " << variants.size() << " variants x " << spec.seeds.size() << " seeds = " << total << " runs; "
-            << skipped << " finished already, " << todo.size() << " to run, " << jobs << " at a time, " << threads
-            << " threads each" << std::endl;
+  std::cout << "ablate: " << all.size() / std::max<size_t>(1, spec.seeds.size()) << " variants x " << spec.seeds.size()
+            << " seeds = " << total << " runs; " << skipped << " finished already, " << todo.size() << " to run, "
+            << jobs << " at a time, " << threads << " threads each" << std::endl;
   auto outcome = run_jobs(todo, o.executable, jobs, skipped, total);
   if (outcome.signal) return outcome;
 
   // Fine-tunes, once the runs they start from have finished: each seed from its own run.
-  const auto finetunes = finetune_variants(spec);
-  if (!finetunes.empty()) {
-    const auto from = spec.finetune[0].from;
-    const size_t before = all.size();
+  if (const auto variants = finetune_variants(spec); !variants.empty()) {
+    std::vector<std::string> waiting;
+    const auto finetunes = plan_finetunes(spec, all, plan, disk, &waiting);
+    for (const auto& line : waiting) std::cerr << "ablate: " << line << std::endl;
+    outcome.failed += static_cast<int64_t>(waiting.size());
     std::vector<Job> more;
-    for (const auto& variant : finetunes)
-      for (auto seed : spec.seeds) {
-        const auto end = all.begin() + static_cast<std::ptrdiff_t>(before);
-        const auto source =
-            std::find_if(all.begin(), end, [&](const Job& job) { return job.finetune_source && job.seed == seed; });
-        if (source == end || !disk.finished(source->dir)) {
-          std::cerr << "ablate: " << variant.name << " seed " << seed << " not run: its source run (" << from
-                    << " seed " << seed << ") did not finish" << std::endl;
-          ++outcome.failed;
-          continue;
-        }
-        all.push_back(plan_job(spec, variant, seed, {"train.init_from=" + source->dir}, plan, disk));
-        queue(all.back(), disk, more);
-      }
-    const size_t added = all.size() - before;
-    std::cout << "ablate: " << finetunes.size() << " fine-tunes of " << from << " x " << spec.seeds.size()
-              << " seeds = " << added << " runs; " << added - more.size() << " finished already, " << more.size()
-              << " to run" << std::endl;
+    for (const auto& job : finetunes) queue(job, disk, more);
+    const size_t added = finetunes.size();
+    std::cout << "ablate: " << variants.size() << " fine-tunes of " << spec.finetune[0].from << " x "
+              << spec.seeds.size() << " seeds = " << added << " runs; " << finetunes.size() - more.size()
+              << " finished already, " << more.size() << " to run" << std::endl;
+    all.insert(all.end(), finetunes.begin(), finetunes.end());
     const auto tuned = run_jobs(more, o.executable, jobs, added - more.size(), added);
     outcome.failed += tuned.failed;
     outcome.stopped += tuned.stopped;
