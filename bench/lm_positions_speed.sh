@@ -8,7 +8,10 @@
 # affects them alike; prints the CPU, every round, the median and its ratio to rotary's.
 # LENGTH and BATCH set the batches' shape and the training context (data.context, which
 # the learned table and the other length settings follow): 512 and 16 are the length
-# study at 512's updates (experiments/lm_sotu_char_512.yaml).
+# study at 512's updates (experiments/lm_sotu_char_512.yaml). `randomized rotary` and
+# `pose rotary` train rotary on drawn positions (model.position.train_positions, range 64x
+# the context); `ssmax rotary` and `ssmax none` add Scalable-Softmax (model.position.ssmax).
+# VARIANTS="rotary,pose rotary" runs those alone (comma-separated).
 #   bash bench/lm_positions_speed.sh [REPEATS] [BUILD] [LENGTH] [BATCH]
 set -euo pipefail
 repeats=${1:-3}
@@ -19,7 +22,9 @@ config=experiments/lm_sotu_char_small.yaml
 performer="model.attention={type: performer, num_features: 128, chunk_size: 32}"
 yarn="model.position.scaling={type: yarn, factor: 8}"
 variants=("learned" "sinusoidal" "t5_bias" "rotary" "none" "alibi" "xpos" "kerple" "kerple_power" "fire"
-          "yarn rotary" "fox none" "cope none" "performer learned" "performer rotary")
+          "yarn rotary" "fox none" "cope none" "performer learned" "performer rotary" "randomized rotary"
+          "pose rotary" "ssmax rotary" "ssmax none")
+[[ -n ${VARIANTS:-} ]] && IFS=, read -r -a variants <<<"$VARIANTS"
 lscpu | sed -n 's/^Model name: */CPU: /p'
 echo "batches of $batch x $length tokens, data.context=$length"
 declare -A runs
@@ -30,6 +35,8 @@ for ((r = 1; r <= repeats; ++r)); do
     [[ $v == yarn* ]] && args+=(--set "$yarn")
     [[ $v == fox* ]] && args+=(--set model.position.forget_gate=true)
     [[ $v == cope* ]] && args+=(--set model.position.cope=true)
+    [[ $v == ssmax* ]] && args+=(--set model.position.ssmax=true)
+    [[ $v == randomized* || $v == pose* ]] && args+=(--set "model.position.train_positions.type=${v%% *}")
     tps=$(taskset -c 0 "$build/ropelab" bench train "$config" "${args[@]}" --vocab 256 --batch "$batch" --length "$length" \
           --threads 1 --steps 20 --json | sed -n 's/.*"target_tokens_per_s":\([0-9.]*\).*/\1/p')
     runs[$v]+="$tps "

@@ -170,6 +170,48 @@ TEST_F(ConfigTest, NopeEveryAppliesToRotations) {
             "--set: model.encoder_position.nope_every=-1 must be >= 0 (0 = every layer rotates)");
 }
 
+// Drawn training positions (randomized, PoSE): their range follows the training context
+// (64 C), a learned table follows the range, and a range below the longest training
+// sequence, a table below the range, or an encoder without one position per token is one line.
+TEST_F(ConfigTest, TrainPositionsFollowTheContextAndCoverTheTrainingSequence) {
+  const std::vector<std::string> lm = {"task=lm", "data.format=text", "data.context=512"};
+  auto with = [&](std::initializer_list<std::string> more) {
+    auto all = lm;
+    all.insert(all.end(), more);
+    return all;
+  };
+  const auto rotary =
+      load_config({{}, with({"model.position.type=rotary", "model.position.train_positions.type=pose"})});
+  EXPECT_EQ(rotary.model.decoder_position().train_positions().range(), 64 * 512);
+  EXPECT_EQ(position_label(rotary.model.decoder_position()), "rotary+pose");
+  const auto learned =
+      load_config({{}, with({"model.position.type=learned", "model.position.train_positions.type=randomized"})});
+  EXPECT_EQ(learned.model.decoder_position().max_len(), 64 * 512);
+  EXPECT_EQ(load_config({{}, with({"model.position.type=learned"})}).model.decoder_position().max_len(), 512);
+  EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.type=randomized",
+                                 "model.position.train_positions.range=256"})),
+            "--set: model.decoder_position.train_positions.range=256 is below data.context=512: randomized draws "
+            "positions for a whole training sequence within [0, range)");
+  EXPECT_EQ(load_error({}, {"model.position.type=rotary", "model.position.train_positions.type=pose",
+                            "model.position.train_positions.range=100"}),
+            "--set: model.encoder_position.train_positions.range=100 is below data.max_len=256: pose draws positions "
+            "for a whole training sequence within [0, range)");
+  EXPECT_EQ(load_error({}, with({"model.position.type=learned", "model.position.max_len=1024",
+                                 "model.position.train_positions.type=pose"})),
+            "--set: model.decoder_position.max_len=1024 must be >= train_positions.range=32768 (every position "
+            "training may draw needs a row)");
+  EXPECT_EQ(load_error({}, with({"model.position.type=none", "model.position.train_positions.type=pose"})),
+            "--set: model.decoder_position.train_positions.type=pose is not read (model.decoder_position.type=none, "
+            "scaling.type=none); it applies to sinusoidal, learned, t5_bias, rotary, alibi, xpos, kerple, "
+            "kerple_power and fire");
+  EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.range=4096"})),
+            "--set: model.decoder_position.train_positions.range=4096 is not read (model.decoder_position.type=rotary, "
+            "scaling.type=none); it applies to train_positions.type: randomized or pose");
+  EXPECT_EQ(load_error({}, with({"model.position.train_positions.type=shuffled"})),
+            "--set: model.encoder_position.train_positions.type: unknown train_positions.type 'shuffled' (expected "
+            "contiguous | randomized | pose)");
+}
+
 // The learned table's initial scale: 0.02 unless given; a negative one names the key.
 TEST_F(ConfigTest, LearnedInitStdIsChecked) {
   EXPECT_DOUBLE_EQ(load_config({{}, {"model.position.type=learned"}}).model.decoder_position().learned_init_std(),
@@ -236,6 +278,32 @@ TEST_F(ConfigTest, ATrainedRunsConfigKeepsTheBehaviourOfKeysItPredates) {
 }
 
 // The forget gate goes with any encoder of a causal stack whose attention takes a logit bias.
+// SSMax acts in causal softmax self-attention, without CoPE; s starts at ssmax_init.
+TEST_F(ConfigTest, SsmaxNeedsCausalSoftmaxAttention) {
+  const std::vector<std::string> lm = {"task=lm", "data.format=text", "model.position={type: none, ssmax: true}"};
+  const auto config = load_config({{}, lm});
+  EXPECT_TRUE(config.model.decoder_position().ssmax());
+  EXPECT_DOUBLE_EQ(config.model.decoder_position().ssmax_init(), 0.43);
+  EXPECT_EQ(position_label(config.model.decoder_position()), "none+ssmax");
+  auto with = [&](const std::string& more) {
+    auto all = lm;
+    all.push_back(more);
+    return all;
+  };
+  EXPECT_EQ(load_error({}, with("model.attention.type=performer")),
+            "--set: model.decoder_position.ssmax=true needs model.attention.type=softmax, not performer");
+  EXPECT_EQ(load_error({}, with("model.position.cope=true")),
+            "--set: model.decoder_position.ssmax=true and model.decoder_position.cope cannot both be set (CoPE's "
+            "gates read the unscaled query)");
+  EXPECT_EQ(load_error({}, {"model.position.ssmax=true"}),
+            "--set: model.encoder_position.ssmax=true needs causal self-attention (a language model or a "
+            "translator's decoder), not the encoder");
+  EXPECT_EQ(load_error({}, {"model.decoder_position.ssmax=true"}), "");
+  EXPECT_EQ(load_error({}, {"task=lm", "data.format=text", "model.position.ssmax_init=0.5"}),
+            "--set: model.decoder_position.ssmax_init=0.5 is not read (model.decoder_position.type=sinusoidal, "
+            "scaling.type=none); it applies to ssmax: true");
+}
+
 TEST_F(ConfigTest, ForgetGateNeedsCausalSoftmaxAttention) {
   const std::vector<std::string> lm = {"task=lm", "data.format=text", "model.position={type: none, forget_gate: true}"};
   EXPECT_TRUE(load_config({{}, lm}).model.decoder_position().forget_gate());

@@ -27,6 +27,8 @@ void describe(V& v, PositionOptions& p) {
   v("forget_gate", p.forget_gate());
   v("cope", p.cope());
   v("cope_positions", p.cope_positions());
+  v("ssmax", p.ssmax());
+  v("ssmax_init", p.ssmax_init());
   v.run_may_change([&] { v.choice("rotary_impl", p.rotary_impl(), parse_rotary_impl); });
   v("rotate_cross_attention", p.rotate_cross_attention());
   v("axes", p.axes());
@@ -48,6 +50,11 @@ void describe(V& v, PositionOptions& p) {
       v.choice("ramp", s.ramp(), parse_yarn_ramp);
       v.choice("dynamic", s.dynamic(), parse_dynamic_length);
     });
+  });
+  v.section("train_positions", [&] {
+    auto& t = p.train_positions();
+    v.choice("type", t.type(), parse_train_positions_type);
+    v("range", t.range());
   });
 }
 

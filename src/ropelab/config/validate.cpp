@@ -77,7 +77,8 @@ void check_stack(const TransformerOptions& m, const AttentionBackend& backend, c
                                     {"max_distance", p.max_distance()},
                                     {"scale_base", p.scale_base()},
                                     {"fire_threshold", p.fire_threshold()},
-                                    {"cope_positions", p.cope_positions()}})
+                                    {"cope_positions", p.cope_positions()},
+                                    {"train_positions.range", p.train_positions().range()}})
     require(value > 0, key + "." + name, value, "must be positive (unset: from the training context)");
   require(p.nope_every() >= 0, key + ".nope_every", p.nope_every(), "must be >= 0 (0 = every layer rotates)");
   require(p.nope_every() == 0 || traits.kind == PositionKind::rotary, key + ".nope_every", p.nope_every(),
@@ -96,6 +97,16 @@ void check_stack(const TransformerOptions& m, const AttentionBackend& backend, c
   require(!p.cope() || traits.kind != PositionKind::bias, key + ".cope", "true",
           "takes no other logit bias, not " + key + ".type=" + traits.name);
   require(!p.cope() || !p.forget_gate(), key + ".cope", "true", "and " + key + ".forget_gate cannot both be set");
+  require(!p.ssmax() || causal, key + ".ssmax", "true",
+          "needs causal self-attention (a language model or a translator's decoder), not the encoder");
+  require(!p.ssmax() || m.attention().type() == AttentionType::softmax, key + ".ssmax", "true",
+          "needs model.attention.type=softmax, not " + to_string(m.attention().type()));
+  require(!p.ssmax() || !p.cope(), key + ".ssmax", "true",
+          "and " + key + ".cope cannot both be set (CoPE's gates read the unscaled query)");
+  require(!p.train_positions().drawn() || !traits.bounded || p.max_len() >= p.train_positions().range(),
+          key + ".max_len", p.max_len(),
+          "must be >= train_positions.range=" + show(p.train_positions().range()) +
+              " (every position training may draw needs a row)");
   require(s.beta_fast() > s.beta_slow(), key + ".scaling.beta_fast", s.beta_fast(),
           "must exceed scaling.beta_slow=" + show(s.beta_slow()));
   require(s.original_max() > 0 || (s.type() != RopeScalingType::yarn && s.type() != RopeScalingType::dynamic_ntk),
@@ -163,6 +174,18 @@ void check_data(const Config& c, const Check& require) {
           "must name the token that ends a row");
 }
 
+/// Drawn training positions cover the longest training sequence: data.context tokens for a
+/// task that trains on windows, data.max_len for one that trains on whole examples.
+void check_train_positions(const Config& c, const std::string& key, const PositionOptions& p, const Check& require) {
+  const auto& t = p.train_positions();
+  if (!t.drawn()) return;
+  const bool windowed = task_traits(c.task).windowed;
+  const int64_t longest = windowed ? c.data.context() : c.data.max_len();
+  require(t.range() >= longest, key + ".train_positions.range", t.range(),
+          "is below " + std::string(windowed ? "data.context=" : "data.max_len=") + std::to_string(longest) + ": " +
+              to_string(t.type()) + " draws positions for a whole training sequence within [0, range)");
+}
+
 void check_decode(const DecodeOptions& d, const Check& require) {
   require(d.beam() >= 1, "decode.beam", d.beam(), "must be >= 1");
   require(d.lenpen() >= 0, "decode.lenpen", d.lenpen(), "must be >= 0");
@@ -182,6 +205,9 @@ void validate_config(const Config& c, const ConfigFail& fail) {
   if (task_traits(c.task).encoder_decoder)
     check_stack(m, backend, "model.encoder_position", m.encoder_position(), false, require);
   check_stack(m, backend, "model.decoder_position", m.decoder_position(), true, require);
+  if (task_traits(c.task).encoder_decoder)
+    check_train_positions(c, "model.encoder_position", m.encoder_position(), require);
+  check_train_positions(c, "model.decoder_position", m.decoder_position(), require);
   check_train(c.train, require);
   check_data(c, require);
   check_decode(c.decode, require);

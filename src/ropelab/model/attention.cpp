@@ -1,5 +1,7 @@
 #include "ropelab/model/attention.h"
 
+#include "ropelab/attention/ssmax.h"
+
 namespace ropelab {
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options_, PositionEncoder rotation)
@@ -21,6 +23,8 @@ void MultiHeadAttentionImpl::reset() {
   if (options.cope_positions() > 0)
     cope_embedding =
         register_parameter("cope_embedding", torch::zeros({d / options.heads(), options.cope_positions()}));
+  if (options.ssmax())
+    ssmax_scale = register_parameter("ssmax_scale", torch::full({options.heads()}, options.ssmax_init()));
   if (options.forget_gate()) {
     forget_gate = register_module("forget_gate", torch::nn::Linear(d, options.heads()));
     torch::nn::init::normal_(forget_gate->weight, 0.0, 0.02);
@@ -58,6 +62,9 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
   if (self) {
     auto qkv = split_heads(torch::linear(x, in_proj_weight, in_proj_bias), 3);
     q = qkv[0], k = qkv[1], v = qkv[2];
+    // SSMax: the logits of query i times s_h log n_i, as its scaled query (a rotation is
+    // linear per token, so scaling before it is the same), in every kernel and cache alike
+    if (ssmax_scale.defined()) q = q * ssmax_query_scale(ssmax_scale, call.ssmax_log_n, call.causal, q);
     const auto unrotated = q;
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
     // the last queries alone, where the backend takes fewer queries than keys; else all,

@@ -24,6 +24,10 @@ struct MultiHeadAttentionOptions {
   /// Causal self-attention: CoPE with this many learned positions P (attention/contextual.h;
   /// Golovneva et al. 2024), embeddings (Dh, P) starting at 0 as the authors' code; 0: none.
   TORCH_ARG(int64_t, cope_positions) = 0;
+  /// Causal self-attention: Scalable-Softmax (Nakanishi 2025), the logits of query i
+  /// multiplied by s_h log n_i (AttentionCall::ssmax_log_n), s (H) learnable from ssmax_init.
+  TORCH_ARG(bool, ssmax) = false;
+  TORCH_ARG(double, ssmax_init) = 0.43;
 };
 
 /// Per-call inputs beyond the activations.
@@ -32,6 +36,7 @@ struct AttentionCall {
   Positions positions;             // query positions (and those of new keys in self-attention)
   Positions key_positions;         // cross-attention: memory positions (rotated only if enabled)
   LogitBias logit_bias;            // from the stack's position encoder
+  torch::Tensor ssmax_log_n;       // SSMax: log n of each query row (Tq), n the keys it sees
   bool causal = false;
   AttentionCachePtr* cache = nullptr;  // incremental decoding: this attention's backend state
   /// Self-attention: only the last `queries` rows of x query (0: every row); keys and
@@ -57,6 +62,7 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::nn::Linear out_proj{nullptr};
   torch::nn::Linear forget_gate{nullptr};  // (H, D): with options.forget_gate()
   torch::Tensor cope_embedding;            // (Dh, P): with options.cope_positions() > 0
+  torch::Tensor ssmax_scale;               // (H): SSMax's s, with options.ssmax()
 
  private:
   /// (B, T, n*D) -> n tensors (B, H, T, Dh)

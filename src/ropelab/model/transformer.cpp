@@ -1,5 +1,6 @@
 #include "ropelab/model/transformer.h"
 
+#include "ropelab/attention/ssmax.h"
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
@@ -27,16 +28,17 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
 TransformerLayerImpl::TransformerLayerImpl(const LayerOptions& options, bool causal, bool cross_attention,
                                            const PositionEncoder& position, bool rotate_cross)
     : causal_(causal), norm_(options.norm()) {
-  TORCH_CHECK((!options.forget_gate() && options.cope_positions() == 0) || causal,
-              "TransformerLayer: a forget gate and CoPE need causal self-attention");
+  TORCH_CHECK((!options.forget_gate() && options.cope_positions() == 0 && !options.ssmax()) || causal,
+              "TransformerLayer: a forget gate, CoPE and SSMax need causal self-attention");
   auto mha = MultiHeadAttentionOptions(options.d_model(), options.heads()).attention(options.attention());
   auto rotation = position && position->rotates() ? position : nullptr;
   auto norm = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model()})); };
-  self_attn = register_module(
-      "self_attn",
-      MultiHeadAttention(
-          MultiHeadAttentionOptions(mha).forget_gate(options.forget_gate()).cope_positions(options.cope_positions()),
-          rotation));
+  self_attn = register_module("self_attn", MultiHeadAttention(MultiHeadAttentionOptions(mha)
+                                                                  .forget_gate(options.forget_gate())
+                                                                  .cope_positions(options.cope_positions())
+                                                                  .ssmax(options.ssmax())
+                                                                  .ssmax_init(options.ssmax_init()),
+                                                              rotation));
   self_norm = register_module("self_norm", norm());
   if (cross_attention) {
     cross_attn = register_module("cross_attn", MultiHeadAttention(mha, rotate_cross ? rotation : nullptr));
@@ -65,6 +67,7 @@ torch::Tensor TransformerLayerImpl::forward(const torch::Tensor& x, const StackI
   self_call.key_padding_mask = in.padding_mask;
   self_call.positions = in.positions;
   self_call.logit_bias = in.logit_bias;
+  self_call.ssmax_log_n = in.ssmax_log_n;
   self_call.causal = causal_;
   self_call.cache = self_cache;
   self_call.queries = n;
@@ -94,8 +97,11 @@ void DecoderCache::reorder(const torch::Tensor& index) {
 StackImpl::StackImpl(const StackOptions& options) : options_(options) {
   // the forget gate and CoPE belong to each layer's self-attention
   const auto& p = options.position();
-  const auto layer =
-      LayerOptions(options.layer()).forget_gate(p.forget_gate()).cope_positions(p.cope() ? p.cope_positions() : 0);
+  const auto layer = LayerOptions(options.layer())
+                         .forget_gate(p.forget_gate())
+                         .cope_positions(p.cope() ? p.cope_positions() : 0)
+                         .ssmax(p.ssmax())
+                         .ssmax_init(p.ssmax_init());
   PositionGeometry geometry{layer.d_model(), layer.heads(), options.causal(),
                             options.causal() ? last_cache_position(layer.attention()) : 0};
   position_ = register_module("position", make_position_encoder(options.position(), geometry));
@@ -135,6 +141,10 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   TORCH_CHECK(!state || !in.padding_mask.defined(), "Stack: incremental decoding takes no target padding mask");
   const int64_t offset = state ? state->offset : 0, tq = x.size(1);
   bool given = in.positions.defined();
+  if (!given && !state && drawn_positions()) {
+    in.positions = training_positions(x.size(0), tq, x.device());
+    given = true;  // not 0 ... T - 1: no table of distances
+  }
   if (!given) in.positions = Positions::range(offset, tq, position_->axes(), x.device());
   if (position_->counts_from_origin()) in.positions = counted_from_origin(in.positions, given, offset, tq, state);
   auto h = dropout_(position_->embed(x, in.positions));
@@ -145,6 +155,9 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   last.outputs = outputs;
   in.outputs = 0;
   const auto& a = options_.layer().attention();
+  if (options_.position().ssmax())  // the keys each query sees: the token index counts, not its position
+    in.ssmax_log_n = last.ssmax_log_n =
+        ssmax_log_key_counts(offset, tq, KeyVisibility{true, a.window(), a.sinks()}, x.device());
   if (position_->has_logit_bias()) {
     auto key_positions = in.positions;
     bool windowed = false;  // a window dropped cached keys: key index and position differ
@@ -199,6 +212,13 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   return final_norm ? final_norm(h) : h;
 }
 
+bool StackImpl::drawn_positions() const { return is_training() && options_.position().train_positions().drawn(); }
+
+Positions StackImpl::training_positions(int64_t rows, int64_t length, const torch::Device& device) const {
+  TORCH_CHECK(drawn_positions(), "Stack: training positions are drawn in training with train_positions set");
+  return draw_training_positions(options_.position().train_positions(), rows, length, device);
+}
+
 // --- embedding ------------------------------------------------------------------------
 
 TiedEmbeddingImpl::TiedEmbeddingImpl(int64_t vocab_size, int64_t d_model, int64_t pad_id)
@@ -246,8 +266,10 @@ Seq2SeqImpl::Seq2SeqImpl(const TransformerOptions& options_) : options(options_)
 Memory Seq2SeqImpl::encode(const torch::Tensor& src, const Positions& src_positions) {
   StackInputs in;
   in.padding_mask = src.eq(options.pad_id());
-  in.positions = src_positions.defined() ? src_positions
-                                         : Positions::range(0, src.size(1), encoder->position()->axes(), src.device());
+  const int64_t length = src.size(1);
+  in.positions = src_positions.defined()      ? src_positions
+                 : encoder->drawn_positions() ? encoder->training_positions(src.size(0), length, src.device())
+                                              : Positions::range(0, length, encoder->position()->axes(), src.device());
   auto out = encoder(embedding(src), in);
   return {out, in.padding_mask, in.positions};
 }

@@ -34,6 +34,10 @@ struct LayerOptions {
   /// Causal self-attention with CoPE's P positions (MultiHeadAttentionOptions::cope_positions);
   /// set by the stack from PositionOptions::cope; 0: none.
   TORCH_ARG(int64_t, cope_positions) = 0;
+  /// Causal self-attention with SSMax (MultiHeadAttentionOptions::ssmax) from this s; set by
+  /// the stack from PositionOptions::ssmax.
+  TORCH_ARG(bool, ssmax) = false;
+  TORCH_ARG(double, ssmax_init) = 0.43;
 };
 
 /// FFN(x) = max(0, x W1 + b1) W2 + b2 (Vaswani et al. 2017, 3.3). (B, T, D) -> (B, T, D)
@@ -51,6 +55,7 @@ struct StackInputs {
   torch::Tensor padding_mask;         // (B, T) true at padded tokens; optional
   Positions positions;                // this call's token positions; default offset..offset+T-1
   LogitBias logit_bias;               // set by the stack from its position encoder
+  torch::Tensor ssmax_log_n;          // SSMax: log of the keys each query sees (T), set by the stack
   torch::Tensor memory;               // decoder: encoder output (B, S, D)
   torch::Tensor memory_padding_mask;  // decoder: (B, S)
   Positions memory_positions;         // decoder: source positions (cross-attention rotation)
@@ -126,6 +131,12 @@ class StackImpl : public torch::nn::Module {
   /// Whether incremental decoding (a DecoderCache) equals recomputing the prefix: not when
   /// the position encoder follows the sequence's length (dynamic NTK).
   bool decodes_incrementally() const { return !position_->follows_length(); }
+  /// Whether a call without positions of its own trains on drawn ones (train_positions set,
+  /// training mode); evaluation and decoding count 0, ..., T - 1.
+  bool drawn_positions() const;
+  /// Positions for `rows` sequences of `length` tokens drawn as train_positions says
+  /// (position/training_positions.h); only while drawn_positions().
+  Positions training_positions(int64_t rows, int64_t length, const torch::Device& device) const;
   const StackOptions& options() const { return options_; }
   torch::nn::ModuleList layers{nullptr};
   torch::nn::LayerNorm final_norm{nullptr};

@@ -23,10 +23,15 @@
 ///                                                    the gates count less than one a token,
 ///                                                    and every count past C reads the last
 ///                                                    (docs/language_models.md, "Settings measured in tokens")
+///   train_positions (randomized, 64 C                   the longest evaluation, 64x (Ruoss et
+///   .range           pose)                              al. 2023 draw from about 50x their
+///                                                       training length; Zhu et al. 2024
+///                                                       extend 2k to 128k); a learned table's
+///                                                       max_len then follows it
 ///
 /// A translation run has no one training context (each pair has its own lengths, and a
 /// translation may run longer than its source): with C = 0 the settings keep the absolute
-/// values of PositionOptions (1024, 128, 512, 512, 64). RoPE scaling's original_max is the
+/// values of PositionOptions (1024, 128, 512, 512, 64, 32768). RoPE scaling's original_max is the
 /// training context itself (config/config.cpp sets it for language models).
 
 #include <cstdint>

@@ -23,6 +23,7 @@
 #include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/position/positions.h"
 #include "ropelab/position/rope_scaling.h"
+#include "ropelab/position/training_positions.h"
 
 namespace ropelab {
 
@@ -87,6 +88,12 @@ struct PositionOptions {
   /// length: unset (0) in a Config it is C / 16, at least 2 (position/context_defaults.h).
   TORCH_ARG(bool, cope) = false;
   TORCH_ARG(int64_t, cope_positions) = 64;
+  /// Any type, causal stacks: Scalable-Softmax (Nakanishi 2025) in each layer's
+  /// self-attention: a query's logits q.k / sqrt(Dh) are multiplied by s_h log n, n the keys
+  /// it sees (its prefix, or its window and sinks; attention/ssmax.h), s learnable per head
+  /// and per layer, starting at `ssmax_init`.
+  TORCH_ARG(bool, ssmax) = false;
+  TORCH_ARG(double, ssmax_init) = 0.43;
   /// rotary, rotary_nd: implementation (eager | script | fused); all give the same values.
   TORCH_ARG(RotaryImpl, rotary_impl) = RotaryImpl::fused;
   /// rotary: also rotate queries and keys in cross-attention. Off by default: source
@@ -110,6 +117,9 @@ struct PositionOptions {
   TORCH_ARG(KerpleBound, kerple_bound) = KerpleBound::reset;
   /// rotary, rotary_nd: RoPE scaling for contexts past the training context.
   TORCH_ARG(RopeScalingOptions, scaling);
+  /// Every type but none and rotary_nd: the positions a stack trains on, drawn from a range
+  /// past the training context (randomized, PoSE; position/training_positions.h).
+  TORCH_ARG(TrainPositionsOptions, train_positions);
 };
 
 /// Shapes an encoder is built for; fixed by the stack that owns it.

@@ -20,6 +20,7 @@ bool t5(T t) { return t == T::t5_bias; }
 bool xpos(T t) { return t == T::xpos; }
 bool fire(T t) { return t == T::fire; }
 bool kerple(T t) { return t == T::kerple || t == T::kerple_power; }
+bool positioned(T t) { return t != T::none && !multi_axis(t); }  // one position per token to draw
 
 /// "a and b": the encoders for which `reads` holds.
 template <bool (*reads)(T)>
@@ -41,6 +42,7 @@ bool dynamic(const PositionOptions& o) {
   return scalable(o.type()) && o.scaling().type() == RopeScalingType::dynamic_ntk;
 }
 bool yarn_or_dynamic(const PositionOptions& o) { return yarn(o) || dynamic(o); }
+bool drawn(const PositionOptions& o) { return positioned(o.type()) && o.train_positions().drawn(); }
 
 /// A reset of one setting to its default: FIELD is its accessor ("max_len", "scaling().ramp").
 #define ROPELAB_RESET(FIELD) [](PositionOptions& o, const PositionOptions& d) { o.FIELD() = d.FIELD(); }
@@ -59,6 +61,8 @@ const std::vector<PositionSetting>& position_settings() {
       {"nope_every", by_type<rotary_kind>, names<rotary_kind>, ROPELAB_RESET(nope_every)},
       {"cope_positions", [](const PositionOptions& o) { return o.cope(); }, [] { return std::string("cope: true"); },
        ROPELAB_RESET(cope_positions)},
+      {"ssmax_init", [](const PositionOptions& o) { return o.ssmax(); }, [] { return std::string("ssmax: true"); },
+       ROPELAB_RESET(ssmax_init)},
       {"rotary_impl", by_type<rotary_kind>, names<rotary_kind>, ROPELAB_RESET(rotary_impl)},
       {"rotate_cross_attention", by_type<crossing>, names<crossing>, ROPELAB_RESET(rotate_cross_attention)},
       {"axes", by_type<multi_axis>, names<multi_axis>, ROPELAB_RESET(axes)},
@@ -78,6 +82,9 @@ const std::vector<PositionSetting>& position_settings() {
       {"scaling.ramp", yarn, [] { return std::string("scaling.type: yarn"); }, ROPELAB_RESET(scaling().ramp)},
       {"scaling.dynamic", dynamic, [] { return std::string("scaling.type: dynamic_ntk"); },
        ROPELAB_RESET(scaling().dynamic)},
+      {"train_positions.type", by_type<positioned>, names<positioned>, ROPELAB_RESET(train_positions().type)},
+      {"train_positions.range", drawn, [] { return std::string("train_positions.type: randomized or pose"); },
+       ROPELAB_RESET(train_positions().range)},
   };
   return settings;
 }
