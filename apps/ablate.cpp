@@ -25,10 +25,14 @@ void write_plan(const ExperimentSpec& spec, const AblationOptions& options, cons
     std::cout << std::flush;
     return;
   }
+  if (lines.empty()) {
+    std::cout << "ablate: no run left to do; no script written" << std::endl;
+    return;
+  }
   const auto path = options.out_dir + "/ablate.slurm";
   std::ofstream(path) << slurm_array_script(lines, std::filesystem::path(spec.path).stem().string(),
                                             std::filesystem::current_path().string(), ablation_threads(options),
-                                            options.out_dir);
+                                            options.out_dir, options.device.rfind("cuda", 0) == 0);
   std::cout << "wrote " << path << " (" << lines.size() << " runs)" << std::endl;
 }
 

@@ -34,7 +34,9 @@ TEST(Cli, AblatePlanRunsByHandGiveTheRunsAblateFinishes) {
   for (const auto& line : lines) {
     EXPECT_NE(line.find(" train "), std::string::npos) << line;
     EXPECT_NE(line.find(" --threads 1 "), std::string::npos) << line;
-    EXPECT_NE(line.find(".log 2>&1 && "), std::string::npos) << line;  // then its evaluations
+    EXPECT_NE(line.find(".log 2>&1 && test -e "), std::string::npos) << line;  // trained to its end,
+    EXPECT_NE(line.find("/trained && "), std::string::npos) << line;           // then its evaluations
+    EXPECT_EQ(line.rfind("{ test ! -s ", 0), 0u) << line;                      // a new run's log starts anew
   }
   EXPECT_NE(r.output.find("ablate: finetune seed 1 not run: its source run (model.position.type=rotary seed 1) did "
                           "not finish; plan again once it has"),
@@ -75,7 +77,11 @@ TEST(Cli, AblatePlanRunsByHandGiveTheRunsAblateFinishes) {
   EXPECT_TRUE(std::filesystem::exists(out + "/runs/finetune.seed1/ablation.done"));
   EXPECT_TRUE(std::filesystem::exists(out + "/results.md"));
   r = run(ablate + " --plan");
+  EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(plan_lines(r.output).empty()) << r.output;
+  r = run(ablate + " --plan slurm");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("ablate: no run left to do; no script written"), std::string::npos) << r.output;
 
   r = run(ablate + " --plan pbs");
   EXPECT_EQ(r.code, 2) << r.output;

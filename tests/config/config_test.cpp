@@ -202,11 +202,28 @@ TEST_F(ConfigTest, TrainPositionsFollowTheContextAndCoverTheTrainingSequence) {
             "training may draw needs a row)");
   EXPECT_EQ(load_error({}, with({"model.position.type=none", "model.position.train_positions.type=pose"})),
             "--set: model.decoder_position.train_positions.type=pose is not read (model.decoder_position.type=none, "
-            "scaling.type=none); it applies to sinusoidal, learned, t5_bias, rotary, alibi, xpos, kerple, "
-            "kerple_power and fire");
+            "scaling.type=none); it applies to sinusoidal, learned, t5_bias, rotary, alibi, kerple, kerple_power "
+            "and fire");
   EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.range=4096"})),
             "--set: model.decoder_position.train_positions.range=4096 is not read (model.decoder_position.type=rotary, "
             "scaling.type=none); it applies to train_positions.type: randomized or pose");
+  // settings whose positions would not be the drawn ones in training
+  EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.type=pose",
+                                 "model.position.scaling={type: dynamic_ntk, dynamic: call}"})),
+            "--set: model.decoder_position.scaling.dynamic=call follows the call's largest position, which "
+            "model.decoder_position.train_positions.type=pose puts near the range in training; use token");
+  EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.type=randomized",
+                                 "model.attention.window=128"})),
+            "--set: model.attention.window_positions=cache places the queries of a window at cache positions (at "
+            "most sinks + window - 1), not at the drawn positions of model.decoder_position.train_positions.type="
+            "randomized; use sequence");
+  EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.type=randomized",
+                                 "model.attention.window=128", "model.attention.window_positions=sequence"})),
+            "");
+  EXPECT_EQ(load_error({}, {"model.position.type=rotary", "model.position.train_positions.type=pose",
+                            "model.decoder_position.rotate_cross_attention=true"}),
+            "--set: model.decoder_position.rotate_cross_attention=true and model.decoder_position.train_positions."
+            "type=pose cannot both be set: source and target positions would not share an origin in training");
   EXPECT_EQ(load_error({}, with({"model.position.train_positions.type=shuffled"})),
             "--set: model.encoder_position.train_positions.type: unknown train_positions.type 'shuffled' (expected "
             "contiguous | randomized | pose)");

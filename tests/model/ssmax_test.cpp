@@ -105,8 +105,8 @@ TEST_F(Ssmax, EveryKernelComputesTheFormulaAndItsGradients) {
     }
 }
 
-// Without SSMax the same weights attend otherwise (the scaling is not an identity), and a
-// call without log n or outside causal attention is refused.
+// Another s gives another output (the scaling acts), and a call without log n, or outside
+// causal attention, is refused.
 TEST_F(Ssmax, ChangesAttentionAndNeedsItsKeyCounts) {
   MultiHeadAttention mha(MultiHeadAttentionOptions(8, 2).ssmax(true), nullptr);
   auto x = torch::randn({1, 6, 8});
@@ -120,7 +120,13 @@ TEST_F(Ssmax, ChangesAttentionAndNeedsItsKeyCounts) {
   }
   const auto unit = mha(x, torch::Tensor(), call);
   EXPECT_GT(max_diff(with, unit), 1e-3);
-  EXPECT_NE(ropelab::testing::error_of([&] { mha(x, torch::Tensor(), AttentionCall()); }).find("SSMax"),
+  AttentionCall without_counts;
+  without_counts.causal = true;
+  EXPECT_NE(ropelab::testing::error_of([&] { mha(x, torch::Tensor(), without_counts); }).find("SSMax: log n of 6"),
+            std::string::npos);
+  EXPECT_NE(ropelab::testing::error_of([&] {
+              mha(x, torch::Tensor(), AttentionCall());
+            }).find("SSMax: needs causal self-attention"),
             std::string::npos);
 }
 

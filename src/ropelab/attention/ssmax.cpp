@@ -14,12 +14,14 @@ torch::Tensor ssmax_log_key_counts(int64_t offset, int64_t length, const KeyVisi
   return n.to(torch::kDouble).log().to(torch::kFloat).to(device);
 }
 
-torch::Tensor ssmax_query_scale(const torch::Tensor& s, const torch::Tensor& log_n, bool causal,
-                                const torch::Tensor& q) {
+torch::Tensor ssmax_scaled_queries(const torch::Tensor& s, const torch::Tensor& log_n, bool causal,
+                                   const torch::Tensor& q) {
   TORCH_CHECK(causal, "SSMax: needs causal self-attention");
   TORCH_CHECK(log_n.defined() && log_n.dim() == 1 && log_n.size(0) == q.size(2), "SSMax: log n of ", q.size(2),
               " queries expected, got ", log_n.defined() ? log_n.sizes() : torch::IntArrayRef{});
-  return (s.view({1, -1, 1, 1}) * log_n.view({1, 1, -1, 1})).to(q.scalar_type());
+  const auto factor = s.view({1, -1, 1, 1}) * log_n.to(s.scalar_type()).view({1, 1, -1, 1});  // (1, H, T, 1)
+  if (q.scalar_type() == factor.scalar_type()) return q * factor;
+  return (q.to(factor.scalar_type()) * factor).to(q.scalar_type());
 }
 
 }  // namespace ropelab

@@ -18,9 +18,10 @@ namespace ropelab {
 torch::Tensor ssmax_log_key_counts(int64_t offset, int64_t length, const KeyVisibility& visibility,
                                    const torch::Device& device);
 
-/// What queries q (B, H, T, Dh) are multiplied by: s (H) times log n (T), as (1, H, T, 1) of
-/// q's type. Checks that the call is causal and that log n covers q's rows.
-torch::Tensor ssmax_query_scale(const torch::Tensor& s, const torch::Tensor& log_n, bool causal,
-                                const torch::Tensor& q);
+/// Queries q (B, H, T, Dh) multiplied by s (H) times log n (T), in s's type and rounded to
+/// q's once (a bf16 query is not scaled by a bf16 factor). Checks that the call is causal
+/// and that log n covers q's rows.
+torch::Tensor ssmax_scaled_queries(const torch::Tensor& s, const torch::Tensor& log_n, bool causal,
+                                   const torch::Tensor& q);
 
 }  // namespace ropelab

@@ -179,6 +179,18 @@ void check_data(const Config& c, const Check& require) {
 void check_train_positions(const Config& c, const std::string& key, const PositionOptions& p, const Check& require) {
   const auto& t = p.train_positions();
   if (!t.drawn()) return;
+  const std::string drawn = key + ".train_positions.type=" + to_string(t.type());
+  const auto& a = c.model.attention();
+  require(!(p.scaling().type() == RopeScalingType::dynamic_ntk && p.scaling().dynamic() == DynamicLength::call),
+          key + ".scaling.dynamic", "call",
+          "follows the call's largest position, which " + drawn + " puts near the range in training; use token");
+  require(!p.rotate_cross_attention(), key + ".rotate_cross_attention", "true",
+          "and " + drawn + " cannot both be set: source and target positions would not share an origin in training");
+  require(a.window() == 0 || a.window_positions() != WindowPositions::cache, "model.attention.window_positions",
+          "cache",
+          "places the queries of a window at cache positions (at most sinks + window - 1), not at the drawn "
+          "positions of " +
+              drawn + "; use sequence");
   const bool windowed = task_traits(c.task).windowed;
   const int64_t longest = windowed ? c.data.context() : c.data.max_len();
   require(t.range() >= longest, key + ".train_positions.range", t.range(),

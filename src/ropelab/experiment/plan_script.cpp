@@ -2,8 +2,10 @@
 
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 
 #include "ropelab/run/ablation_layout.h"
+#include "ropelab/run/run.h"
 
 namespace ropelab {
 
@@ -19,11 +21,18 @@ std::string shell_quote(const std::string& word) {
 
 std::string job_command_line(const Job& job, const std::string& executable) {
   std::string line;
-  for (const auto& step : job.steps) {
+  if (job.whole) {  // a new run starts a new log: the previous one moves aside, as ablate moves it
+    const auto stem = job.log.substr(0, job.log.size() - 4);  // RUN.log -> RUN
+    line = "{ test ! -s " + shell_quote(job.log) + " || mv " + shell_quote(job.log) + " " + shell_quote(stem) +
+           ".old-$(date +%Y%m%d-%H%M%S).log; }";
+  }
+  for (size_t i = 0; i < job.steps.size(); ++i) {
     line += line.empty() ? "" : " && ";
     line += shell_quote(executable);
-    for (const auto& arg : step) line += " " + shell_quote(arg);
+    for (const auto& arg : job.steps[i]) line += " " + shell_quote(arg);
     line += " >> " + shell_quote(job.log) + " 2>&1";
+    // a training stopped by a signal exits 0 before its end: no evaluation of it
+    if (i == 0 && job.trains) line += " && test -e " + shell_quote(RunPaths(job.dir).trained);
   }
   return line;
 }
@@ -43,7 +52,10 @@ std::vector<std::string> planned_command_lines(const ExperimentSpec& spec, const
 }
 
 std::string slurm_array_script(const std::vector<std::string>& lines, const std::string& name,
-                               const std::string& directory, int64_t threads, const std::string& out_dir) {
+                               const std::string& directory, int64_t threads, const std::string& out_dir, bool gpu) {
+  if (lines.empty()) throw std::invalid_argument("slurm_array_script: no runs");
+  // Slurm resolves --output from the submitting directory: the logs go to OUT wherever that is
+  const auto out = std::filesystem::path(out_dir).is_absolute() ? out_dir : directory + "/" + out_dir;
   std::ostringstream s;
   s << "#!/bin/bash\n"
     << "# " << lines.size() << " runs of the ablation " << name
@@ -51,9 +63,9 @@ std::string slurm_array_script(const std::vector<std::string>& lines, const std:
     << "# Submit with `sbatch " << out_dir << "/ablate.slurm`; when the tasks are done, `ropelab ablate` with the\n"
     << "# same experiment and -o marks the runs finished and writes the tables.\n"
     << "#SBATCH --job-name=" << shell_quote("ropelab-" + name) << "\n"
-    << "#SBATCH --array=0-" << (lines.empty() ? 0 : lines.size() - 1) << "\n"
+    << "#SBATCH --array=0-" << lines.size() - 1 << "\n"
     << "#SBATCH --cpus-per-task=" << threads << "\n"
-    << "#SBATCH --output=" << out_dir << "/slurm-%A_%a.out\n"
+    << (gpu ? "#SBATCH --gres=gpu:1\n" : "") << "#SBATCH --output=" << out << "/slurm-%A_%a.out\n"
     << "cd " << shell_quote(directory) << " || exit 1\n"
     << "case \"${SLURM_ARRAY_TASK_ID:?run as a Slurm array task}\" in\n";
   for (size_t i = 0; i < lines.size(); ++i) s << "  " << i << ") " << lines[i] << " ;;\n";

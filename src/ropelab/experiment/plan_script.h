@@ -17,7 +17,10 @@ namespace ropelab {
 /// leaves alone, else in single quotes.
 std::string shell_quote(const std::string& word);
 
-/// One job's steps as one shell line: each `EXECUTABLE ARGS... >> LOG 2>&1`, joined by &&.
+/// One job's steps as one shell line: each `EXECUTABLE ARGS... >> LOG 2>&1`, joined by &&;
+/// after a training, `test -e RUN/trained` (a training a signal stopped exits 0 before its
+/// end, and is not evaluated); a run started anew first moves its previous log aside
+/// (RUN.old-YYYYMMDD-HHMMSS.log), as ablate does.
 std::string job_command_line(const Job& job, const std::string& executable);
 
 /// The command lines of every run left to do in the experiment, in the order `ropelab
@@ -26,9 +29,10 @@ std::string job_command_line(const Job& job, const std::string& executable);
 std::vector<std::string> planned_command_lines(const ExperimentSpec& spec, const AblationOptions& options,
                                                std::vector<std::string>* waiting);
 
-/// A Slurm array script of `lines`: task i runs line i in `directory` (where ablate was
-/// planned, as its paths are relative to it) with `threads` CPUs.
+/// A Slurm array script of `lines` (at least one): task i runs line i in `directory` (where
+/// ablate was planned, as its paths are relative to it) with `threads` CPUs, and one GPU
+/// with `gpu` (runs on --device cuda); each task's output goes to OUT/slurm-JOB_TASK.out.
 std::string slurm_array_script(const std::vector<std::string>& lines, const std::string& name,
-                               const std::string& directory, int64_t threads, const std::string& out_dir);
+                               const std::string& directory, int64_t threads, const std::string& out_dir, bool gpu);
 
 }  // namespace ropelab

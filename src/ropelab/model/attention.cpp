@@ -64,7 +64,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     q = qkv[0], k = qkv[1], v = qkv[2];
     // SSMax: the logits of query i times s_h log n_i, as its scaled query (a rotation is
     // linear per token, so scaling before it is the same), in every kernel and cache alike
-    if (ssmax_scale.defined()) q = q * ssmax_query_scale(ssmax_scale, call.ssmax_log_n, call.causal, q);
+    if (ssmax_scale.defined()) q = ssmax_scaled_queries(ssmax_scale, call.ssmax_log_n, call.causal, q);
     const auto unrotated = q;
     if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
     // the last queries alone, where the backend takes fewer queries than keys; else all,

@@ -117,7 +117,7 @@ struct PositionOptions {
   TORCH_ARG(KerpleBound, kerple_bound) = KerpleBound::reset;
   /// rotary, rotary_nd: RoPE scaling for contexts past the training context.
   TORCH_ARG(RopeScalingOptions, scaling);
-  /// Every type but none and rotary_nd: the positions a stack trains on, drawn from a range
+  /// Every type but none, rotary_nd and xpos: the positions a stack trains on, drawn from a range
   /// past the training context (randomized, PoSE; position/training_positions.h).
   TORCH_ARG(TrainPositionsOptions, train_positions);
 };

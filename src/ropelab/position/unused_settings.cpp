@@ -20,7 +20,9 @@ bool t5(T t) { return t == T::t5_bias; }
 bool xpos(T t) { return t == T::xpos; }
 bool fire(T t) { return t == T::fire; }
 bool kerple(T t) { return t == T::kerple || t == T::kerple_power; }
-bool positioned(T t) { return t != T::none && !multi_axis(t); }  // one position per token to draw
+// one position per token to draw; not xPos, whose scales grow as zeta^(n / scale_base) over
+// the whole range (64 C: past float's range once the range exceeds about 70 C)
+bool positioned(T t) { return t != T::none && !multi_axis(t) && t != T::xpos; }
 
 /// "a and b": the encoders for which `reads` holds.
 template <bool (*reads)(T)>
