@@ -19,10 +19,7 @@ std::vector<std::string> plan_lines(const std::string& output) {
 
 TEST(Cli, AblatePlanRunsByHandGiveTheRunsAblateFinishes) {
   const auto root = fresh_dir("ablate_plan");
-  const auto exp = tiny_translator_experiment(
-      root, "train.steps=2",
-      "grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: model.position.type=rotary\n"
-      "  set: [train.steps=3]\n");
+  const auto exp = tiny_finetune_experiment(root);
   const auto out = (root / "out").string();
   const std::string ablate = "ablate " + exp + " -o " + out + " --threads 1";
 

@@ -143,10 +143,7 @@ TEST(Cli, AblateRefusesBadExperimentFilesInOneLine) {
 // pass (an ablate killed before the fine-tunes leaves it marked for scripts/run_records.sh).
 TEST(Cli, AblateMarksTheRunFineTunesStartFromWhenItFinishes) {
   const auto root = fresh_dir("ablate_finetune_source");
-  const auto exp = tiny_translator_experiment(
-      root, "train.steps=2",
-      "grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: model.position.type=rotary\n"
-      "  set: [train.steps=3]\n");
+  const auto exp = tiny_finetune_experiment(root);
   const auto out = (root / "out").string();
   const auto r = run("ablate " + exp + " -o " + out + " --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;

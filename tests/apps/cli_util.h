@@ -74,6 +74,15 @@ inline std::string tiny_translator_experiment(const std::filesystem::path& root,
   return exp;
 }
 
+/// tiny_translator_experiment with `train.steps=2`, two encoders (sinusoidal, rotary) and a
+/// fine-tune of the rotary run for 3 updates.
+inline std::string tiny_finetune_experiment(const std::filesystem::path& root) {
+  return tiny_translator_experiment(
+      root, "train.steps=2",
+      "grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: model.position.type=rotary\n"
+      "  set: [train.steps=3]\n");
+}
+
 /// A micro translator trained through the CLI once for the app tests below (~2 s).
 inline const std::string& micro_run() {
   static const std::string dir = [] {

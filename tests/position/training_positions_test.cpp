@@ -10,6 +10,7 @@
 #include "../test_util.h"
 #include "ropelab/model/transformer.h"
 #include "ropelab/position/position_traits.h"
+#include "ropelab/position/unused_settings.h"
 
 using namespace ropelab;
 using ropelab::testing::all_position_types;
@@ -24,6 +25,14 @@ class TrainingPositions : public ropelab::testing::Seeded {};
 std::vector<int64_t> as_vector(const torch::Tensor& t) {
   auto c = t.contiguous();
   return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
+}
+
+/// Whether an encoder reads train_positions: the rule the config applies (position/unused_settings.h).
+bool takes_drawn_positions(const PositionOptions& options) {
+  for (const auto& setting : position_settings())
+    if (std::string(setting.key) == "train_positions.type") return setting.read_by(options);
+  ADD_FAILURE() << "no train_positions.type in position_settings()";
+  return false;
 }
 
 TrainPositionsOptions drawn(TrainPositionsType type, int64_t range) {
@@ -146,9 +155,7 @@ TEST_F(TrainingPositions, EveryEncoderTrainsOnThemAndEvaluatesAsBefore) {
   auto types = all_position_types();
   for (const auto& p : causal_position_types()) types.push_back(p);
   for (const auto& base : types) {
-    if (base.type() == PositionType::none || base.type() == PositionType::xpos ||
-        position_traits(base.type()).multi_axis)
-      continue;  // no one position per token to draw (config/validate.cpp refuses these)
+    if (!takes_drawn_positions(base)) continue;  // the config refuses the key there
     for (auto type : {TrainPositionsType::randomized, TrainPositionsType::pose}) {
       auto contiguous = base;
       if (position_traits(base.type()).bounded) contiguous.max_len(256);  // a row for every drawn position

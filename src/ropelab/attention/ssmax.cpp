@@ -5,13 +5,14 @@ namespace ropelab {
 torch::Tensor ssmax_log_key_counts(int64_t offset, int64_t length, const KeyVisibility& visibility,
                                    const torch::Device& device) {
   TORCH_CHECK(visibility.causal, "SSMax: key counts are defined for causal attention");
-  const auto seen = torch::arange(offset + 1, offset + length + 1, torch::dtype(torch::kLong));  // i + 1
+  // made where it is used: no copy to the device at every call
+  const auto seen = torch::arange(offset + 1, offset + length + 1, torch::dtype(torch::kLong).device(device));  // i + 1
   auto n = seen;
   if (visibility.window > 0) {
     const auto beyond = (seen - visibility.window).clamp_min(0);  // keys older than the window
     n = seen.clamp_max(visibility.window) + beyond.clamp_max(visibility.sinks);
   }
-  return n.to(torch::kDouble).log().to(torch::kFloat).to(device);
+  return n.to(torch::kFloat).log();  // counts below 2^24 are exact in float
 }
 
 torch::Tensor ssmax_scaled_queries(const torch::Tensor& s, const torch::Tensor& log_n, bool causal,

@@ -119,8 +119,8 @@ JobsOutcome run_ablation(const ExperimentSpec& spec, const AblationOptions& o) {
     for (const auto& job : finetunes) queue(job, disk, more);
     const size_t added = finetunes.size();
     std::cout << "ablate: " << variants.size() << " fine-tunes of " << spec.finetune[0].from << " x "
-              << spec.seeds.size() << " seeds = " << added << " runs; " << finetunes.size() - more.size()
-              << " finished already, " << more.size() << " to run" << std::endl;
+              << spec.seeds.size() << " seeds = " << added << " runs; " << added - more.size() << " finished already, "
+              << more.size() << " to run" << std::endl;
     all.insert(all.end(), finetunes.begin(), finetunes.end());
     const auto tuned = run_jobs(more, o.executable, jobs, added - more.size(), added);
     outcome.failed += tuned.failed;

@@ -22,8 +22,7 @@ std::string shell_quote(const std::string& word) {
 std::string job_command_line(const Job& job, const std::string& executable) {
   std::string line;
   if (job.whole) {  // a new run starts a new log: the previous one moves aside, as ablate moves it
-    const auto stem = job.log.substr(0, job.log.size() - 4);  // RUN.log -> RUN
-    line = "{ test ! -s " + shell_quote(job.log) + " || mv " + shell_quote(job.log) + " " + shell_quote(stem) +
+    line = "{ test ! -s " + shell_quote(job.log) + " || mv " + shell_quote(job.log) + " " + shell_quote(job.dir) +
            ".old-$(date +%Y%m%d-%H%M%S).log; }";
   }
   for (size_t i = 0; i < job.steps.size(); ++i) {

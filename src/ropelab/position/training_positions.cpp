@@ -12,8 +12,12 @@ const EnumNames<TrainPositionsType, 3> kTrainPositionsNames{{{TrainPositionsType
                                                              {TrainPositionsType::randomized, "randomized"},
                                                              {TrainPositionsType::pose, "pose"}}};
 
-/// An integer uniform in [low, high] from the default generator.
-int64_t uniform(int64_t low, int64_t high) { return torch::randint(low, high + 1, {1}, torch::kLong).item<int64_t>(); }
+/// PoSE's map for each row: (rows, length) positions 0 ... length - 1, raised by skip[r] from
+/// index first[r] on; first and skip (rows) int64.
+torch::Tensor pose_rows(int64_t length, const torch::Tensor& first, const torch::Tensor& skip) {
+  const auto index = torch::arange(length, torch::kLong).unsqueeze(0);  // (1, T)
+  return index + skip.unsqueeze(1) * index.ge(first.unsqueeze(1));
+}
 
 }  // namespace
 
@@ -25,9 +29,7 @@ TrainPositionsType parse_train_positions_type(const std::string& name) {
 torch::Tensor pose_positions(int64_t length, int64_t first, int64_t skip) {
   TORCH_CHECK(first >= 0 && first <= length && skip >= 0, "pose_positions: a first chunk of ", first, " of ", length,
               " tokens and a skip of ", skip);
-  auto positions = torch::arange(length, torch::kLong);
-  positions.narrow(0, first, length - first).add_(skip);
-  return positions;
+  return pose_rows(length, torch::tensor({first}), torch::tensor({skip}))[0];
 }
 
 Positions draw_training_positions(const TrainPositionsOptions& options, int64_t rows, int64_t length,
@@ -39,12 +41,10 @@ Positions draw_training_positions(const TrainPositionsOptions& options, int64_t 
       return Positions::range(0, length, 1, device);
     case TrainPositionsType::randomized:
       return std::get<0>(torch::randperm(range, torch::kLong).narrow(0, 0, length).sort()).to(device);
-    case TrainPositionsType::pose: {
-      auto out = torch::empty({rows, length}, torch::kLong);
-      for (int64_t b = 0; b < rows; ++b)
-        out[b].copy_(
-            pose_positions(length, uniform(1, std::max<int64_t>((length + 1) / 2, 1)), uniform(0, range - length)));
-      return out.to(device);
+    case TrainPositionsType::pose: {  // f uniform in [1, (T + 1) / 2], u in [0, range - T], per sequence
+      const auto first = torch::randint(1, std::max<int64_t>((length + 1) / 2, 1) + 1, {rows}, torch::kLong);
+      const auto skip = torch::randint(0, range - length + 1, {rows}, torch::kLong);
+      return pose_rows(length, first, skip).to(device);
     }
   }
   TORCH_INTERNAL_ASSERT(false, "unknown train_positions.type");
