@@ -135,9 +135,10 @@ inline std::vector<PositionOptions> causal_position_types() {
                                    PositionOptions().type(PositionType::rotary).cope(true).cope_positions(5)};
   for (auto scaling :
        {RopeScalingType::linear, RopeScalingType::ntk, RopeScalingType::dynamic_ntk, RopeScalingType::yarn})
-    out.push_back(PositionOptions()
-                      .type(PositionType::rotary)
-                      .scaling(RopeScalingOptions().type(scaling).factor(2).original_max(4)));
+    out.push_back(
+        PositionOptions()
+            .type(PositionType::rotary)
+            .scaling(RopeScalingOptions().type(scaling).factor(2).original_max(4).dynamic(DynamicLength::token)));
   out.push_back(
       PositionOptions()
           .type(PositionType::rotary)

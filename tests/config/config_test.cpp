@@ -291,7 +291,7 @@ TEST_F(ConfigTest, ATrainedRunsConfigKeepsTheBehaviourOfKeysItPredates) {
   EXPECT_EQ(load_config({{dynamic}, {}}).model.decoder_position().scaling().dynamic(), DynamicLength::call);
   const auto rotary = saved("rotary", {"model.position.type=rotary"}, {"ramp", "dynamic"});
   EXPECT_EQ(load_config({{rotary}, {}}).model.decoder_position().scaling().ramp(), YarnRamp::reference);
-  EXPECT_EQ(load_config({{rotary}, {}}).model.decoder_position().scaling().dynamic(), DynamicLength::token);
+  EXPECT_EQ(load_config({{rotary}, {}}).model.decoder_position().scaling().dynamic(), DynamicLength::call);
 }
 
 // The forget gate goes with any encoder of a causal stack whose attention takes a logit bias.
@@ -321,9 +321,50 @@ TEST_F(ConfigTest, SsmaxNeedsCausalSoftmaxAttention) {
             "scaling.type=none); it applies to ssmax: true");
 }
 
+// Per-layer windows: one per layer of every stack, in place of one window, for softmax
+// attention and encoders whose stack makes nothing once for every layer.
+TEST_F(ConfigTest, LayerWindowsGiveOnePerLayer) {
+  const std::vector<std::string> lm = {"task=lm", "data.format=text", "model.decoder_layers=4",
+                                       "model.position={type: rotary, nope_every: 4}",
+                                       "model.attention.layer_windows='64, 64,64,0'"};
+  EXPECT_EQ(layer_windows(load_config({{}, lm}).model.attention(), 4), (std::vector<int64_t>{64, 64, 64, 0}));
+  auto with = [&](const std::string& more) {
+    auto all = lm;
+    all.push_back(more);
+    return load_error({}, all);
+  };
+  EXPECT_EQ(with("model.attention.layer_windows='64,64,0'"),
+            "--set: model.attention.layer_windows: '64,64,0' has 3 windows for 4 layers: give one window per layer "
+            "(model.decoder_layers=4)");
+  EXPECT_EQ(with("model.attention.layer_windows='64,-1,64,0'"),
+            "--set: model.attention.layer_windows: '-1' in '64,-1,64,0' is not a window (a whole number >= 0) "
+            "(model.decoder_layers=4)");
+  EXPECT_EQ(with("model.attention.window=64"),
+            "--set: model.attention.layer_windows='64, 64,64,0' and model.attention.window=64 cannot both be set (one "
+            "window for every layer)");
+  EXPECT_EQ(load_error({}, {"task=lm", "data.format=text", "model.decoder_layers=4", "model.position.type=alibi",
+                            "model.attention.layer_windows='64,64,64,0'"}),
+            "--set: model.decoder_position.type=alibi and model.attention.layer_windows cannot both be set: a logit "
+            "bias is made once per stack, for one window");
+  EXPECT_EQ(with("model.position.ssmax=true"),
+            "--set: model.decoder_position.ssmax=true and model.attention.layer_windows cannot both be set (one "
+            "count of keys per stack)");
+  EXPECT_EQ(with("model.attention.sinks=4"), "");
+  EXPECT_EQ(load_error({}, {"model.attention.layer_windows='8,8,8,8,8,8'", "model.encoder_layers=2"}),
+            "--set: model.attention.layer_windows: '8,8,8,8,8,8' has 6 windows for 2 layers: give one window per "
+            "layer (model.encoder_layers=2)");
+}
+
 TEST_F(ConfigTest, ForgetGateNeedsCausalSoftmaxAttention) {
   const std::vector<std::string> lm = {"task=lm", "data.format=text", "model.position={type: none, forget_gate: true}"};
   EXPECT_TRUE(load_config({{}, lm}).model.decoder_position().forget_gate());
+  auto biased = lm;
+  biased.push_back("model.position.forget_gate_bias=4");
+  EXPECT_DOUBLE_EQ(load_config({{}, biased}).model.decoder_position().forget_gate_bias(), 4);
+  EXPECT_EQ(position_label(load_config({{}, biased}).model.decoder_position()), "fox bias 4");
+  EXPECT_EQ(load_error({}, {"task=lm", "data.format=text", "model.position.forget_gate_bias=4"}),
+            "--set: model.decoder_position.forget_gate_bias=4 is not read (model.decoder_position.type=sinusoidal, "
+            "scaling.type=none); it applies to forget_gate: true");
   EXPECT_FALSE(load_config({{}, {"task=lm", "data.format=text"}}).model.decoder_position().forget_gate());
   auto performer = lm;
   performer.push_back("model.attention.type=performer");
@@ -427,7 +468,7 @@ TEST_F(ConfigTest, AttentionKernelWindowAndSinks) {
   EXPECT_EQ(load_error({}, {"model.attention.window=-1"}),
             "--set: model.attention.window=-1 must be >= 0 (0 = every key)");
   EXPECT_EQ(load_error({}, {"model.attention.sinks=4"}),
-            "--set: model.attention.sinks=4 needs a sliding window (model.attention.window > 0)");
+            "--set: model.attention.sinks=4 needs a sliding window (model.attention.window > 0 or layer_windows)");
   EXPECT_EQ(load_error({}, {"model.attention.window=8", "model.attention.type=performer"}),
             "--set: model.attention.window=8 needs model.attention.type=softmax, not performer");
 }

@@ -10,7 +10,7 @@ using namespace ropelab;
 TEST(RunOverrides, TheKeysAreListedOnceInTheShorthandsSpelling) {
   EXPECT_EQ(run_override_keys(),
             "data.{eval_tokens,documents}, model.position.rotary_impl, model.position.scaling.*, "
-            "model.attention.{kernel,window,sinks,window_positions}, decode.*");
+            "model.attention.{kernel,window,layer_windows,sinks,window_positions}, decode.*");
 }
 
 TEST(RunOverrides, KeysThatLeaveTheParametersAloneAreTaken) {

@@ -168,7 +168,7 @@ TEST_P(ModelOnDevice, CachedDecodingEqualsRecomputation) {
     SCOPED_TRACE(to_string(position.type()) + "/" + to_string(position.scaling().type()));
     if (position.scaling().type() == RopeScalingType::dynamic_ntk &&
         position.scaling().dynamic() == DynamicLength::call)
-      continue;  // the prefix is recomputed at every step: DynamicNtkDecodesByRecomputingThePrefix
+      continue;  // decoded in its autoregressive form: tests/model/dynamic_ntk_decoding_test.cpp
     ropelab::testing::expect_cached_decoding_matches_full(ropelab::testing::tiny_options().decoder_position(position),
                                                           1e-5, device);
   }

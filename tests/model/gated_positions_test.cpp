@@ -102,6 +102,21 @@ TEST_F(GatedPositions, ForgetGateTrainsAndDecodesWithBoundedCaches) {
     EXPECT_LT(max_diff(lm(swapped.narrow(1, t, 1), &state), swapped_full.narrow(1, t, 1)), 1e-5) << "step " << t;
 }
 
+// The forget gate's bias starts at forget_gate_bias in every layer (0 by default, as the
+// authors' code), its weights at N(0, 0.02^2) whatever the bias.
+TEST_F(GatedPositions, ForgetGateBiasStartsWhereAsked) {
+  for (double bias : {0.0, 4.0}) {
+    auto position = PositionOptions().type(PositionType::none).forget_gate(true);
+    if (bias != 0) position.forget_gate_bias(bias);
+    LanguageModel lm(tiny_options().d_model(64).heads(4).decoder_position(position));
+    for (const auto& layer : *lm->decoder->layers) {
+      const auto& gate = layer->as<TransformerLayerImpl>()->self_attn->forget_gate;
+      EXPECT_TRUE(torch::equal(gate->bias, torch::full({4}, bias))) << bias;
+      EXPECT_NEAR(gate->weight.std().item<double>(), 0.02, 0.004) << bias;
+    }
+  }
+}
+
 // CoPE (Golovneva et al. 2024) against a reference written from its definition in double:
 // gates g_it = sigmoid(q_i . k_t / sqrt(Dh)), the position of key j for query i is
 // p_ij = min(g_ij + ... + g_ii, P - 1), summed term by term, and E interpolated between the

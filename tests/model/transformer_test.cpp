@@ -350,7 +350,7 @@ TEST_F(Transformer, CachedDecodingEqualsFullRecomputation) {
     SCOPED_TRACE(to_string(position.type()) + "/" + to_string(position.scaling().type()));
     if (position.scaling().type() == RopeScalingType::dynamic_ntk &&
         position.scaling().dynamic() == DynamicLength::call)
-      continue;  // below
+      continue;  // its own decoding: tests/model/dynamic_ntk_decoding_test.cpp
     ropelab::testing::expect_cached_decoding_matches_full(tiny_options().decoder_position(position), 1e-5);
   }
   // pre-LN; rotary in cross-attention too (the queries of the last rows rotate at their positions)
@@ -363,27 +363,6 @@ TEST_F(Transformer, CachedDecodingEqualsFullRecomputation) {
   auto cross = PositionOptions().type(PositionType::rotary).rotate_cross_attention(true);
   ropelab::testing::expect_cached_decoding_matches_full(tiny_options().encoder_position(cross).decoder_position(cross),
                                                         1e-5);
-}
-
-// Dynamic NTK per call follows the whole sequence's length: with two layers, a cache would
-// keep the first layer's outputs of earlier tokens from a shorter sequence, which no
-// re-rotation of keys repairs, so its stacks refuse a cache and decoding recomputes. Per
-// token (the default) a token's rotation never changes, and its stacks decode with a cache.
-TEST_F(Transformer, DynamicNtkDecodesByRecomputingThePrefix) {
-  auto scaling = RopeScalingOptions().type(RopeScalingType::dynamic_ntk).original_max(4);
-  auto per_token = PositionOptions().type(PositionType::rotary).scaling(scaling);
-  EXPECT_TRUE(LanguageModel(tiny_options().decoder_position(per_token))->decoder->decodes_incrementally());
-  auto dynamic = PositionOptions().type(PositionType::rotary).scaling(scaling.dynamic(DynamicLength::call));
-  LanguageModel lm(tiny_options().decoder_position(dynamic));
-  LanguageModel plain(tiny_options().decoder_position(PositionOptions().type(PositionType::rotary)));
-  EXPECT_FALSE(lm->decoder->decodes_incrementally());
-  EXPECT_TRUE(plain->decoder->decodes_incrementally());
-  // recomputed, the last output alone follows the whole sequence's length as the full pass does
-  auto tokens = torch::randint(1, 23, {2, 7});
-  EXPECT_LT(max_diff(lm->forward(tokens, nullptr, {}, 1), lm(tokens).narrow(1, 6, 1)), 1e-5);
-  DecoderCache state;
-  auto message = ropelab::testing::error_of([&] { lm(torch::tensor({{3, 4}}), &state); });
-  EXPECT_NE(message.find("follows the sequence's length (dynamic NTK)"), std::string::npos) << message;
 }
 
 TEST_F(Transformer, BeamReorderKeepsCacheRowsConsistent) {

@@ -89,9 +89,10 @@ TEST_F(RopeScaling, DynamicNtkPerTokenFollowsTheLengthSeenAtEachToken) {
   for (const auto& c : cases) {
     const auto r = c.at("rotary_dim").get<int64_t>();
     SCOPED_TRACE(r);
-    auto scaling =
-        RopeScalingOptions().type(RopeScalingType::dynamic_ntk).original_max(c.at("original_max").get<int64_t>());
-    ASSERT_EQ(scaling.dynamic(), DynamicLength::token);
+    auto scaling = RopeScalingOptions()
+                       .type(RopeScalingType::dynamic_ntk)
+                       .original_max(c.at("original_max").get<int64_t>())
+                       .dynamic(DynamicLength::token);
     RotaryEncoder rotary(PositionOptions().base(c.at("base").get<double>()).scaling(scaling),
                          PositionGeometry{r, 1, true}, 1);
     EXPECT_FALSE(rotary.follows_length());

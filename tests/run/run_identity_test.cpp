@@ -72,7 +72,7 @@ TEST_F(RunIdentity, SettingsTheEncoderDoesNotReadAreNotPartOfIt) {
   EXPECT_TRUE(same(yarn, {"model.position={type: rotary, scaling: {type: yarn, factor: 2, dynamic: call}}"}));
   const auto dynamic = started("dynamic", {"model.position={type: rotary, scaling: {type: dynamic_ntk, factor: 2}}"});
   EXPECT_FALSE(
-      same(dynamic, {"model.position={type: rotary, scaling: {type: dynamic_ntk, factor: 2, dynamic: call}}"}));
+      same(dynamic, {"model.position={type: rotary, scaling: {type: dynamic_ntk, factor: 2, dynamic: token}}"}));
   EXPECT_TRUE(same(dynamic, {"model.position={type: rotary, scaling: {type: dynamic_ntk, factor: 2, beta_slow: 2}}"}));
 }
 

@@ -1,5 +1,8 @@
 #include "ropelab/attention/backend.h"
 
+#include <algorithm>
+#include <sstream>
+
 #include "ropelab/attention/performer.h"
 #include "ropelab/attention/softmax.h"
 #include "ropelab/ops/attention/chunked_attention.h"
@@ -55,12 +58,54 @@ torch::Tensor AttentionBackendImpl::forward_cached(AttentionInputs in, Attention
       forget = torch::cat({kv.forget, forget + kv.forget.narrow(-1, kv.forget.size(-1) - 1, 1)}, -1);
   }
   kv.k = in.k, kv.v = in.v, kv.forget = forget;
+  if (in.rotate_keys) {  // kept unrotated: every key at this step's length
+    TORCH_CHECK(in.window == 0, "AttentionBackend: keys rotated at each step need a cache of every key (no window)");
+    in.k = in.rotate_keys(in.k);
+  }
   auto out = forward(in);
   if (auto keep = windowed_cache_keep(kv.k.size(-2), in.window, in.sinks, kv.k.device()); keep.defined()) {
     kv.k = kv.k.index_select(-2, keep), kv.v = kv.v.index_select(-2, keep);
     if (kv.forget.defined()) kv.forget = kv.forget.index_select(-1, keep);
   }
   return out;
+}
+
+namespace {
+/// layer_windows' numbers, as many as written.
+std::vector<int64_t> listed_windows(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const auto first = item.find_first_not_of(' '), last = item.find_last_not_of(' ');
+    const auto digits = first == std::string::npos ? std::string() : item.substr(first, last - first + 1);
+    TORCH_CHECK(!digits.empty() && digits.size() <= 18 && digits.find_first_not_of("0123456789") == std::string::npos,
+                "'", item, "' in '", text, "' is not a window (a whole number >= 0)");
+    out.push_back(std::stoll(digits));
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<int64_t> layer_windows(const AttentionOptions& options, int64_t layers) {
+  if (options.layer_windows().empty()) return std::vector<int64_t>(static_cast<size_t>(layers), options.window());
+  auto windows = listed_windows(options.layer_windows());
+  TORCH_CHECK(static_cast<int64_t>(windows.size()) == layers, "'", options.layer_windows(), "' has ", windows.size(),
+              " windows for ", layers, " layers: give one window per layer");
+  return windows;
+}
+
+int64_t widest_window(const AttentionOptions& options) {
+  if (options.layer_windows().empty()) return options.window();
+  const auto windows = listed_windows(options.layer_windows());
+  const bool full = std::find(windows.begin(), windows.end(), 0) != windows.end();
+  return full || windows.empty() ? 0 : *std::max_element(windows.begin(), windows.end());
+}
+
+AttentionOptions layer_attention(const AttentionOptions& options, int64_t index, int64_t layers) {
+  auto layer = options;
+  layer.window(layer_windows(options, layers)[static_cast<size_t>(index)]).layer_windows("");
+  return layer;
 }
 
 int64_t last_cache_position(const AttentionOptions& options) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ropelab/ops/attention/kernel_options.h"
 #include "ropelab/ops/attention/score_bias.h"
@@ -57,6 +58,10 @@ struct AttentionOptions {
   /// Softmax self-attention: each query sees only keys within this distance (the W most
   /// recent in a causal stack, itself included); 0 for every key. Not in cross-attention.
   TORCH_ARG(int64_t, window) = 0;
+  /// Softmax self-attention: a window per layer, "W1,W2,...", one per layer of each stack
+  /// (0: every key), instead of `window` for all; e.g. RNoPE-SWA (Yang et al. 2025). The
+  /// sinks and window positions apply to every layer with a window. "": `window` everywhere.
+  TORCH_ARG(std::string, layer_windows) = "";
   /// Softmax self-attention with a window: the first `sinks` keys of the sequence stay
   /// visible to every query (Xiao et al. 2023, "StreamingLLM").
   TORCH_ARG(int64_t, sinks) = 0;
@@ -99,6 +104,10 @@ struct AttentionInputs {
   /// plus logit_bias.sinks.
   WindowPositions window_positions = WindowPositions::sequence;
   torch::Tensor sink_queries = {};
+  /// Cached decoding of an encoder that follows the length (dynamic NTK per call): k holds
+  /// the new keys unrotated, the cache keeps them so, and this rotates every cached and new
+  /// key (B, H, Tk, Dh) at the step's length before attention. Undefined: keys come rotated.
+  std::function<torch::Tensor(const torch::Tensor&)> rotate_keys = {};
   /// Whether the sinks take cache positions in this call: causal, window and sinks, no CoPE.
   bool sinks_at_cache_positions() const {
     return causal && window > 0 && sinks > 0 && window_positions == WindowPositions::cache && !contextual.defined();
@@ -116,7 +125,8 @@ class AttentionCache {
 };
 using AttentionCachePtr = std::unique_ptr<AttentionCache>;
 
-/// Keys and values (B, H, T, Dh) as given (rotated already): the default cache. With a
+/// Keys and values (B, H, T, Dh) as given (rotated already, or not with
+/// AttentionInputs::rotate_keys): the default cache. With a
 /// forget gate also its cumulative log values (B, H, T), which new tokens continue.
 struct KeyValueCache : AttentionCache {
   torch::Tensor k, v, forget;
@@ -166,6 +176,15 @@ void attention_before_update(torch::nn::Module& model, int64_t done);
 /// Performer's features and sums; the decoding caches, which keep what they are given) are
 /// fp32. Without reduced inputs it calls `attend(in)` as it is.
 torch::Tensor attend_in_fp32(AttentionInputs in, const std::function<torch::Tensor(const AttentionInputs&)>& attend);
+
+/// The window of each of `layers` layers: `layer_windows` read (whole numbers >= 0 separated
+/// by commas, exactly `layers` of them; c10::Error otherwise), or `window` for every layer.
+std::vector<int64_t> layer_windows(const AttentionOptions& options, int64_t layers);
+/// The most distant keys any layer sees: 0 (every key) when some layer has no window, else
+/// the widest window.
+int64_t widest_window(const AttentionOptions& options);
+/// The options of layer `index` of `layers`: its own window, and no list.
+AttentionOptions layer_attention(const AttentionOptions& options, int64_t index, int64_t layers);
 
 /// The last position a query takes in a causal sliding window's cache at
 /// WindowPositions::cache, P = sinks + window - 1; 0 without a window or at `sequence`.

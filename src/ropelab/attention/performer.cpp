@@ -94,6 +94,7 @@ torch::Tensor PerformerAttention::forward_cached(AttentionInputs in, AttentionCa
               "performer attention takes no logit bias (T5, ALiBi, Kerple, FIRE, a forget gate)");
   // Incremental decoding feeds real tokens only (Stack rejects a padding mask there).
   TORCH_CHECK(!in.key_padding_mask.defined(), "performer: incremental decoding takes no key padding mask");
+  TORCH_CHECK(!in.rotate_keys, "performer: its sums cannot rotate past keys again (dynamic NTK per call)");
   if (!cache) cache = std::make_unique<PerformerCache>();
   auto* sums = dynamic_cast<PerformerCache*>(cache.get());
   TORCH_INTERNAL_ASSERT(sums, "attention cache of another backend");

@@ -25,6 +25,7 @@ void describe(V& v, PositionOptions& p) {
   v("unrotated", p.unrotated());
   v("nope_every", p.nope_every());
   v("forget_gate", p.forget_gate());
+  v("forget_gate_bias", p.forget_gate_bias());
   v("cope", p.cope());
   v("cope_positions", p.cope_positions());
   v("ssmax", p.ssmax());
@@ -68,6 +69,7 @@ void describe(V& v, AttentionOptions& a) {
   v.run_may_change([&] {  // how attention is computed and which keys it sees
     v.choice("kernel", a.kernel(), parse_attention_kernel);
     v("window", a.window());
+    v("layer_windows", a.layer_windows());
     v("sinks", a.sinks());
     v.choice("window_positions", a.window_positions(), parse_window_positions);
   });

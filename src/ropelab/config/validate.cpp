@@ -1,5 +1,6 @@
 #include "ropelab/config/validate.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -55,10 +56,36 @@ void check_model(const TransformerOptions& m, const Check& require) {
           "must be 0 with model.attention.type=performer (it forms no attention matrix to drop from)");
   require(a.window() >= 0, "model.attention.window", a.window(), "must be >= 0 (0 = every key)");
   require(a.sinks() >= 0, "model.attention.sinks", a.sinks(), "must be >= 0");
-  require(a.sinks() == 0 || a.window() > 0, "model.attention.sinks", a.sinks(),
-          "needs a sliding window (model.attention.window > 0)");
   require(a.window() == 0 || a.type() == AttentionType::softmax, "model.attention.window", a.window(),
           "needs model.attention.type=softmax, not " + to_string(a.type()));
+}
+
+/// Per-layer windows: one whole number per layer of every stack the task builds, in place
+/// of model.attention.window, for softmax attention.
+void check_layer_windows(const Config& c, const Check& require) {
+  const auto& m = c.model;
+  const auto& a = m.attention();
+  const auto& text = a.layer_windows();
+  if (text.empty()) {
+    require(a.sinks() == 0 || a.window() > 0, "model.attention.sinks", a.sinks(),
+            "needs a sliding window (model.attention.window > 0 or layer_windows)");
+    return;
+  }
+  const std::string key = "model.attention.layer_windows";
+  require(a.window() == 0, key, "'" + text + "'",
+          "and model.attention.window=" + show(a.window()) + " cannot both be set (one window for every layer)");
+  require(a.type() == AttentionType::softmax, key, "'" + text + "'",
+          "needs model.attention.type=softmax, not " + to_string(a.type()));
+  std::vector<std::pair<std::string, int64_t>> stacks{{"model.decoder_layers", m.decoder_layers()}};
+  if (task_traits(c.task).encoder_decoder) stacks.emplace_back("model.encoder_layers", m.encoder_layers());
+  for (const auto& [layers_key, layers] : stacks) try {
+      layer_windows(a, layers);
+    } catch (const c10::Error& e) {
+      require.fail(key, ": " + e.msg() + " (" + layers_key + "=" + show(layers) + ")");
+    }
+  const auto windows = layer_windows(a, m.decoder_layers());
+  require(a.sinks() == 0 || std::any_of(windows.begin(), windows.end(), [](int64_t w) { return w > 0; }),
+          "model.attention.sinks", a.sinks(), "needs a sliding window in some layer (" + key + "='" + text + "')");
 }
 
 /// One stack's position encoder, built: its own checks (rotary dimensions, bucket ranges,
@@ -115,6 +142,9 @@ void check_stack(const TransformerOptions& m, const AttentionBackend& backend, c
   require(traits.kind != PositionKind::rotary || traits.cross_attention || !p.rotate_cross_attention(),
           key + ".rotate_cross_attention", "true",
           "does not apply to " + std::string(traits.name) + " (defined for causal self-attention only)");
+  const auto& windows = m.attention().layer_windows();
+  require(windows.empty() || !p.ssmax(), key + ".ssmax", "true",
+          "and model.attention.layer_windows cannot both be set (one count of keys per stack)");
   PositionEncoder encoder;
   try {
     encoder = make_position_encoder(p, PositionGeometry{m.d_model(), m.heads(), causal});
@@ -124,6 +154,9 @@ void check_stack(const TransformerOptions& m, const AttentionBackend& backend, c
   require(!encoder->has_logit_bias() || backend->accepts_logit_bias(), key + ".type", to_string(p.type()),
           "needs an attention backend that takes a logit bias; model.attention.type=" +
               to_string(m.attention().type()) + " does not");
+  require(windows.empty() || !encoder->has_logit_bias(), key + ".type", to_string(p.type()),
+          "and model.attention.layer_windows cannot both be set: a logit bias is made once per stack, for one "
+          "window");
 }
 
 void check_train(const TrainOptions& t, const Check& require) {
@@ -186,8 +219,8 @@ void check_train_positions(const Config& c, const std::string& key, const Positi
           "follows the call's largest position, which " + drawn + " puts near the range in training; use token");
   require(!p.rotate_cross_attention(), key + ".rotate_cross_attention", "true",
           "and " + drawn + " cannot both be set: source and target positions would not share an origin in training");
-  require(a.window() == 0 || a.window_positions() != WindowPositions::cache, "model.attention.window_positions",
-          "cache",
+  require((a.window() == 0 && a.layer_windows().empty()) || a.window_positions() != WindowPositions::cache,
+          "model.attention.window_positions", "cache",
           "places the queries of a window at cache positions (at most sinks + window - 1), not at the drawn "
           "positions of " +
               drawn + "; use sequence");
@@ -212,6 +245,7 @@ void validate_config(const Config& c, const ConfigFail& fail) {
   const Check require(fail);
   const auto& m = c.model;
   check_model(m, require);
+  check_layer_windows(c, require);
   // A language model has no encoder stack to check.
   auto backend = make_attention_backend(m.attention(), m.d_model() / m.heads());
   if (task_traits(c.task).encoder_decoder)

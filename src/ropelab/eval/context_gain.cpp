@@ -1,5 +1,6 @@
 #include "ropelab/eval/context_gain.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -46,9 +47,10 @@ std::string context_gain_error(const Task& task, int64_t window, int64_t context
   if (attention.type() != AttentionType::softmax)
     return "--context-gain needs softmax attention (a sliding window); the run's model.attention.type is " +
            to_string(attention.type());
-  if (attention.window() > 0 && window >= attention.window())
-    return "--context-gain " + std::to_string(window) +
-           ": the run's own model.attention.window=" + std::to_string(attention.window()) +
+  if (const auto own = widest_window(attention); own > 0 && window >= own)
+    return "--context-gain " + std::to_string(window) + ": the run's own " +
+           (attention.layer_windows().empty() ? "model.attention.window=" + std::to_string(own)
+                                              : "model.attention.layer_windows='" + attention.layer_windows() + "'") +
            " already hides every key farther than that";
   return "";
 }
@@ -56,7 +58,16 @@ std::string context_gain_error(const Task& task, int64_t window, int64_t context
 std::shared_ptr<TaskModel> windowed_model(const Task& task, const TaskModel& model, int64_t vocab_size, int64_t window,
                                           const torch::Device& device) {
   auto config = task.config();
-  config.model.attention().window(window).sinks(0).window_positions(WindowPositions::sequence);
+  auto& attention = config.model.attention();
+  if (attention.layer_windows().empty()) {
+    attention.window(window);
+  } else {  // each layer sees at most `window` keys, fewer where its own window says so
+    std::string narrowed;
+    for (auto own : layer_windows(attention, config.model.decoder_layers()))
+      narrowed += (narrowed.empty() ? "" : ",") + std::to_string(own > 0 ? std::min(own, window) : window);
+    attention.layer_windows(narrowed);
+  }
+  attention.sinks(0).window_positions(WindowPositions::sequence);
   auto copy = make_task(config)->build_model(vocab_size);
   torch::NoGradGuard no_grad;
   auto parameters = model->named_parameters();

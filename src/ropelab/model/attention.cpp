@@ -4,6 +4,17 @@
 
 namespace ropelab {
 
+namespace {
+/// Cached and new keys (B, H, Tk, Dh) rotated at positions 0 .. Tk - 1 (counted from
+/// `origin`): the largest is the last query's, so queries and keys share one length.
+std::function<torch::Tensor(const torch::Tensor&)> keys_rotated_at_length(PositionEncoder rotation, int64_t origin) {
+  return [rotation = std::move(rotation), origin](const torch::Tensor& keys) {
+    const auto positions = Positions::range(0, keys.size(2), 1, keys.device()).with_origin(origin);
+    return rotation->rotate_pair(keys, keys, positions).second;
+  };
+}
+}  // namespace
+
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options_, PositionEncoder rotation)
     : options(options_), rotation_(std::move(rotation)) {
   reset();
@@ -28,7 +39,7 @@ void MultiHeadAttentionImpl::reset() {
   if (options.forget_gate()) {
     forget_gate = register_module("forget_gate", torch::nn::Linear(d, options.heads()));
     torch::nn::init::normal_(forget_gate->weight, 0.0, 0.02);
-    torch::nn::init::zeros_(forget_gate->bias);
+    torch::nn::init::constant_(forget_gate->bias, options.forget_gate_bias());
   }
 }
 
@@ -66,7 +77,13 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     // linear per token, so scaling before it is the same), in every kernel and cache alike
     if (ssmax_scale.defined()) q = ssmax_scaled_queries(ssmax_scale, call.ssmax_log_n, call.causal, q);
     const auto unrotated = q;
-    if (rotation_) std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
+    // an encoder that follows the length, decoding: keys cached unrotated, all rotated at
+    // each step's length by the backend (AttentionInputs::rotate_keys)
+    const bool keys_at_step = rotation_ && call.cache && rotation_->follows_length();
+    if (keys_at_step)
+      q = rotation_->rotate_pair(q, q, call.positions).first;  // xPos scales queries and keys differently
+    else if (rotation_)
+      std::tie(q, k) = rotation_->rotate_pair(q, k, call.positions);
     // the last queries alone, where the backend takes fewer queries than keys; else all,
     // and the other rows dropped from its output
     const int64_t t = q.size(2), n = call.queries > 0 && call.queries < t ? call.queries : t;
@@ -78,6 +95,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const torc
     const auto& a = options.attention();  // the window and sinks apply to self-attention only
     AttentionInputs in{q, k, v, call.key_padding_mask, call.logit_bias, call.causal, a.window(), a.sinks()};
     in.window_positions = a.window_positions();
+    if (keys_at_step) in.rotate_keys = keys_rotated_at_length(rotation_, call.positions.origin());
     if (forget_gate) {
       TORCH_CHECK(call.causal, "MultiHeadAttention: a forget gate needs causal self-attention");
       in.logit_bias.forget = forget_sums(x);

@@ -19,8 +19,10 @@ struct MultiHeadAttentionOptions {
   /// Causal self-attention: the Forgetting Transformer's forget gate (Lin et al. 2025): per
   /// head f_t = sigmoid(w_h . x_t + b_h) from the attention's input x_t, and the logit bias
   /// sum of log f_l over l in (j, i] for query i and key j (LogitBias::forget). w is
-  /// initialised N(0, 0.02^2) and b 0, as the authors' code does.
+  /// initialised N(0, 0.02^2) and b at forget_gate_bias, 0 as in the authors' code.
   TORCH_ARG(bool, forget_gate) = false;
+  /// With forget_gate: b's initial value (the authors' code: 0).
+  TORCH_ARG(double, forget_gate_bias) = 0.0;
   /// Causal self-attention: CoPE with this many learned positions P (attention/contextual.h;
   /// Golovneva et al. 2024), embeddings (Dh, P) starting at 0 as the authors' code; 0: none.
   TORCH_ARG(int64_t, cope_positions) = 0;

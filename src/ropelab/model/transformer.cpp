@@ -35,6 +35,7 @@ TransformerLayerImpl::TransformerLayerImpl(const LayerOptions& options, bool cau
   auto norm = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.d_model()})); };
   self_attn = register_module("self_attn", MultiHeadAttention(MultiHeadAttentionOptions(mha)
                                                                   .forget_gate(options.forget_gate())
+                                                                  .forget_gate_bias(options.forget_gate_bias())
                                                                   .cope_positions(options.cope_positions())
                                                                   .ssmax(options.ssmax())
                                                                   .ssmax_init(options.ssmax_init()),
@@ -99,6 +100,7 @@ StackImpl::StackImpl(const StackOptions& options) : options_(options) {
   const auto& p = options.position();
   const auto layer = LayerOptions(options.layer())
                          .forget_gate(p.forget_gate())
+                         .forget_gate_bias(p.forget_gate_bias())
                          .cope_positions(p.cope() ? p.cope_positions() : 0)
                          .ssmax(p.ssmax())
                          .ssmax_init(p.ssmax_init());
@@ -107,15 +109,28 @@ StackImpl::StackImpl(const StackOptions& options) : options_(options) {
   position_ = register_module("position", make_position_encoder(options.position(), geometry));
   layers = register_module("layers", torch::nn::ModuleList());
   const int64_t nope_every = options.position().nope_every();
+  // per-layer windows: the stack's key positions (logit biases) and SSMax's key counts are
+  // made once for every layer, so they need one window
+  const bool per_layer = !layer.attention().layer_windows().empty();
+  TORCH_CHECK(!per_layer || (!position_->has_logit_bias() && !p.ssmax()),
+              "Stack: per-layer windows (layer_windows) take no logit-bias encoder and no SSMax");
   for (int64_t i = 0; i < options.layers(); ++i) {
     // RoPE/NoPE interleaving: layers nope_every, 2 nope_every, ... rotate nothing.
     const bool nope = nope_every > 0 && (i + 1) % nope_every == 0;
-    layers->push_back(TransformerLayer(layer, options.causal(), options.cross_attention(), nope ? nullptr : position_,
+    auto own = layer;
+    if (per_layer) own.attention(layer_attention(layer.attention(), i, options.layers()));
+    layers->push_back(TransformerLayer(own, options.causal(), options.cross_attention(), nope ? nullptr : position_,
                                        options.position().rotate_cross_attention()));
   }
   if (layer.norm() == NormPosition::pre)
     final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({layer.d_model()})));
   dropout_ = register_module("dropout", Dropout(layer.dropout()));
+}
+
+bool StackImpl::decodes_incrementally() const {
+  const auto& a = options_.layer().attention();
+  return !position_->follows_length() ||
+         (a.type() == AttentionType::softmax && a.window() == 0 && a.layer_windows().empty() && position_->axes() == 1);
 }
 
 namespace {
@@ -137,7 +152,8 @@ Positions counted_from_origin(const Positions& positions, bool given, int64_t of
 torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, DecoderCache* state) {
   TORCH_CHECK(!state || options_.causal(), "Stack: incremental decoding needs a causal stack");
   TORCH_CHECK(!state || decodes_incrementally(), "Stack: this position encoder follows the sequence's length ",
-              "(dynamic NTK); decode it by recomputing the prefix");
+              "(dynamic NTK) and its keys cannot all be kept (a window, the Performer); decode it by recomputing the "
+              "prefix");
   TORCH_CHECK(!state || !in.padding_mask.defined(), "Stack: incremental decoding takes no target padding mask");
   const int64_t offset = state ? state->offset : 0, tq = x.size(1);
   bool given = in.positions.defined();

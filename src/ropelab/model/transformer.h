@@ -31,6 +31,7 @@ struct LayerOptions {
   /// Causal self-attention with a forget gate (MultiHeadAttentionOptions::forget_gate); set
   /// by the stack from PositionOptions::forget_gate.
   TORCH_ARG(bool, forget_gate) = false;
+  TORCH_ARG(double, forget_gate_bias) = 0.0;
   /// Causal self-attention with CoPE's P positions (MultiHeadAttentionOptions::cope_positions);
   /// set by the stack from PositionOptions::cope; 0: none.
   TORCH_ARG(int64_t, cope_positions) = 0;
@@ -128,9 +129,11 @@ class StackImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, StackInputs in = {}, DecoderCache* state = nullptr);
 
   const PositionEncoder& position() const { return position_; }
-  /// Whether incremental decoding (a DecoderCache) equals recomputing the prefix: not when
-  /// the position encoder follows the sequence's length (dynamic NTK).
-  bool decodes_incrementally() const { return !position_->follows_length(); }
+  /// Whether incremental decoding (a DecoderCache) is available. An encoder that follows the
+  /// sequence's length (dynamic NTK per call) has its keys cached unrotated and rotated at
+  /// each step's length, which needs every key kept (softmax attention, no window) and 1-D
+  /// positions; otherwise decoding recomputes the prefix.
+  bool decodes_incrementally() const;
   /// Whether a call without positions of its own trains on drawn ones (train_positions set,
   /// training mode); evaluation and decoding count 0, ..., T - 1.
   bool drawn_positions() const;

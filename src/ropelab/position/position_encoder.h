@@ -82,6 +82,9 @@ struct PositionOptions {
   /// data-dependent decay, the sum of log forget gates between key and query (Lin et al.
   /// 2025; model/attention.h). FoX as published is `none` with it.
   TORCH_ARG(bool, forget_gate) = false;
+  /// With forget_gate: the gates' bias b starts here (its weights at N(0, 0.02^2)); 0, as the
+  /// authors' code, starts every gate at sigmoid(0) = 1/2, a decay of ln 2 nats per token.
+  TORCH_ARG(double, forget_gate_bias) = 0.0;
   /// Causal stacks, encoders without a logit bias: each layer's self-attention counts
   /// positions with gates the content sets, CoPE (Golovneva et al. 2024; attention/contextual.h),
   /// over `cope_positions` learned positions P, counts past P - 1 clamped to it. P is a

@@ -60,6 +60,10 @@ std::string position_label(const PositionOptions& o) {
   }
   if (o.nope_every() > 0) label += " nope/" + std::to_string(o.nope_every());
   if (o.forget_gate() && o.type() != PositionType::none) label += "+fox";
+  if (o.forget_gate() && o.forget_gate_bias() != 0) {
+    std::snprintf(number, sizeof number, "%g", o.forget_gate_bias());
+    label += std::string(" bias ") + number;
+  }
   if (o.cope() && o.type() != PositionType::none) label += "+cope";
   if (o.ssmax()) label += "+ssmax";
   if (o.scaling().type() != RopeScalingType::none) label += "+" + to_string(o.scaling().type());

@@ -10,12 +10,15 @@
 ///   ntk          base' = base * s^(r / (r - 2))           ("NTK-aware" scaling)
 ///   dynamic_ntk  ntk with s = max(1, l / L) at the length l seen (Peng et al. 2023, 3.3;
 ///                Hugging Face's form with factor 1: `factor` is unused). `dynamic`:
+///                  call   (default) every token, query and key, takes the call's length
+///                         (its largest position + 1): one base per window, the logit a
+///                         function of the offset. Decoding caches keys before rotation and
+///                         rotates all of them at each step's length, as Peng et al. ask;
+///                         an earlier token's hidden states stay those of its own step
 ///                  token  each token takes the length seen at it, its position + 1: in a
 ///                         window the token at n is rotated with the base of the prefix it
-///                         ends, and a decoded token with the base of its step; a token's
-///                         rotation never changes, so a cache stays valid
-///                  call   every token takes the call's length (its largest position + 1):
-///                         one base per window, and decoding recomputes the prefix
+///                         ends, so a logit is no longer a function of the offset alone; a
+///                         token's rotation never changes, and a cache keeps rotated keys
 ///   yarn         theta_i' = (1 - g_i) theta_i / s + g_i theta_i, interpolating the pairs that
 ///                turn few times over the training context and keeping those that turn often;
 ///                attention temperature sqrt(1/t) = 0.1 ln s + 1 multiplies q and k (Peng et
@@ -38,7 +41,7 @@ enum class RopeScalingType { none, linear, ntk, dynamic_ntk, yarn };
 /// YaRN's ramp between interpolated and kept frequencies (see above).
 enum class YarnRamp { reference, continuous };
 /// Dynamic NTK: the length each token's scale follows (see above).
-enum class DynamicLength { token, call };
+enum class DynamicLength { call, token };
 
 struct RopeScalingOptions {
   TORCH_ARG(RopeScalingType, type) = RopeScalingType::none;
@@ -51,8 +54,8 @@ struct RopeScalingOptions {
   TORCH_ARG(double, beta_slow) = 1.0;
   /// yarn: the authors' code's ramp over whole pairs, or the paper's continuous one.
   TORCH_ARG(YarnRamp, ramp) = YarnRamp::reference;
-  /// dynamic_ntk: the length seen by each token, or the call's length for all.
-  TORCH_ARG(DynamicLength, dynamic) = DynamicLength::token;
+  /// dynamic_ntk: the call's length for every token, or the length seen by each.
+  TORCH_ARG(DynamicLength, dynamic) = DynamicLength::call;
 };
 
 /// The scaled rotary frequencies of one call.

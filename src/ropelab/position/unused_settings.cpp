@@ -61,6 +61,8 @@ const std::vector<PositionSetting>& position_settings() {
       {"fraction", by_type<rotary_kind>, names<rotary_kind>, ROPELAB_RESET(fraction)},
       {"unrotated", by_type<unrotatable>, names<unrotatable>, ROPELAB_RESET(unrotated)},
       {"nope_every", by_type<rotary_kind>, names<rotary_kind>, ROPELAB_RESET(nope_every)},
+      {"forget_gate_bias", [](const PositionOptions& o) { return o.forget_gate(); },
+       [] { return std::string("forget_gate: true"); }, ROPELAB_RESET(forget_gate_bias)},
       {"cope_positions", [](const PositionOptions& o) { return o.cope(); }, [] { return std::string("cope: true"); },
        ROPELAB_RESET(cope_positions)},
       {"ssmax_init", [](const PositionOptions& o) { return o.ssmax(); }, [] { return std::string("ssmax: true"); },
