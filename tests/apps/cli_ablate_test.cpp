@@ -110,9 +110,14 @@ TEST(Cli, AblateRefusesBadExperimentFilesInOneLine) {
       {"eval_strides: [4]\n", "eval_strides applies to language models (task lm)"},
       {"eval_strides: [0]\n", "eval_strides: 0 must be positive"},
       {"eval_scaling: [yarm]\n", "eval_scaling: yarm is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)"},
+      {"eval_scaling: [yarn]\neval_scaling_factors: [1]\n",
+       "eval_scaling_factors: 1 must exceed 1 (a factor of 1 is the plain evaluation)"},
+      {"eval_scaling: [dynamic_ntk]\neval_scaling_factors: [4]\n",
+       "eval_scaling_factors needs a static scaling in eval_scaling (linear, ntk or yarn)"},
       {"eval_context: [128]\n",
        "unknown key eval_context (expected base, set, grid, seeds, eval_contexts, eval_strides, eval_scaling, "
-       "eval_window_sinks, eval_context_gain, eval_tokens, passkey, retrieval, finetune, baseline, pairs)"},
+       "eval_scaling_factors, eval_window_sinks, eval_context_gain, eval_tokens, passkey, retrieval, finetune, "
+       "baseline, pairs)"},
       {"eval_window_sinks: [4]\n", "eval_window_sinks applies to language models (task lm)"},
       {"eval_window_sinks: [-1]\n", "eval_window_sinks: -1 must be >= 0 (attention sinks)"},
       {"grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: model.position.type=rotary\n  steps: "
@@ -126,7 +131,8 @@ TEST(Cli, AblateRefusesBadExperimentFilesInOneLine) {
       {"passkey:\n  lengths: [120]\n  depths: [0, 1.5]\n", "passkey.depths: 1.5 is not between 0 and 1"},
       {"passkey:\n  lengths: [120]\n  documents: [2, 3]\n", "passkey.documents must be one number"},
       {"passkey:\n  depths: [0]\n", "passkey.lengths (the prompts' characters) is required"},
-      {"passkey:\n  lengths: [120]\n  size: 3\n", "passkey: unknown key size (expected lengths, depths, documents)"},
+      {"passkey:\n  lengths: [120]\n  size: 3\n",
+       "passkey: unknown key size (expected lengths, depths, documents, documents_per_seed)"},
       {"grid:\n  model.position.type: [sinusoidal, rotary]\nfinetune:\n  from: rotray\n",
        "finetune.from: rotray is not a variant of the grid (model.position.type=sinusoidal, "
        "model.position.type=rotary)"}};
@@ -332,22 +338,29 @@ void windowed_attention(const LmAblation& a) {
 void rope_scaling(const LmAblation& a) {
   const auto &out = a.out, &run_dir = a.run_dir;
   // RoPE scaling at evaluation: the rotary run evaluated again (not retrained) past its
-  // training context, at factor 16 / 8 = 2; an ALiBi variant has no such columns
-  a.write("3", "8, 16", "  model.position.type: [rotary, alibi]\n", "", "yarn, linear");
+  // training context, at factor 16 / 8 = 2, and at the fixed factor 4 at every context; an
+  // ALiBi variant has no such columns
+  a.write("3", "8, 16", "  model.position.type: [rotary, alibi]\n", "", "yarn, linear", "eval_scaling_factors: [4]\n");
   auto r = a.ablate();
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(a.trained(), a.trained_at);
   EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx16.set_yarn_2.json"));
   EXPECT_FALSE(std::filesystem::exists(run_dir + "/eval.test.ctx8.set_yarn_1.json"));  // no scaling at 8 itself
   const auto scaled = read_text(out + "/results.md");
-  EXPECT_NE(scaled.find("| test_ppl@16 | test_ppl@16+linear | test_ppl@16+yarn |"), std::string::npos) << scaled;
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx8.set_yarn_4.json"));
+  EXPECT_TRUE(std::filesystem::exists(run_dir + "/eval.test.ctx16.set_linear_4.json"));
+  EXPECT_NE(scaled.find("| test_ppl@8 | test_ppl@8+linear4x | test_ppl@8+yarn4x | test_ppl@16 | test_ppl@16+linear | "
+                        "test_ppl@16+linear4x | test_ppl@16+yarn | test_ppl@16+yarn4x |"),
+            std::string::npos)
+      << scaled;
   EXPECT_NE(scaled.find("| model.position.type=alibi | 1 |"), std::string::npos) << scaled;
   EXPECT_NE(scaled.find(" - | - |"), std::string::npos) << scaled;  // alibi: no scaled columns
   EXPECT_EQ(scaled.find("n/a"), std::string::npos) << scaled;       // and no paired test that cannot apply
   const auto extrapolation = read_text(out + "/extrapolation.svg");
   EXPECT_NE(extrapolation.find(">rotary + yarn<"), std::string::npos) << extrapolation;  // a line per scaling
-  EXPECT_EQ(extrapolation.find(">alibi + yarn<"), std::string::npos) << extrapolation;   // only where it applies
-  EXPECT_NE(extrapolation.find("<circle"), std::string::npos);                           // its points marked
+  EXPECT_NE(extrapolation.find(">rotary + yarn4x<"), std::string::npos) << extrapolation;
+  EXPECT_EQ(extrapolation.find(">alibi + yarn<"), std::string::npos) << extrapolation;  // only where it applies
+  EXPECT_NE(extrapolation.find("<circle"), std::string::npos);                          // its points marked
   // small multiples: rotary, its scalings and ALiBi in panels of their own
   for (const char* panel : {">rotations<", ">rotations, RoPE scaling at evaluation<", ">logit biases<"})
     EXPECT_NE(extrapolation.find(panel), std::string::npos) << panel;
@@ -527,5 +540,11 @@ TEST(Cli, AblateEvaluatesPasskeyRetrievalAndLimitsTestTokens) {
   }
   r = run("ablate " + exp + " -o " + out + " --threads 1");  // nothing missing: nothing runs again
   EXPECT_NE(r.output.find("2 finished already, 0 to run"), std::string::npos) << r.output;
+  // a document set per seed (passkey seed 1 + train.seed 1): the shared set's report is not it
+  EXPECT_EQ(nlohmann::json::parse(read_text(rotary + "/passkey.json")).at("passkey_seed"), 1);
+  std::ofstream(exp, std::ios::app) << "  documents_per_seed: true\n";
+  r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(read_text(rotary + "/passkey.json")).at("passkey_seed"), 2);
   std::filesystem::remove_all(root);
 }

@@ -223,8 +223,10 @@ TEST_F(PasskeyPartial, ALengthWithAFailedDepthHasNoAccuracy) {
   };
   const auto path = (dir_ / "passkey.json").string();
   write_passkey_summary(
-      path, {cell(100, 0, 3, ""), cell(100, 1, 5, ""), cell(200, 0, 7, ""), cell(200, 1, 0, "out of memory"),
-             cell(300, 0, 0, "beyond the table"), cell(300, 1, 0, "beyond the table")});
+      path,
+      {cell(100, 0, 3, ""), cell(100, 1, 5, ""), cell(200, 0, 7, ""), cell(200, 1, 0, "out of memory"),
+       cell(300, 0, 0, "beyond the table"), cell(300, 1, 0, "beyond the table")},
+      7);
   std::ifstream in(path);
   const auto json = nlohmann::json::parse(in);
   EXPECT_DOUBLE_EQ(json.at("accuracy@100").get<double>(), 0.4);
@@ -233,6 +235,7 @@ TEST_F(PasskeyPartial, ALengthWithAFailedDepthHasNoAccuracy) {
   EXPECT_TRUE(json.at("ci95@200").is_null()) << json;
   EXPECT_EQ(json.at("correct@200").get<int64_t>(), 7);
   EXPECT_EQ(json.at("documents@200").get<int64_t>(), 10);
+  EXPECT_EQ(json.at("passkey_seed").get<uint64_t>(), 7u);
   EXPECT_TRUE(json.at("accuracy@300").is_null());
   EXPECT_DOUBLE_EQ(json.at("accuracy").get<double>(), 15.0 / 30.0);  // over every evaluated cell
 }

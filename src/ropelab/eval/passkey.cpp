@@ -185,7 +185,7 @@ std::string format_passkey_cells(const std::vector<PasskeyCell>& cells) {
   return text;
 }
 
-void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells) {
+void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells, uint64_t seed) {
   std::map<int64_t, std::pair<int64_t, int64_t>> by_length;  // length -> (correct, documents)
   std::set<int64_t> failed;                                  // lengths with a cell that has an error
   int64_t correct = 0, documents = 0;
@@ -221,6 +221,7 @@ void write_passkey_summary(const std::string& path, const std::vector<PasskeyCel
     json["correct@" + std::to_string(length)] = counts.first;
     json["documents@" + std::to_string(length)] = counts.second;
   }
+  json["passkey_seed"] = seed;
   write_file_atomically(path, json.dump() + "\n", "passkey summary");
 }
 

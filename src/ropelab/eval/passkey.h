@@ -119,8 +119,9 @@ std::string format_passkey_cells(const std::vector<PasskeyCell>& cells);
 /// passkey.json: {"accuracy": over every evaluated cell, "accuracy@L": over length L's
 /// depths, ..., then "ci95": [low, high] and "ci95@L" the Wilson intervals of those (null
 /// for a length with a cell that could not be evaluated: over the other depths alone it
-/// would not compare), then "correct@L" and "documents@L", the counts of the evaluated cells}.
-void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells);
+/// would not compare), then "correct@L" and "documents@L", the counts of the evaluated cells,
+/// and "passkey_seed", the stream of the documents}.
+void write_passkey_summary(const std::string& path, const std::vector<PasskeyCell>& cells, uint64_t seed);
 
 /// What a passkey evaluation scores and with what: its partial file is taken back only by
 /// an evaluation that agrees on all of it.

@@ -67,18 +67,27 @@ void window_perplexity_evals(const Config& config, const TestEvaluations& asked,
     auto plain = eval(c, 0, {}, {"--per-position"}, {Measure::test_ppl, c});
     plain.positions = true;
     out.push_back(std::move(plain));
-    if (traits.scalable && position.scaling().type() == RopeScalingType::none && c > trained)
-      for (const auto& scaling : asked.scalings) {  // the same run, scaled to this context
-        char factor[32];
-        std::snprintf(factor, sizeof factor, "%g", static_cast<double>(c) / static_cast<double>(trained));
-        out.push_back(eval(
-            c, 0, {"model.position.scaling.type=" + scaling, "model.position.scaling.factor=" + std::string(factor)},
-            {}, {Measure::test_ppl, c, 0, scaling}));
-      }
+    // the same run scaled by `factor`; a fixed factor's column says it (test_ppl@C+yarn4x)
+    auto scaled = [&](const std::string& scaling, double factor, bool fixed) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", factor);
+      const std::string factor_text = text;
+      out.push_back(eval(c, 0,
+                         {"model.position.scaling.type=" + scaling, "model.position.scaling.factor=" + factor_text}, {},
+                         {Measure::test_ppl, c, 0, fixed ? scaling + factor_text + "x" : scaling}));
+    };
+    const bool scalable = traits.scalable && position.scaling().type() == RopeScalingType::none;
+    if (scalable && c > trained)
+      for (const auto& scaling : asked.scalings)  // to this context: s = context / data.context
+        scaled(scaling, static_cast<double>(c) / static_cast<double>(trained), false);
+    if (scalable)
+      for (const auto& scaling : asked.scalings)  // at a fixed factor, whatever the context
+        for (auto factor : asked.scaling_factors)
+          if (scaling != "dynamic_ntk") scaled(scaling, factor, true);
     // Windowed attention past the training context: each query sees the `trained` keys
     // before it, as in training, plus the sinks (a run trained with a window keeps its own).
     if (c > trained && config.model.attention().type() == AttentionType::softmax &&
-        config.model.attention().window() == 0)
+        config.model.attention().window() == 0 && config.model.attention().layer_windows().empty())
       for (auto sinks : asked.window_sinks)
         out.push_back(eval(
             c, 0,
@@ -117,14 +126,19 @@ void context_gain_evals(const Config& config, const TestEvaluations& asked, std:
     }
 }
 
-/// Passkey retrieval over the asked grid: a column per length the model can take.
+/// Passkey retrieval over the asked grid: a column per length the model can take; documents
+/// from the grid's seed, or with documents_per_seed from it plus the run's training seed.
 void passkey_evals(const Config& config, const TestEvaluations& asked, std::vector<AblationEval>& out) {
   if (!asked.passkey) return;
   const auto& position = config.model.decoder_position();
   const int64_t longest = position_traits(position.type()).bounded ? position.max_len() : 0;
-  const auto& grid = *asked.passkey;
+  auto grid = *asked.passkey;
   AblationEval passkey;
   passkey.protocol = ProtocolKind::passkey;
+  if (asked.passkey_per_seed) {  // a set per seed; a report of another set is not this one's
+    grid.seed += static_cast<uint64_t>(config.train.seed());
+    passkey.report_equals = {{"passkey_seed", static_cast<double>(grid.seed)}};
+  }
   passkey.args = {"passkey", "eval"};
   for (auto& arg : passkey_eval_args(grid)) passkey.args.push_back(std::move(arg));
   for (auto l : grid.lengths)

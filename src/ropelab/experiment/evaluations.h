@@ -24,6 +24,8 @@ struct AblationEval {
   bool items = false;                                      // the report has test items for paired tests between runs
   bool positions = false;  // window perplexity: the mean loss by position (--per-position)
   int64_t context = 0;     // window perplexity: the evaluation context
+  /// Numbers the report must hold for it to be this evaluation's (passkey_seed: its documents)
+  std::vector<std::pair<std::string, double>> report_equals;
 
   /// The report's JSON in `run_dir`.
   std::string report(const std::string& run_dir) const;

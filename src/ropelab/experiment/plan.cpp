@@ -36,6 +36,8 @@ bool AblationDirectory::has_evaluation(const std::string& dir, const AblationEva
     if (!file.empty() && !fs::exists(file)) return false;
   for (const auto& [key, column] : eval.columns)
     if (std::isnan(read_report_number(eval.report(dir), key))) return false;
+  for (const auto& [key, value] : eval.report_equals)
+    if (read_report_number(eval.report(dir), key) != value) return false;
   return true;
 }
 

@@ -85,9 +85,15 @@ FinetuneSpec read_finetune(const Reader& r, const YAML::Node& node, std::map<std
   return f;
 }
 
-PasskeyGrid read_passkey(const Reader& r, const YAML::Node& node) {
+PasskeyGrid read_passkey(const Reader& r, const YAML::Node& node, bool& per_seed) {
   if (!node.IsMap()) r.fail("passkey must map lengths, depths and documents");
-  r.expect_keys(node, "passkey", {"lengths", "depths", "documents"});
+  r.expect_keys(node, "passkey", {"lengths", "depths", "documents", "documents_per_seed"});
+  if (node["documents_per_seed"]) {
+    const auto value =
+        node["documents_per_seed"].IsScalar() ? yaml_values::as<bool>(node["documents_per_seed"]) : std::nullopt;
+    if (!value) r.fail("passkey.documents_per_seed must be true or false");
+    per_seed = *value;
+  }
   PasskeyGrid grid;
   if (!node["lengths"]) r.fail("passkey.lengths (the prompts' characters) is required");
   grid.lengths = r.positive_integers(node["lengths"], "passkey.lengths");
@@ -141,7 +147,7 @@ void read_evaluations(const Reader& r, const YAML::Node& root, TestEvaluations& 
     for (auto v : asked.window_sinks)
       if (v < 0) r.fail("eval_window_sinks: " + std::to_string(v) + " must be >= 0 (attention sinks)");
   }
-  if (root["passkey"]) asked.passkey = read_passkey(r, root["passkey"]);
+  if (root["passkey"]) asked.passkey = read_passkey(r, root["passkey"], asked.passkey_per_seed);
   if (root["retrieval"]) read_retrieval(r, root["retrieval"], asked);
   if (root["eval_scaling"]) asked.scalings = r.scalars(root["eval_scaling"], "eval_scaling");
   for (const auto& s : asked.scalings) {
@@ -152,6 +158,18 @@ void read_evaluations(const Reader& r, const YAML::Node& root, TestEvaluations& 
       r.fail("eval_scaling: " + s + " is not a RoPE scaling (linear, ntk, dynamic_ntk, yarn)");
     }
     if (type == RopeScalingType::none) r.fail("eval_scaling: none is the plain evaluation; list scalings only");
+  }
+  if (root["eval_scaling_factors"]) {
+    asked.scaling_factors = r.values<double>(root["eval_scaling_factors"], "eval_scaling_factors");
+    for (auto f : asked.scaling_factors)
+      if (!(f > 1)) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", f);
+        r.fail("eval_scaling_factors: " + std::string(text) + " must exceed 1 (a factor of 1 is the plain evaluation)");
+      }
+    const bool fixed = std::any_of(asked.scalings.begin(), asked.scalings.end(),
+                                   [](const std::string& s) { return s != "dynamic_ntk"; });
+    if (!fixed) r.fail("eval_scaling_factors needs a static scaling in eval_scaling (linear, ntk or yarn)");
   }
 }
 
@@ -209,6 +227,7 @@ void check_variants(const Reader& r, ExperimentSpec& spec, const std::vector<Var
                {"eval_contexts", ProtocolKind::window_perplexity, !asked.contexts.empty()},
                {"eval_strides", ProtocolKind::window_perplexity, !asked.strides.empty()},
                {"eval_scaling", ProtocolKind::window_perplexity, !asked.scalings.empty()},
+               {"eval_scaling_factors", ProtocolKind::window_perplexity, !asked.scaling_factors.empty()},
                {"eval_window_sinks", ProtocolKind::window_perplexity, !asked.window_sinks.empty()},
                {"eval_context_gain", ProtocolKind::context_gain, !asked.gain_windows.empty()},
                {"eval_tokens", ProtocolKind::window_perplexity, asked.tokens > 0},
@@ -236,8 +255,9 @@ ExperimentSpec load_experiment(const std::string& path) {
   ExperimentSpec spec;
   spec.path = path;
   r.expect_keys(root, "",
-                {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides", "eval_scaling", "eval_window_sinks",
-                 "eval_context_gain", "eval_tokens", "passkey", "retrieval", "finetune", "baseline", "pairs"});
+                {"base", "set", "grid", "seeds", "eval_contexts", "eval_strides", "eval_scaling",
+                 "eval_scaling_factors", "eval_window_sinks", "eval_context_gain", "eval_tokens", "passkey",
+                 "retrieval", "finetune", "baseline", "pairs"});
   if (!root["base"]) r.fail("base (the config file(s) every variant starts from) is required");
   spec.base = r.scalars(root["base"], "base");
   for (const auto& file : spec.base)

@@ -10,6 +10,8 @@
 ///   eval_contexts: [128, 256, 512, 1024]     # language models: test perplexity at each (optional)
 ///   eval_strides: [64]                       # and sliding windows with each stride (optional)
 ///   eval_scaling: [linear, ntk, dynamic_ntk, yarn]  # rotary runs again, scaled, past data.context (optional)
+///   eval_scaling_factors: [4, 16]            # and the static ones at these fixed factors, at every
+///                                            #   context (optional)
 ///   eval_window_sinks: [0, 4]                # and past data.context with a sliding window of data.context
 ///                                            #   keys and each number of sinks (optional)
 ///   eval_context_gain: [512]                 # and the context gain of keys beyond each window (optional)
@@ -24,6 +26,7 @@
 ///     lengths: [120, 248, 504]               #   prompt characters
 ///     depths: [0, 0.5, 1]                    #   (optional; default 0, 0.25, 0.5, 0.75, 1)
 ///     documents: 10                          #   per (length, depth) (optional; default 20)
+///     documents_per_seed: true               #   a document set per seed (optional; default one set)
 ///   baseline: model.position.type=rotary     # what every variant is tested against (optional; the first)
 ///   pairs: [[model.position.type=alibi, model.position.type=none]]  # more pairs to test (optional)
 ///   finetune:                                # fine-tunes of one variant's finished runs (optional)
@@ -56,6 +59,10 @@ struct TestEvaluations {
   /// (not retrained) with each RoPE scaling (linear, ntk, dynamic_ntk, yarn) at factor
   /// context / data.context.
   std::vector<std::string> scalings;
+  /// Rotary language models: also, at every context, evaluated with each static scaling of
+  /// `scalings` (linear, ntk, yarn) at each of these fixed factors, the one a user deploys
+  /// whatever the length (columns test_ppl@C+yarn4x, ...).
+  std::vector<double> scaling_factors;
   /// Language models with softmax attention: also, at each context beyond the training
   /// one, evaluated with sliding-window attention over data.context keys (the window the
   /// model was trained with; a sliding form of Sun et al. 2022's blockwise causal
@@ -69,6 +76,9 @@ struct TestEvaluations {
   int64_t tokens = 0;
   /// Language models: passkey retrieval (`ropelab passkey eval`) over this grid.
   std::optional<PasskeyGrid> passkey;
+  /// Passkey documents from the stream passkey.seed + the run's train.seed, a set per seed
+  /// (passkey.documents_per_seed: true), instead of one set shared by every seed.
+  bool passkey_per_seed = false;
   /// Language models: the retrieval probes (`ropelab retrieval eval`) of these tasks over
   /// `retrieval_grid` (its task's sizes; documents drawn from seed retrieval_grid.seed +
   /// the run's train.seed, a set per seed).

@@ -75,7 +75,7 @@ void write_passkey_results(const RunPaths::PasskeyFiles& files, const std::vecto
                            std::ostream& out, std::ostream& log) {
   write_passkey_table(files.csv, cells);
   write_passkey_heat_map(files.svg, cells, grid, title, caption);
-  write_passkey_summary(files.json, cells);
+  write_passkey_summary(files.json, cells, grid.seed);
   remove_passkey_partial(files.partial, log);
   out << format_passkey_cells(cells) << "wrote " << files.csv << ", " << files.json << " and " << files.svg
       << std::endl;
