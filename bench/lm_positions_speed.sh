@@ -11,6 +11,9 @@
 # study at 512's updates (experiments/lm_sotu_char_512.yaml). `randomized rotary` and
 # `pose rotary` train rotary on drawn positions (model.position.train_positions, range 64x
 # the context); `ssmax rotary` and `ssmax none` add Scalable-Softmax (model.position.ssmax).
+# `layers4 rotary` is rotary at four layers and `rnope rotary` RNoPE-SWA at four (every
+# fourth layer NoPE, the others with a window of LENGTH / 2: model.attention.layer_windows):
+# compare the two with each other.
 # VARIANTS="rotary,pose rotary" runs those alone (comma-separated).
 #   bash bench/lm_positions_speed.sh [REPEATS] [BUILD] [LENGTH] [BATCH]
 set -euo pipefail
@@ -23,7 +26,7 @@ performer="model.attention={type: performer, num_features: 128, chunk_size: 32}"
 yarn="model.position.scaling={type: yarn, factor: 8}"
 variants=("learned" "sinusoidal" "t5_bias" "rotary" "none" "alibi" "xpos" "kerple" "kerple_power" "fire"
           "yarn rotary" "fox none" "cope none" "performer learned" "performer rotary" "randomized rotary"
-          "pose rotary" "ssmax rotary" "ssmax none")
+          "pose rotary" "ssmax rotary" "ssmax none" "layers4 rotary" "rnope rotary")
 [[ -n ${VARIANTS:-} ]] && IFS=, read -r -a variants <<<"$VARIANTS"
 lscpu | sed -n 's/^Model name: */CPU: /p'
 echo "batches of $batch x $length tokens, data.context=$length"
@@ -37,6 +40,9 @@ for ((r = 1; r <= repeats; ++r)); do
     [[ $v == cope* ]] && args+=(--set model.position.cope=true)
     [[ $v == ssmax* ]] && args+=(--set model.position.ssmax=true)
     [[ $v == randomized* || $v == pose* ]] && args+=(--set "model.position.train_positions.type=${v%% *}")
+    [[ $v == layers4* || $v == rnope* ]] && args+=(--set model.decoder_layers=4)
+    half=$((length / 2))
+    [[ $v == rnope* ]] && args+=(--set model.position.nope_every=4 --set "model.attention.layer_windows=$half,$half,$half,0")
     tps=$(taskset -c 0 "$build/ropelab" bench train "$config" "${args[@]}" --vocab 256 --batch "$batch" --length "$length" \
           --threads 1 --steps 20 --json | sed -n 's/.*"target_tokens_per_s":\([0-9.]*\).*/\1/p')
     runs[$v]+="$tps "

@@ -61,3 +61,43 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
   std::filesystem::current_path(cwd);
   EXPECT_GE(experiments, 9);
 }
+
+// The effective-context studies: every variant loads and validates, and every setting that
+// is a length follows the training context (drawn positions over 64 C, the scalings'
+// original_max C, FIRE's initial L at most C, windows below C).
+TEST(ShippedExperiments, EffectiveContextStudiesTakeTheirLengthsFromTheContext) {
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(ROPELAB_SOURCE_DIR);
+  int experiments = 0, drawn = 0, windowed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("experiments")) {
+    const auto name = entry.path().stem().string();
+    if (entry.path().extension() != ".yaml" || name.rfind("effective_context_", 0) != 0) continue;
+    SCOPED_TRACE(name);
+    ++experiments;
+    const auto spec = load_experiment(entry.path().string());
+    for (const auto& variant : expand_grid(spec)) {
+      SCOPED_TRACE(variant.name);
+      const auto config = variant_config(spec, variant, spec.seeds.front(), nullptr);
+      const auto& p = config.model.decoder_position();
+      const int64_t c = config.data.context();
+      EXPECT_TRUE(config.data.documents());
+      EXPECT_EQ(p.scaling().original_max(), c);
+      if (p.train_positions().drawn()) {
+        ++drawn;
+        EXPECT_EQ(p.train_positions().range(), 64 * c);
+      }
+      if (p.type() == PositionType::fire) {
+        EXPECT_LE(p.fire_threshold(), c);
+      }
+      for (auto w : layer_windows(config.model.attention(), config.model.decoder_layers()))
+        if (w > 0) {
+          ++windowed;
+          EXPECT_LT(w, c);
+        }
+    }
+  }
+  std::filesystem::current_path(cwd);
+  EXPECT_GE(experiments, 6);
+  EXPECT_GE(drawn, 4);
+  EXPECT_EQ(windowed, 3);
+}
