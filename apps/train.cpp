@@ -90,6 +90,7 @@ void add_train(CLI::App& cli) {
       throw CLI::ValidationError("train", "a config file is required (ropelab train CONFIG.yaml)");
     auto load = [&] {
       if (a->resume) sources.files = {RunPaths(a->run_dir).config};
+      sources.training = true;
       auto config = load_config(sources);
       a->in.warn();
       return config;

@@ -22,6 +22,12 @@ class ConfigTest : public ropelab::testing::TempDir {
   std::string load_error(const std::vector<std::string>& files, const std::vector<std::string>& overrides = {}) {
     return error_of([&] { load_config({files, overrides}); });
   }
+  /// load_error of a config to train with (ConfigSources::training).
+  std::string training_error(const std::vector<std::string>& overrides) {
+    ConfigSources sources{{}, overrides};
+    sources.training = true;
+    return error_of([&] { load_config(sources); });
+  }
   /// load_config, keys the chosen encoders do not read listed rather than refused.
   static Config load_listing_unread(const std::vector<std::string>& files, const std::vector<std::string>& overrides) {
     std::vector<UnreadKey> unread;
@@ -175,9 +181,9 @@ TEST_F(ConfigTest, NopeEveryAppliesToRotations) {
 // sequence, a table below the range, or an encoder without one position per token is one line.
 TEST_F(ConfigTest, TrainPositionsFollowTheContextAndCoverTheTrainingSequence) {
   const std::vector<std::string> lm = {"task=lm", "data.format=text", "data.context=512"};
-  auto with = [&](std::initializer_list<std::string> more) {
+  auto with = [&](const std::vector<std::string>& more) {
     auto all = lm;
-    all.insert(all.end(), more);
+    all.insert(all.end(), more.begin(), more.end());
     return all;
   };
   const auto rotary =
@@ -207,17 +213,22 @@ TEST_F(ConfigTest, TrainPositionsFollowTheContextAndCoverTheTrainingSequence) {
   EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.range=4096"})),
             "--set: model.decoder_position.train_positions.range=4096 is not read (model.decoder_position.type=rotary, "
             "scaling.type=none); it applies to train_positions.type: randomized or pose");
-  // settings whose positions would not be the drawn ones in training
-  EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.type=pose",
-                                 "model.position.scaling={type: dynamic_ntk, dynamic: call}"})),
+  // settings whose positions would not be the drawn ones in training, which an evaluation
+  // of the trained run (positions 0 ... T - 1) may take
+  const std::vector<std::string> dynamic = {"model.position.type=rotary", "model.position.train_positions.type=pose",
+                                            "model.position.scaling={type: dynamic_ntk, dynamic: call}"};
+  EXPECT_EQ(training_error(with(dynamic)),
             "--set: model.decoder_position.scaling.dynamic=call follows the call's largest position, which "
             "model.decoder_position.train_positions.type=pose puts near the range in training; use token");
-  EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.type=randomized",
-                                 "model.attention.window=128"})),
+  EXPECT_EQ(load_error({}, with(dynamic)), "");
+  const std::vector<std::string> windowed = {
+      "model.position.type=rotary", "model.position.train_positions.type=randomized", "model.attention.window=128"};
+  EXPECT_EQ(training_error(with(windowed)),
             "--set: model.attention.window_positions=cache places the queries of a window at cache positions (at "
             "most sinks + window - 1), not at the drawn positions of model.decoder_position.train_positions.type="
             "randomized; use sequence");
-  EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.type=randomized",
+  EXPECT_EQ(load_error({}, with(windowed)), "");
+  EXPECT_EQ(training_error(with({"model.position.type=rotary", "model.position.train_positions.type=randomized",
                                  "model.attention.window=128", "model.attention.window_positions=sequence"})),
             "");
   EXPECT_EQ(load_error({}, {"model.position.type=rotary", "model.position.train_positions.type=pose",
@@ -339,6 +350,9 @@ TEST_F(ConfigTest, LayerWindowsGiveOnePerLayer) {
   EXPECT_EQ(with("model.attention.layer_windows='64,-1,64,0'"),
             "--set: model.attention.layer_windows: '-1' in '64,-1,64,0' is not a window (a whole number >= 0) "
             "(model.decoder_layers=4)");
+  EXPECT_EQ(with("model.attention.layer_windows='64,64,64,0,'"),
+            "--set: model.attention.layer_windows: '64,64,64,0,' ends with a comma: give one window per layer "
+            "(model.decoder_layers=4)");
   EXPECT_EQ(with("model.attention.window=64"),
             "--set: model.attention.layer_windows='64, 64,64,0' and model.attention.window=64 cannot both be set (one "
             "window for every layer)");
@@ -362,6 +376,9 @@ TEST_F(ConfigTest, ForgetGateNeedsCausalSoftmaxAttention) {
   biased.push_back("model.position.forget_gate_bias=4");
   EXPECT_DOUBLE_EQ(load_config({{}, biased}).model.decoder_position().forget_gate_bias(), 4);
   EXPECT_EQ(position_label(load_config({{}, biased}).model.decoder_position()), "fox bias 4");
+  auto unbounded = lm;
+  unbounded.push_back("model.position.forget_gate_bias=.inf");
+  EXPECT_EQ(load_error({}, unbounded), "--set: model.decoder_position.forget_gate_bias=inf must be a number");
   EXPECT_EQ(load_error({}, {"task=lm", "data.format=text", "model.position.forget_gate_bias=4"}),
             "--set: model.decoder_position.forget_gate_bias=4 is not read (model.decoder_position.type=sinusoidal, "
             "scaling.type=none); it applies to forget_gate: true");

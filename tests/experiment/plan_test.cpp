@@ -291,6 +291,29 @@ TEST_F(Plan, WindowedEvaluationsFollowTheTrainingContext) {
   EXPECT_EQ(ablation_evals(config, asked).size(), 2u);
 }
 
+// eval_scaling_factors: each static scaling at each fixed factor at every context, beside the
+// exact factor past the training context; a fixed factor equal to the exact one (2 at 16 =
+// 2 x 8) is the same evaluation, run once and read into both columns; dynamic NTK takes no
+// fixed factor; the rotary variant only.
+TEST_F(Plan, FixedFactorsAddColumnsAndShareTheExactFactorsEvaluation) {
+  auto asked = spec_.evaluations;
+  asked.scalings = {"yarn", "dynamic_ntk"};
+  asked.scaling_factors = {2, 4};
+  std::vector<std::string> columns, tags;
+  for (const auto& eval : ablation_evals(config_of(1, 1), asked)) {
+    tags.push_back(eval.tag);
+    std::string names;
+    for (const auto& column : eval.columns) names += (names.empty() ? "" : " ") + format_column(column.second);
+    columns.push_back(names);
+  }
+  EXPECT_EQ(columns, (std::vector<std::string>{"test_ppl@8", "test_ppl@8+yarn2x", "test_ppl@8+yarn4x", "test_ppl@16",
+                                               "test_ppl@16+yarn test_ppl@16+yarn2x", "test_ppl@16+dynamic_ntk",
+                                               "test_ppl@16+yarn4x"}));
+  std::sort(tags.begin(), tags.end());
+  EXPECT_EQ(std::adjacent_find(tags.begin(), tags.end()), tags.end());  // no evaluation twice
+  EXPECT_EQ(ablation_evals(config_of(0, 1), asked).size(), 2u);         // alibi: no scalings
+}
+
 // A grid reaches variants that do not read every key it sets: one warning per such variant
 // when the experiment loads, and the variant's training takes its config as it is.
 TEST_F(Plan, KeysAVariantDoesNotReadAreOneWarningPerVariant) {

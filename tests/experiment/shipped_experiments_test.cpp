@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "../test_util.h"
+#include "ropelab/experiment/evaluations.h"
 #include "ropelab/experiment/spec.h"
 
 using namespace ropelab;
@@ -62,13 +64,15 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
   EXPECT_GE(experiments, 9);
 }
 
-// The effective-context studies: every variant loads and validates, and every setting that
-// is a length follows the training context (drawn positions over 64 C, the scalings'
+// The effective-context studies: every variant loads and validates, each of its evaluations'
+// --set loads on its config as a trained run's config.yaml does, and every setting that is a
+// length follows the training context (drawn positions over 64 C, the scalings'
 // original_max C, FIRE's initial L at most C, windows below C).
 TEST(ShippedExperiments, EffectiveContextStudiesTakeTheirLengthsFromTheContext) {
   const auto cwd = std::filesystem::current_path();
   std::filesystem::current_path(ROPELAB_SOURCE_DIR);
-  int experiments = 0, drawn = 0, windowed = 0;
+  int experiments = 0, drawn = 0, windowed = 0, evaluations = 0;
+  const auto saved = (std::filesystem::temp_directory_path() / "ropelab_shipped_config.yaml").string();
   for (const auto& entry : std::filesystem::directory_iterator("experiments")) {
     const auto name = entry.path().stem().string();
     if (entry.path().extension() != ".yaml" || name.rfind("effective_context_", 0) != 0) continue;
@@ -81,6 +85,14 @@ TEST(ShippedExperiments, EffectiveContextStudiesTakeTheirLengthsFromTheContext) 
       const auto& p = config.model.decoder_position();
       const int64_t c = config.data.context();
       EXPECT_TRUE(config.data.documents());
+      std::ofstream(saved) << dump_config(config);
+      for (const auto& eval : ablation_evals(config, spec.evaluations)) {
+        std::vector<std::string> overrides;
+        for (size_t i = 0; i + 1 < eval.args.size(); ++i)
+          if (eval.args[i] == "--set") overrides.push_back(eval.args[i + 1]);
+        ++evaluations;
+        EXPECT_NO_THROW(load_config({{saved}, overrides})) << eval.tag;
+      }
       EXPECT_EQ(p.scaling().original_max(), c);
       if (p.train_positions().drawn()) {
         ++drawn;
@@ -97,7 +109,9 @@ TEST(ShippedExperiments, EffectiveContextStudiesTakeTheirLengthsFromTheContext) 
     }
   }
   std::filesystem::current_path(cwd);
+  std::filesystem::remove(saved);
   EXPECT_GE(experiments, 6);
+  EXPECT_GE(evaluations, 200);
   EXPECT_GE(drawn, 4);
   EXPECT_EQ(windowed, 3);
 }

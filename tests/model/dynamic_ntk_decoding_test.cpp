@@ -62,9 +62,13 @@ TEST_F(DynamicNtkDecoding, OneLayerDecodingEqualsTheWholePrefixAtEveryStep) {
   for (int64_t t = 2; t < 12; ++t)
     EXPECT_LT(max_diff(lm(tokens.narrow(1, t, 1), &state), lm(tokens.narrow(1, 0, t + 1)).narrow(1, t, 1)), 1e-5)
         << "step " << t;
-  // the cache holds the keys as projected: rotated, they would differ past original_max
+  // the cache holds the keys as projected, before any rotation (post-LN: the layer's input is
+  // the embedding itself; d_model 16, 2 heads of 8)
   const auto& cache = dynamic_cast<KeyValueCache&>(*state.self[0]);
-  EXPECT_EQ(cache.k.size(2), 12);
+  const auto& attention = lm->decoder->layers[0]->as<TransformerLayerImpl>()->self_attn;
+  const auto projected = torch::linear(lm->embedding(tokens), attention->in_proj_weight.narrow(0, 16, 16),
+                                       attention->in_proj_bias.narrow(0, 16, 16));
+  EXPECT_LT(max_diff(cache.k, projected.unflatten(-1, {2, 8}).transpose(1, 2)), 1e-5);
 }
 
 TEST_F(DynamicNtkDecoding, DecodingEqualsTheAutoregressiveFormInEveryLayer) {

@@ -73,6 +73,7 @@ torch::Tensor AttentionBackendImpl::forward_cached(AttentionInputs in, Attention
 namespace {
 /// layer_windows' numbers, as many as written.
 std::vector<int64_t> listed_windows(const std::string& text) {
+  TORCH_CHECK(text.empty() || text.back() != ',', "'", text, "' ends with a comma: give one window per layer");
   std::vector<int64_t> out;
   std::stringstream items(text);
   std::string item;

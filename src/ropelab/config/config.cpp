@@ -238,7 +238,9 @@ Config load_config(const ConfigSources& sources) {
     resolve_length_settings(*p, context);
     if (p->scaling().original_max() == 0) p->scaling().original_max(context);
   }
-  validate_config(config, [&](const std::string& key, const std::string& what) { reader.fail(key, what); });
+  const ConfigFail fail = [&](const std::string& key, const std::string& what) { reader.fail(key, what); };
+  validate_config(config, fail);
+  if (sources.training) validate_training(config, fail);
   // after validation, whose messages say more where a setting is also invalid
   for (const auto& unread : unread_keys(config, root, origins, ropelab_written)) {
     if (!sources.unread) throw ConfigError(unread.message);

@@ -32,6 +32,9 @@ struct ConfigSources {
   /// backend does not read (config/unread_keys.h): refused when null, else listed here, one
   /// line each (an experiment's grid reaches variants that do not read every key).
   std::vector<UnreadKey>* unread = nullptr;
+  /// A config to train with: also the checks of training alone (validate_training), which
+  /// an evaluation of a trained run does not make.
+  bool training = false;
 };
 
 /// The first and the last line of every dump_config text. A file that starts with the first

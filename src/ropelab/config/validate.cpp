@@ -1,6 +1,7 @@
 #include "ropelab/config/validate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -100,6 +101,7 @@ void check_stack(const TransformerOptions& m, const AttentionBackend& backend, c
   require(s.factor() >= 1, key + ".scaling.factor", s.factor(), "must be >= 1 (the extension ratio)");
   require(p.t5_init_std() >= 0, key + ".t5_init_std", p.t5_init_std(), "must be >= 0 (0 = d_model^-0.5)");
   require(p.learned_init_std() >= 0, key + ".learned_init_std", p.learned_init_std(), "must be >= 0");
+  require(std::isfinite(p.forget_gate_bias()), key + ".forget_gate_bias", p.forget_gate_bias(), "must be a number");
   for (const auto& [name, value] : {std::pair<const char*, double>{"max_len", p.max_len()},
                                     {"max_distance", p.max_distance()},
                                     {"scale_base", p.scale_base()},
@@ -213,17 +215,8 @@ void check_train_positions(const Config& c, const std::string& key, const Positi
   const auto& t = p.train_positions();
   if (!t.drawn()) return;
   const std::string drawn = key + ".train_positions.type=" + to_string(t.type());
-  const auto& a = c.model.attention();
-  require(!(p.scaling().type() == RopeScalingType::dynamic_ntk && p.scaling().dynamic() == DynamicLength::call),
-          key + ".scaling.dynamic", "call",
-          "follows the call's largest position, which " + drawn + " puts near the range in training; use token");
   require(!p.rotate_cross_attention(), key + ".rotate_cross_attention", "true",
           "and " + drawn + " cannot both be set: source and target positions would not share an origin in training");
-  require((a.window() == 0 && a.layer_windows().empty()) || a.window_positions() != WindowPositions::cache,
-          "model.attention.window_positions", "cache",
-          "places the queries of a window at cache positions (at most sinks + window - 1), not at the drawn "
-          "positions of " +
-              drawn + "; use sequence");
   const bool windowed = task_traits(c.task).windowed;
   const int64_t longest = windowed ? c.data.context() : c.data.max_len();
   require(t.range() >= longest, key + ".train_positions.range", t.range(),
@@ -239,7 +232,31 @@ void check_decode(const DecodeOptions& d, const Check& require) {
           "must be >= 1 when decode.max_len_a is 0");
 }
 
+/// Settings that evaluation may take but training on drawn positions cannot: the positions
+/// they use would not be the drawn ones.
+void check_drawn_training(const Config& c, const std::string& key, const PositionOptions& p, const Check& require) {
+  const auto& t = p.train_positions();
+  if (!t.drawn()) return;
+  const std::string drawn = key + ".train_positions.type=" + to_string(t.type());
+  const auto& a = c.model.attention();
+  require(!(p.scaling().type() == RopeScalingType::dynamic_ntk && p.scaling().dynamic() == DynamicLength::call),
+          key + ".scaling.dynamic", "call",
+          "follows the call's largest position, which " + drawn + " puts near the range in training; use token");
+  require((a.window() == 0 && a.layer_windows().empty()) || a.window_positions() != WindowPositions::cache,
+          "model.attention.window_positions", "cache",
+          "places the queries of a window at cache positions (at most sinks + window - 1), not at the drawn "
+          "positions of " +
+              drawn + "; use sequence");
+}
+
 }  // namespace
+
+void validate_training(const Config& c, const ConfigFail& fail) {
+  const Check require(fail);
+  if (task_traits(c.task).encoder_decoder)
+    check_drawn_training(c, "model.encoder_position", c.model.encoder_position(), require);
+  check_drawn_training(c, "model.decoder_position", c.model.decoder_position(), require);
+}
 
 void validate_config(const Config& c, const ConfigFail& fail) {
   const Check require(fail);

@@ -16,4 +16,9 @@ using ConfigFail = std::function<void(const std::string& key, const std::string&
 /// Calls `fail` on the first setting of `c` that is out of range.
 void validate_config(const Config& c, const ConfigFail& fail);
 
+/// Calls `fail` on the first setting of `c` that training cannot take though an evaluation
+/// of a trained run may (dynamic NTK per call, or a window at cache positions, with drawn
+/// training positions: the positions used would not be the drawn ones).
+void validate_training(const Config& c, const ConfigFail& fail);
+
 }  // namespace ropelab

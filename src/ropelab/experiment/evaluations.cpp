@@ -1,5 +1,6 @@
 #include "ropelab/experiment/evaluations.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -72,9 +73,14 @@ void window_perplexity_evals(const Config& config, const TestEvaluations& asked,
       char text[32];
       std::snprintf(text, sizeof text, "%g", factor);
       const std::string factor_text = text;
-      out.push_back(eval(c, 0,
-                         {"model.position.scaling.type=" + scaling, "model.position.scaling.factor=" + factor_text}, {},
-                         {Measure::test_ppl, c, 0, fixed ? scaling + factor_text + "x" : scaling}));
+      auto e = eval(c, 0, {"model.position.scaling.type=" + scaling, "model.position.scaling.factor=" + factor_text},
+                    {}, {Measure::test_ppl, c, 0, fixed ? scaling + factor_text + "x" : scaling});
+      // a fixed factor equal to the exact one: the same evaluation, under both columns
+      auto same = std::find_if(out.begin(), out.end(), [&](const AblationEval& o) { return o.tag == e.tag; });
+      if (same != out.end())
+        same->columns.push_back(e.columns.front());
+      else
+        out.push_back(std::move(e));
     };
     const bool scalable = traits.scalable && position.scaling().type() == RopeScalingType::none;
     if (scalable && c > trained)
@@ -135,10 +141,11 @@ void passkey_evals(const Config& config, const TestEvaluations& asked, std::vect
   auto grid = *asked.passkey;
   AblationEval passkey;
   passkey.protocol = ProtocolKind::passkey;
-  if (asked.passkey_per_seed) {  // a set per seed; a report of another set is not this one's
-    grid.seed += static_cast<uint64_t>(config.train.seed());
-    passkey.report_equals = {{"passkey_seed", static_cast<double>(grid.seed)}};
-  }
+  // a set per seed, or one for all; a report of another set is not this one's (one written
+  // before reports recorded their set is the shared set's)
+  if (asked.passkey_per_seed) grid.seed += static_cast<uint64_t>(config.train.seed());
+  passkey.report_equals = {{"passkey_seed", static_cast<double>(grid.seed)}};
+  passkey.report_may_lack = !asked.passkey_per_seed;
   passkey.args = {"passkey", "eval"};
   for (auto& arg : passkey_eval_args(grid)) passkey.args.push_back(std::move(arg));
   for (auto l : grid.lengths)
@@ -257,8 +264,8 @@ std::vector<PairedItems> ablation_items(const std::string& run_dir, const Config
   for (const auto& eval : ablation_evals(config, asked)) {
     if (!eval.items) continue;
     const auto file = eval.items_file(run_dir);
-    if (eval.protocol == ProtocolKind::window_perplexity) {
-      out.push_back(window_items(format_column(eval.columns[0].second), file));
+    if (eval.protocol == ProtocolKind::window_perplexity) {  // one evaluation may fill several columns
+      for (const auto& column : eval.columns) out.push_back(window_items(format_column(column.second), file));
       continue;
     }
     if (eval.protocol == ProtocolKind::context_gain) {

@@ -24,8 +24,10 @@ struct AblationEval {
   bool items = false;                                      // the report has test items for paired tests between runs
   bool positions = false;  // window perplexity: the mean loss by position (--per-position)
   int64_t context = 0;     // window perplexity: the evaluation context
-  /// Numbers the report must hold for it to be this evaluation's (passkey_seed: its documents)
+  /// Numbers the report must hold for it to be this evaluation's (passkey_seed: its documents);
+  /// with report_may_lack, a report written before it recorded them counts too.
   std::vector<std::pair<std::string, double>> report_equals;
+  bool report_may_lack = false;
 
   /// The report's JSON in `run_dir`.
   std::string report(const std::string& run_dir) const;

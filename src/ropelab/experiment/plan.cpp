@@ -36,8 +36,10 @@ bool AblationDirectory::has_evaluation(const std::string& dir, const AblationEva
     if (!file.empty() && !fs::exists(file)) return false;
   for (const auto& [key, column] : eval.columns)
     if (std::isnan(read_report_number(eval.report(dir), key))) return false;
-  for (const auto& [key, value] : eval.report_equals)
-    if (read_report_number(eval.report(dir), key) != value) return false;
+  for (const auto& [key, value] : eval.report_equals) {
+    const double held = read_report_number(eval.report(dir), key);
+    if (std::isnan(held) ? !eval.report_may_lack : held != value) return false;
+  }
   return true;
 }
 

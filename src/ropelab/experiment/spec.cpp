@@ -352,6 +352,7 @@ Config variant_config(const ExperimentSpec& spec, const Variant& variant, int64_
   sources.overrides = spec.set;
   sources.overrides.insert(sources.overrides.end(), variant.overrides.begin(), variant.overrides.end());
   sources.overrides.push_back("train.seed=" + std::to_string(seed));
+  sources.training = true;  // a variant's runs are trained
   return load_config(sources);
 }
 
