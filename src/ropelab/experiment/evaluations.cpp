@@ -21,16 +21,16 @@ using Measure = ColumnKey::Measure;
 
 /// Translation quality of the test split: one `ropelab eval`.
 AblationEval translation_quality_eval() {
-  return {ProtocolKind::translation_quality,
-          {"eval", "--split", "test"},
-          "test",
-          {{"bleu", {Measure::test_bleu}},
-           {"chrf", {Measure::test_chrf}},
-           {"ter", {Measure::test_ter}},
-           {"perplexity", {Measure::test_ppl}}},
-          true,
-          false,
-          0};
+  AblationEval e;
+  e.protocol = ProtocolKind::translation_quality;
+  e.args = {"eval", "--split", "test"};
+  e.tag = "test";
+  e.columns = {{"bleu", {Measure::test_bleu}},
+               {"chrf", {Measure::test_chrf}},
+               {"ter", {Measure::test_ter}},
+               {"perplexity", {Measure::test_ppl}}};
+  e.items = true;
+  return e;
 }
 
 /// Window perplexity of the test split at every context asked (the training context
