@@ -28,6 +28,9 @@ void synchronize(const torch::Device& device) {
 }  // namespace detail
 
 TrainBenchResult bench_train(const Config& config, const TrainBenchOptions& options, const torch::Device& device) {
+  if (config.train.precision() == Precision::automatic)
+    throw ConfigError(
+        "train.precision: bench train times one precision (fp32, bf16 or fp16); auto is for ropelab train");
   torch::manual_seed(static_cast<uint64_t>(config.train.seed()));
   const auto model = make_task(config)->build_model(options.vocab_size);
   auto& module = model->module();

@@ -11,8 +11,10 @@ namespace ropelab {
 
 namespace {
 
-const EnumNames<Precision, 3> kPrecisionNames{
-    {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}}};
+const EnumNames<Precision, 4> kPrecisionNames{
+    {{Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::fp16, "fp16"}, {Precision::automatic, "auto"}}};
+
+const char* const kUnresolved = "precision auto is a request: the trainer resolves it to fp32 or bf16 before use";
 
 // LibTorch 2.4 made autocast's C++ calls take the device type and deprecated the calls per
 // device, which then warn on every use (every training update); before 2.4 there are only those.
@@ -44,6 +46,8 @@ torch::Dtype matmul_dtype(Precision precision) {
       return torch::kBFloat16;
     case Precision::fp16:
       return torch::kHalf;
+    case Precision::automatic:
+      throw std::invalid_argument(kUnresolved);
     case Precision::fp32:
       break;
   }
@@ -52,6 +56,7 @@ torch::Dtype matmul_dtype(Precision precision) {
 
 PrecisionScope::PrecisionScope(Precision precision, const torch::Device& device) {
   if (precision == Precision::fp32) return;
+  if (precision == Precision::automatic) throw std::invalid_argument(kUnresolved);
   if (precision == Precision::fp16 && !device.is_cuda())
     throw std::invalid_argument("precision fp16 runs on CUDA only (LibTorch's CPU autocast runs bf16); use bf16");
   active_ = true;

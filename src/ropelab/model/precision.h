@@ -32,14 +32,17 @@ namespace ropelab {
 /// The arithmetic of a model's forward computations (train.precision): fp32 throughout, or
 /// bf16 (CPU and CUDA) or fp16 (CUDA only, with dynamic loss scaling: train/trainer.h)
 /// matrix products with fp32 master weights, optimizer state, softmax, layer norm, loss and
-/// rotary tables.
-enum class Precision { fp32, bf16, fp16 };
+/// rotary tables. `automatic` (train.precision: auto) is a request, not an arithmetic: the
+/// trainer times fp32 and bf16 on the run's model and first batch and writes the faster into
+/// the run's config (train/precision_choice.h); nothing computes in it.
+enum class Precision { fp32, bf16, fp16, automatic };
 
-/// train.precision's and --precision's spelling ("fp32", "bf16", "fp16").
+/// train.precision's and --precision's spelling ("fp32", "bf16", "fp16", "auto").
 std::string to_string(Precision precision);
 Precision parse_precision(const std::string& name);
 
-/// The type of the matrix products under `precision`: kFloat, kBFloat16 or kHalf.
+/// The type of the matrix products under `precision`: kFloat, kBFloat16 or kHalf (throws
+/// for `automatic`, which must be resolved first).
 torch::Dtype matmul_dtype(Precision precision);
 
 /// Turns autocast on for `device`'s kind with the precision's type for its lifetime, then

@@ -16,6 +16,7 @@
 #include "ropelab/run/checkpoint.h"
 #include "ropelab/run/metrics_log.h"
 #include "ropelab/run/run.h"
+#include "ropelab/train/precision_choice.h"
 #include "ropelab/train/progress_log.h"
 #include "ropelab/util/clock.h"
 #include "ropelab/util/device.h"
@@ -128,9 +129,15 @@ class Trainer {
   void write_metrics(const std::function<void()>& write);
   /// An epoch ends when fewer batches than one update needs remain in its plan.
   void next_epoch_if_done(const std::vector<std::vector<size_t>>& plan);
+  /// The batches of the current epoch, in order.
+  std::vector<std::vector<size_t>> epoch_plan() const;
+  /// train.precision: auto: times both on the next batch, keeps the faster (the same on
+  /// every rank) and writes it into config.yaml.
+  void choose_precision();
 
-  const Config& config_;
+  Config config_;  // train.precision: auto becomes what choose_precision measured
   const TrainOptions& t_;
+  const ConfigFiles& files_;
   RunPaths paths_;
   LaunchEnv launch_;
   torch::Device device_{torch::kCPU};
@@ -150,7 +157,7 @@ class Trainer {
 };
 
 Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::string& run_dir, bool resume)
-    : config_(config), t_(config.train), paths_(run_dir), launch_(LaunchEnv::from_environment()) {
+    : config_(config), t_(config_.train), files_(files), paths_(run_dir), launch_(LaunchEnv::from_environment()) {
   // Each rank on its own GPU, made current before anything touches CUDA (NCCL's communicator,
   // the kernels' current stream).
   device_ = use_device(t_.device(), launch_.local_rank, launch_.local_world_size);
@@ -351,9 +358,33 @@ bool Trainer::step(const std::vector<std::vector<size_t>>& plan, const StopSigna
   return true;
 }
 
+std::vector<std::vector<size_t>> Trainer::epoch_plan() const {
+  return plan_batches(*data_.train, t_.max_tokens(), config_.data.bucketing(),
+                      static_cast<uint64_t>(t_.seed()) * 1000003ULL + static_cast<uint64_t>(progress_.epoch));
+}
+
+void Trainer::choose_precision() {
+  const auto plan = epoch_plan();
+  const auto& indices = plan.at(std::min(static_cast<size_t>(progress_.batch), plan.size() - 1));
+  const auto batch =
+      task_->collate(*data_.train, group_ ? shard_of(indices, group_->rank(), group_->world_size()) : indices, device_);
+  auto trial = batch.sentences > 0 ? time_precisions(*model_, batch, t_.label_smoothing()) : PrecisionTrial{};
+  if (group_) {  // the ranks' times summed: every rank keeps the same precision
+    auto times = torch::tensor({trial.fp32_seconds, trial.bf16_seconds}, torch::kDouble).to(device_);
+    group_->all_reduce_sum({times});
+    times = times.cpu();
+    trial.fp32_seconds = times[0].item<double>(), trial.bf16_seconds = times[1].item<double>();
+    trial.chosen = faster_precision(trial.fp32_seconds, trial.bf16_seconds);
+  }
+  config_.train.precision(trial.chosen);
+  *log_ << trial.describe() << std::endl;
+  if (writer_) write_file_atomically(paths_.config, files_.write(config_), "config");
+}
+
 void Trainer::run() {
   auto& module = model_->module();
   module.train();
+  if (t_.precision() == Precision::automatic) choose_precision();
   StopSignals signals;  // SIGINT/SIGTERM: finish the update, save, return
   // Until this run reaches its end again (a resumed run may be given more steps).
   if (writer_) fs::remove(paths_.trained);
@@ -362,8 +393,7 @@ void Trainer::run() {
   if (t_.precision() == Precision::fp16 && progress_.loss_scale.scale <= 0)  // a fresh run
     progress_.loss_scale.scale = kLossScaleInitial;
   while (!stop_ && progress_.step < t_.steps()) {
-    auto plan = plan_batches(*data_.train, t_.max_tokens(), config_.data.bucketing(),
-                             static_cast<uint64_t>(t_.seed()) * 1000003ULL + static_cast<uint64_t>(progress_.epoch));
+    const auto plan = epoch_plan();
     while (!stop_ && progress_.step < t_.steps() &&
            progress_.batch + t_.accumulate() <= static_cast<int64_t>(plan.size()))
       if (!step(plan, signals, progress_log, seconds_before)) return;
