@@ -36,6 +36,7 @@ PasskeyEvaluation passkey_evaluation(const EvalArgs& e, const torch::Device& dev
 std::string passkey_command(const EvalArgs& e) {
   std::string command = "ropelab passkey eval --run " + e.run_dir;
   for (const auto& arg : passkey_eval_args(e.grid)) command += " " + arg;
+  for (const auto& o : e.overrides) command += " --set " + o;
   return command + (e.precision == Precision::fp32 ? "" : " --precision " + to_string(e.precision));
 }
 
@@ -88,7 +89,8 @@ void add_passkey(CLI::App& cli) {
       throw std::runtime_error("passkey retrieval tests language models; " + e->run_dir + " is a " +
                                run->task->model_noun());
     for (auto l : e->grid.lengths) check_passkey_length(l, e->grid.digits, "--lengths:");
-    const auto files = RunPaths(e->run_dir).passkey(e->precision_suffix());  // beside fp32's, in bf16
+    // beside the plain fp32 report: in bf16, or under --set (a window with sinks)
+    const auto files = RunPaths(e->run_dir).passkey(e->report_suffix());
     // a line per cell on stderr as it is scored; stdout keeps the table alone
     const auto cells = score_passkey_resuming(
         e->grid, files.partial, passkey_evaluation_key(passkey_evaluation(*e, device, checkpoint)),

@@ -47,7 +47,7 @@ void add_retrieval(CLI::App& cli) {
           std::cerr << "retrieval: cell " << i << "/" << n << " length " << c.length << ": " << c.correct << "/"
                     << c.documents << (c.error.empty() ? "" : " (" + c.error + ")") << std::endl;
         });
-    const auto files = RunPaths(e->run_dir).retrieval(e->name, e->precision_suffix());
+    const auto files = RunPaths(e->run_dir).retrieval(e->name, e->report_suffix());
     PasskeyGrid shape;  // the heat map's axes
     shape.lengths = e->grid.lengths, shape.depths = e->grid.cell_depths();
     write_passkey_results(files, cells, shape, e->run_dir + ": " + e->name + " accuracy",

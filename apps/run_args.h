@@ -8,6 +8,7 @@
 #include "ropelab/config/config.h"
 #include "ropelab/config/run_overrides.h"
 #include "ropelab/model/precision.h"
+#include "ropelab/run/eval_files.h"
 #include "ropelab/run/run.h"
 #include "ropelab/util/device.h"
 
@@ -85,6 +86,10 @@ struct RunArgs {
   /// What a report file of another precision than fp32 carries in its name (".bf16"), so that
   /// it sits beside the fp32 one instead of replacing it; "" for fp32.
   std::string precision_suffix() const { return precision == Precision::fp32 ? "" : "." + to_string(precision); }
+  /// What a passkey or retrieval report carries in its name: the --set overrides
+  /// (evaluation_tag, ".set_512_4"), then the precision's suffix, so that an evaluation under
+  /// other settings (a window with sinks) sits beside the plain one instead of replacing it.
+  std::string report_suffix() const { return evaluation_tag(overrides) + precision_suffix(); }
   /// Loads the run on the chosen device with the chosen threads, and turns its precision on.
   LoadedRun open(torch::Device* device) const {
     *device = flags.apply();

@@ -468,22 +468,60 @@ TEST(Cli, AblateAddsMissingEvaluationsAndRerunsChangedConfigs) {
   ASSERT_NO_FATAL_FAILURE(retrained_run(a));
 }
 
-// An experiment's evaluations on fewer test tokens (eval_tokens) and its passkey retrieval:
-// a column per length, a plot, and no context beyond a learned table asked for.
-TEST(Cli, AblateEvaluatesPasskeyRetrievalAndLimitsTestTokens) {
-  const auto root = fresh_dir("ablate_passkey");
+namespace {
+
+/// ROOT/exp.yaml: a tiny byte LM at context 32 trained 2 updates on passkey documents, with
+/// `set` added to its overrides and `rest` (grid, evaluations) after them.
+std::string passkey_experiment(const std::filesystem::path& root, const std::string& set, const std::string& rest) {
   const auto documents = run("passkey make --count 8 --length 100 --seed 5");
-  ASSERT_EQ(documents.code, 0) << documents.output;
+  EXPECT_EQ(documents.code, 0) << documents.output;
   const auto text = write_temp((root / "passkey.txt").string(), documents.output);
   const auto exp = (root / "exp.yaml").string();
   std::ofstream(exp) << "base: " << ROPELAB_SOURCE_DIR << "/experiments/demo_tiny.yaml\n"
                      << "set: [task=lm, data.format=text, tokenizer.type=byte, data.context=32, data.train=" << text
                      << ", data.valid=" << text << ", data.test=" << text
                      << ", train.steps=2, model.d_model=16, model.heads=2, model.d_ff=16, model.encoder_layers=1,"
-                        " model.decoder_layers=1, model.position.max_len=112]\n"
-                        "grid:\n  model.position.type: [rotary, learned]\n"
-                        "eval_contexts: [32, 128]\neval_strides: [16]\neval_tokens: 256\n"
-                        "passkey:\n  lengths: [100, 140]\n  depths: [0, 1]\n  documents: 2\n";
+                        " model.decoder_layers=1"
+                     << set << "]\n"
+                     << rest;
+  return exp;
+}
+
+}  // namespace
+
+// eval_window_sinks with passkey: the prompts past data.context are asked again under a window
+// of data.context keys with the sinks, in a report of their own, read into their own columns.
+TEST(Cli, AblateAsksPasskeyAgainUnderAWindowWithSinks) {
+  const auto root = fresh_dir("ablate_passkey_window");
+  const auto exp = passkey_experiment(root, "",
+                                      "grid:\n  model.position.type: [rotary]\neval_window_sinks: [2]\n"
+                                      "passkey:\n  lengths: [100]\n  depths: [0]\n  documents: 2\n");
+  const auto out = (root / "out").string();
+  const auto r = run("ablate " + exp + " -o " + out + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto rotary = out + "/runs/model.position.type=rotary.seed1";
+  const auto windowed = nlohmann::json::parse(read_text(rotary + "/passkey.set_32_2.json"));
+  EXPECT_TRUE(windowed.at("accuracy@100").is_number()) << windowed;
+  EXPECT_TRUE(nlohmann::json::parse(read_text(rotary + "/passkey.json")).at("accuracy@100").is_number());
+  EXPECT_NE(read_text(out + "/results.md").find("| passkey@100 | passkey@100#w32s2 |"), std::string::npos)
+      << read_text(out + "/results.md");
+  EXPECT_NE(read_text(out + "/results.csv").find(",passkey@100#w32s2"), std::string::npos);
+  // the heat map and the plot are full attention's, the windowed cells kept out of them
+  EXPECT_TRUE(std::filesystem::exists(out + "/heat_maps/passkey.model.position.type=rotary.svg"));
+  const auto plot = read_text(out + "/passkey.svg");
+  size_t markers = 0;  // one variant at one length
+  for (auto at = plot.find("<circle"); at != std::string::npos; at = plot.find("<circle", at + 1)) ++markers;
+  EXPECT_EQ(markers, 1u) << plot;
+}
+
+// An experiment's evaluations on fewer test tokens (eval_tokens) and its passkey retrieval:
+// a column per length, a plot, and no context beyond a learned table asked for.
+TEST(Cli, AblateEvaluatesPasskeyRetrievalAndLimitsTestTokens) {
+  const auto root = fresh_dir("ablate_passkey");
+  const auto exp = passkey_experiment(root, ", model.position.max_len=112",
+                                      "grid:\n  model.position.type: [rotary, learned]\n"
+                                      "eval_contexts: [32, 128]\neval_strides: [16]\neval_tokens: 256\n"
+                                      "passkey:\n  lengths: [100, 140]\n  depths: [0, 1]\n  documents: 2\n");
   const auto out = (root / "out").string();
   auto r = run("ablate " + exp + " -o " + out + " --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;

@@ -174,8 +174,8 @@ TEST(Cli, PasskeyEvalScoresAgainWhatAnotherEvaluationLeft) {
   r = run(one_cell + " --documents 2");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("holds the cells of another grid, checkpoint or setting"), std::string::npos) << r.output;
-  // nor one of other flags: the key's digits, documents' seed, and a --set of the run's config
-  for (const std::string flag : {"--digits 4", "--passkey-seed 7", "--set model.attention.kernel=materialized"}) {
+  // nor one of other flags: the key's digits, documents' seed
+  for (const std::string flag : {"--digits 4", "--passkey-seed 7"}) {
     r = leave_partial(lm, one_cell + " --documents 2");
     ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
     r = run(one_cell + " --documents 2 " + flag);
@@ -184,6 +184,16 @@ TEST(Cli, PasskeyEvalScoresAgainWhatAnotherEvaluationLeft) {
         << flag << "\n"
         << r.output;
   }
+  // an evaluation under --set has files of its own beside the plain ones, partial file included
+  r = leave_partial(lm, one_cell + " --documents 2");
+  ASSERT_TRUE(std::filesystem::exists(partial)) << r.output;
+  r = run(one_cell + " --documents 2 --set model.attention.kernel=materialized");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("holds the cells of another grid"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(lm + "/passkey.set_materialized.json")) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(partial)) << r.output;  // the plain evaluation's, left to go on from
+  EXPECT_NE(read_text(lm + "/passkey.set_materialized.svg").find("--set model.attention.kernel=materialized"),
+            std::string::npos);
   write_temp(partial, "not json\n");
   r = run(one_cell + " --documents 2");
   EXPECT_EQ(r.code, 1) << r.output;

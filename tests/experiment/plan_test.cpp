@@ -291,6 +291,43 @@ TEST_F(Plan, WindowedEvaluationsFollowTheTrainingContext) {
   EXPECT_EQ(ablation_evals(config, asked).size(), 2u);
 }
 
+// With eval_window_sinks, passkey prompts longer than the training context are asked again
+// under the window with each number of sinks, each in its own report beside passkey.json; not
+// for a run with its own window, nor when no prompt is past the context.
+TEST_F(Plan, PasskeyIsAskedAgainUnderAWindowWithSinksPastTheContext) {
+  auto asked = spec_.evaluations;
+  asked.window_sinks = {0, 4};
+  PasskeyGrid grid;
+  grid.lengths = {100, 140};
+  grid.depths = {0, 1};
+  asked.passkey = grid;
+  auto passkey_evals = [&](const Config& config) {
+    std::vector<std::string> out;
+    for (const auto& eval : ablation_evals(config, asked)) {
+      if (eval.protocol != ProtocolKind::passkey) continue;
+      std::string names = eval.report("RUN");
+      for (const auto& column : eval.columns) names += " " + format_column(column.second);
+      out.push_back(names);
+      if (eval.tag.empty()) continue;
+      const auto& args = eval.args;
+      const auto sinks = std::to_string(eval.columns.at(0).second.sinks);
+      EXPECT_NE(std::find(args.begin(), args.end(), "model.attention.window=8"), args.end());
+      EXPECT_NE(std::find(args.begin(), args.end(), "model.attention.sinks=" + sinks), args.end());
+    }
+    return out;
+  };
+  auto config = config_of(1, 1);
+  EXPECT_EQ(passkey_evals(config),
+            (std::vector<std::string>{"RUN/passkey.json passkey@100 passkey@140",
+                                      "RUN/passkey.set_8_0.json passkey@100#w8 passkey@140#w8",
+                                      "RUN/passkey.set_8_4.json passkey@100#w8s4 passkey@140#w8s4"}));
+  auto long_context = config;
+  long_context.data.context(4096);
+  EXPECT_EQ(passkey_evals(long_context).size(), 1u);
+  config.model.attention().window(4);
+  EXPECT_EQ(passkey_evals(config).size(), 1u);
+}
+
 // eval_scaling_factors: each static scaling at each fixed factor at every context, beside the
 // exact factor past the training context; a fixed factor equal to the exact one (2 at 16 =
 // 2 x 8) is the same evaluation, run once and read into both columns; dynamic NTK takes no

@@ -86,7 +86,9 @@ TEST(ShippedExperiments, EffectiveContextStudiesTakeTheirLengthsFromTheContext) 
       const auto config = variant_config(spec, variant, spec.seeds.front(), nullptr);
       const auto& p = config.model.decoder_position();
       const int64_t c = config.data.context();
-      EXPECT_TRUE(config.data.documents());
+      if (name != "effective_context_passkey") {  // its documents are packed as the 512 study's passkey grid's
+        EXPECT_TRUE(config.data.documents());
+      }
       std::ofstream(saved) << dump_config(config);
       for (const auto& eval : ablation_evals(config, spec.evaluations)) {
         std::vector<std::string> overrides;

@@ -79,8 +79,7 @@ std::optional<ColumnKey> parse_column(const std::string& name) {
   if (!length) return std::nullopt;
   key.length = length->first;
   std::string rest = length->second;
-  if (key.measure == Measure::passkey) return rest.empty() ? std::optional<ColumnKey>(key) : std::nullopt;
-  if (!rest.empty() && rest[0] == '/') {
+  if (key.measure != Measure::passkey && !rest.empty() && rest[0] == '/') {
     auto stride = leading_number(rest.substr(1));
     if (!stride) return std::nullopt;
     key.stride = stride->first;
@@ -98,6 +97,8 @@ std::optional<ColumnKey> parse_column(const std::string& name) {
       rest = sinks->second;
     }
   }
+  if (key.measure == Measure::passkey)  // passkey@L, passkey@L#wWsS
+    return rest.empty() ? std::optional<ColumnKey>(key) : std::nullopt;
   if (key.measure == Measure::gain) {  // gain@C#wW:B-E
     const auto begin = rest.size() > 1 && rest[0] == ':' ? leading_number(rest.substr(1)) : std::nullopt;
     const auto end = begin && begin->second.size() > 1 && begin->second[0] == '-'

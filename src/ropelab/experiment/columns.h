@@ -23,11 +23,11 @@ namespace ropelab {
 struct ColumnKey {
   enum class Measure { valid_ppl, train_s, test_bleu, test_chrf, test_ter, test_ppl, passkey, gain, retrieval };
   Measure measure = Measure::valid_ppl;
-  int64_t length = 0;          // test_ppl: the evaluation context (0: none, translation); passkey: the prompt length
-  int64_t stride = 0;          // test_ppl: windows sliding by it; 0: non-overlapping
-  std::string scaling;         // test_ppl: the RoPE scaling applied at evaluation; "": none
-  int64_t window = 0;          // test_ppl: sliding-window attention over this many keys at evaluation; 0: every key
-  int64_t sinks = 0;           // test_ppl: attention sinks kept with the window
+  int64_t length = 0;   // test_ppl: the evaluation context (0: none, translation); passkey: the prompt length
+  int64_t stride = 0;   // test_ppl: windows sliding by it; 0: non-overlapping
+  std::string scaling;  // test_ppl: the RoPE scaling applied at evaluation; "": none
+  int64_t window = 0;   // test_ppl, passkey: sliding-window attention over this many keys at evaluation; 0: every key
+  int64_t sinks = 0;    // test_ppl, passkey: attention sinks kept with the window
   int64_t begin = 0, end = 0;  // gain: the positions of the window the gain is over (window: its W)
   std::string task;            // retrieval: the task (data/retrieval.h)
 

@@ -134,24 +134,53 @@ void context_gain_evals(const Config& config, const TestEvaluations& asked, std:
 
 /// Passkey retrieval over the asked grid: a column per length the model can take; documents
 /// from the grid's seed, or with documents_per_seed from it plus the run's training seed.
+/// With eval_window_sinks, also the prompts longer than data.context under a window of
+/// data.context keys and each number of sinks, as the perplexity past it is (a run trained with
+/// its own window keeps it), each in its own report (passkey.set_W_S.json).
 void passkey_evals(const Config& config, const TestEvaluations& asked, std::vector<AblationEval>& out) {
   if (!asked.passkey) return;
   const auto& position = config.model.decoder_position();
   const int64_t longest = position_traits(position.type()).bounded ? position.max_len() : 0;
   auto grid = *asked.passkey;
-  AblationEval passkey;
-  passkey.protocol = ProtocolKind::passkey;
   // a set per seed, or one for all; a report of another set is not this one's (one written
   // before reports recorded their set is the shared set's)
   if (asked.passkey_per_seed) grid.seed += static_cast<uint64_t>(config.train.seed());
-  passkey.report_equals = {{"passkey_seed", static_cast<double>(grid.seed)}};
-  passkey.report_may_lack = !asked.passkey_per_seed;
-  passkey.args = {"passkey", "eval"};
-  for (auto& arg : passkey_eval_args(grid)) passkey.args.push_back(std::move(arg));
+  // the prompt lengths evaluated, and those read as columns
+  auto passkey = [&](const std::vector<int64_t>& asked_lengths, const std::vector<int64_t>& lengths,
+                     const std::vector<std::string>& overrides, const ColumnKey& column) {
+    AblationEval e;
+    e.protocol = ProtocolKind::passkey;
+    e.tag = evaluation_tag(overrides);
+    e.report_equals = {{"passkey_seed", static_cast<double>(grid.seed)}};
+    e.report_may_lack = !asked.passkey_per_seed;
+    auto cells = grid;
+    cells.lengths = asked_lengths;
+    e.args = {"passkey", "eval"};
+    for (auto& arg : passkey_eval_args(cells)) e.args.push_back(std::move(arg));
+    for (const auto& o : overrides) e.args.insert(e.args.end(), {"--set", o});
+    for (auto l : lengths) {
+      auto key = column;
+      key.length = l;
+      e.columns.push_back({"accuracy@" + std::to_string(l), key});
+    }
+    out.push_back(std::move(e));
+  };
+  const auto trained = config.data.context();
+  std::vector<int64_t> taken, beyond;  // the lengths the model can take; those past data.context
   for (auto l : grid.lengths)
-    if (longest == 0 || passkey_context(l, grid.digits) <= longest)
-      passkey.columns.push_back({"accuracy@" + std::to_string(l), {Measure::passkey, l}});
-  out.push_back(std::move(passkey));
+    if (longest == 0 || passkey_context(l, grid.digits) <= longest) {
+      taken.push_back(l);
+      if (passkey_context(l, grid.digits) > trained) beyond.push_back(l);
+    }
+  passkey(grid.lengths, taken, {}, {Measure::passkey, 0});  // a prompt too long gets a cell that says why
+  const auto& attention = config.model.attention();
+  if (beyond.empty() || attention.type() != AttentionType::softmax || attention.window() > 0 ||
+      !attention.layer_windows().empty())
+    return;
+  for (auto sinks : asked.window_sinks)
+    passkey(beyond, beyond,
+            {"model.attention.window=" + std::to_string(trained), "model.attention.sinks=" + std::to_string(sinks)},
+            {Measure::passkey, 0, 0, "", trained, sinks});
 }
 
 /// A window-perplexity evaluation's items: each window's [NLL, tokens] and its document
@@ -223,7 +252,7 @@ void retrieval_evals(const Config& config, const TestEvaluations& asked, std::ve
 
 std::string AblationEval::report(const std::string& run_dir) const {
   if (protocol == ProtocolKind::retrieval) return RunPaths(run_dir).retrieval(tag, "").json;
-  return protocol == ProtocolKind::passkey ? RunPaths(run_dir).passkey("").json : eval_file_paths(run_dir, tag).json;
+  return protocol == ProtocolKind::passkey ? RunPaths(run_dir).passkey(tag).json : eval_file_paths(run_dir, tag).json;
 }
 
 std::string AblationEval::items_file(const std::string& run_dir) const {

@@ -269,7 +269,9 @@ void write_accuracy_plots(const PlotInputs& in) {
   std::map<std::string, std::vector<std::pair<int64_t, std::string>>> measures;  // passkey or task -> (length, column)
   for (const auto& m : in.metrics) {
     const auto key = parse_column(m);
-    if (key && key->accuracy()) measures[key->task.empty() ? "passkey" : key->task].emplace_back(key->length, m);
+    // under a window with sinks (passkey@L#wWsS): in the tables only
+    if (key && key->accuracy() && key->window == 0)
+      measures[key->task.empty() ? "passkey" : key->task].emplace_back(key->length, m);
   }
   const auto [legend, labels] = variant_labels(in);
   for (auto& [measure, columns] : measures) {

@@ -201,7 +201,9 @@ RunResult read_run_result(const std::string& run_dir, const Config& config, cons
       if (std::isfinite(correct) && std::isfinite(documents) && documents > 0)
         r.accuracy_counts[format_column(column)] = {static_cast<int64_t>(correct), static_cast<int64_t>(documents)};
     }
-    if (eval.protocol == ProtocolKind::passkey) read_accuracy_cells(RunPaths(run_dir).passkey("").csv, "passkey", r);
+    // the cells of the heat maps: full attention's (passkey@L#wWsS are in the tables only)
+    if (eval.protocol == ProtocolKind::passkey && eval.tag.empty())
+      read_accuracy_cells(RunPaths(run_dir).passkey("").csv, "passkey", r);
     if (eval.protocol == ProtocolKind::retrieval)
       read_accuracy_cells(RunPaths(run_dir).retrieval(eval.tag, "").csv, eval.tag, r);
     const auto positions = eval.positions_file(run_dir);
