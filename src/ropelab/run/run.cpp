@@ -58,8 +58,9 @@ bool run_started_with(const std::string& dir, const Config& config, const Config
   try {
     auto saved = files.read({RunPaths(dir).config}, {});
     saved.train.threads(config.train.threads()).device(config.train.device());
-    // train.precision: auto is written into the run's config as what it measured
-    if (config.train.precision() == Precision::automatic) saved.train.precision(Precision::automatic);
+    // train.precision: auto is written into the run's config as what it measured (fp32 or bf16)
+    if (config.train.precision() == Precision::automatic && saved.train.precision() != Precision::fp16)
+      saved.train.precision(Precision::automatic);
     return files.write(identity(saved)) == files.write(identity(config));
   } catch (const std::exception&) {
     return false;

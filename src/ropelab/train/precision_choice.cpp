@@ -41,12 +41,13 @@ double median(std::vector<double> v) {
 }  // namespace
 
 std::string PrecisionTrial::describe() const {
-  char line[200];
+  char line[240];
   std::snprintf(line, sizeof line,
-                "train.precision auto: %s (forward and backward of the first batch, median of %d: fp32 %.4f s, bf16 "
-                "%.4f s, bf16 at %.2fx fp32's speed)",
-                to_string(chosen).c_str(), rounds, fp32_seconds, bf16_seconds,
-                bf16_seconds > 0 ? fp32_seconds / bf16_seconds : 0.0);
+                "train.precision auto: %s (forward and backward of the first batch, median of %d%s: fp32 %.4f s, "
+                "bf16 %.4f s, bf16 at %.2fx fp32's speed)",
+                to_string(chosen).c_str(), rounds,
+                ranks > 1 ? (", summed over " + std::to_string(ranks) + " ranks").c_str() : "", fp32_seconds,
+                bf16_seconds, bf16_seconds > 0 ? fp32_seconds / bf16_seconds : 0.0);
   return line;
 }
 

@@ -21,6 +21,7 @@ struct PrecisionTrial {
   double bf16_seconds = 0.0;
   Precision chosen = Precision::fp32;
   int rounds = 0;
+  int64_t ranks = 1;  // data-parallel: the times are the ranks' sum
   /// One line for the log: what was timed and what was kept.
   std::string describe() const;
 };

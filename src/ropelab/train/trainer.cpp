@@ -8,6 +8,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -179,7 +180,7 @@ Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::stri
   task_ = make_task(config);
   // The config first: a run killed in what follows is recognised as one that stopped before
   // its first checkpoint, and --resume can start it again.
-  if (!resume && writer_) write_file_atomically(paths_.config, files.write(config), "config");
+  if (!resume && writer_) write_file_atomically(paths_.config, files.write(config_), "config");
   std::optional<InitSource> init;
   if (!resume && !t_.init_from().empty()) init = init_source(t_.init_from());
   data_ = load_training_data(*task_, paths_, resume, group_.get(), init);
@@ -206,13 +207,18 @@ Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::stri
     const auto from = paths_.resume_from();
     load_checkpoint(from, module, optimizer_.get(), &progress_);
     *log_ << "resume: " << from << " at step " << progress_.step << std::endl;
+    // train.precision: auto was resolved when the run started: it goes on in what was measured
+    if (t_.precision() == Precision::automatic) {
+      const auto saved = files.read({paths_.config}, {}).train.precision();
+      if (saved != Precision::automatic) config_.train.precision(saved);
+    }
     // config.yaml says what the run goes on with: a config the resume changed (--set) is
     // written there, the one before kept as config.stepN.yaml (the first of a step, which
     // is the one that trained up to it)
     if (writer_) {
       std::ifstream in(paths_.config, std::ios::binary);
       const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      const auto now = files.write(config);
+      const auto now = files.write(config_);
       if (before != now) {
         const auto until = paths_.config_until(progress_.step);
         if (!fs::exists(until)) write_file_atomically(until, before, "config");
@@ -368,14 +374,23 @@ void Trainer::choose_precision() {
   const auto& indices = plan.at(std::min(static_cast<size_t>(progress_.batch), plan.size() - 1));
   const auto batch =
       task_->collate(*data_.train, group_ ? shard_of(indices, group_->rank(), group_->world_size()) : indices, device_);
-  auto trial = batch.sentences > 0 ? time_precisions(*model_, batch, t_.label_smoothing()) : PrecisionTrial{};
+  PrecisionTrial trial;
+  try {
+    if (batch.sentences > 0) trial = time_precisions(*model_, batch, t_.label_smoothing());
+  } catch (const std::exception& failed) {  // bf16 this device cannot run: fp32, on every rank
+    const std::string what = failed.what();
+    *log_ << "train.precision auto: timing failed (" << what.substr(0, what.find('\n')) << "); fp32" << std::endl;
+    for (auto& p : model_->module().parameters()) p.mutable_grad() = torch::Tensor();
+    trial.bf16_seconds = std::numeric_limits<double>::infinity();
+  }
   if (group_) {  // the ranks' times summed: every rank keeps the same precision
     auto times = torch::tensor({trial.fp32_seconds, trial.bf16_seconds}, torch::kDouble).to(device_);
     group_->all_reduce_sum({times});
     times = times.cpu();
     trial.fp32_seconds = times[0].item<double>(), trial.bf16_seconds = times[1].item<double>();
-    trial.chosen = faster_precision(trial.fp32_seconds, trial.bf16_seconds);
+    trial.ranks = group_->world_size();
   }
+  trial.chosen = faster_precision(trial.fp32_seconds, trial.bf16_seconds);
   config_.train.precision(trial.chosen);
   *log_ << trial.describe() << std::endl;
   if (writer_) write_file_atomically(paths_.config, files_.write(config_), "config");
