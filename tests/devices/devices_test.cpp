@@ -24,7 +24,8 @@ std::string device_name(const torch::Device& device) { return device.is_cpu() ? 
 /// Largest error allowed against the double reference, for values of order 1. The kernel gets
 /// float tables (as the position encoders pass them), which bound even double's accuracy.
 double tolerance(torch::Dtype dtype) {
-  return dtype == torch::kBFloat16 ? 3e-2 : dtype == torch::kFloat ? 1e-5 : 1e-6;  // bf16: 8 bits of mantissa
+  // bf16: 8 bits of mantissa, fp16: 11, each output rounded once
+  return dtype == torch::kBFloat16 ? 3e-2 : dtype == torch::kHalf ? 5e-3 : dtype == torch::kFloat ? 1e-5 : 1e-6;
 }
 
 // --- the fused rotary kernel ------------------------------------------------------------
@@ -60,12 +61,14 @@ TEST_P(RotaryOnDevice, ForwardAndBackwardMatchTheEagerFormulaInDouble) {
     for (bool interleaved : {false, true}) {
       for (int64_t half : {8, 4}) {  // full and partial rotary
         SCOPED_TRACE(c.name + (interleaved ? " interleaved" : " halves") + " r/2=" + std::to_string(half));
-        auto base = torch::randn(c.shape, torch::kDouble);
+        // the reference rotates the same rounded inputs in double: what is left is the kernel's
+        auto base = torch::randn(c.shape, torch::kDouble).to(dtype).to(torch::kDouble);
         auto x_ref = c.view(base).detach().requires_grad_(true);
         auto x = c.view(base.to(device, dtype)).detach().requires_grad_(true);
         const int64_t T = x.size(c.time_dim < 0 ? c.time_dim + x.dim() : c.time_dim);
-        auto [cos, sin] = rotary_tables(T, half);                    // double, on the CPU
-        auto weights = torch::randn(x_ref.sizes(), torch::kDouble);  // a loss that weighs every output
+        auto [cos, sin] = rotary_tables(T, half);  // double, on the CPU
+        // a loss that weighs every output, with weights the dtype holds exactly
+        auto weights = torch::randn(x_ref.sizes(), torch::kDouble).to(dtype).to(torch::kDouble);
         auto reference = rotary_eager(x_ref, cos, sin, c.time_dim, interleaved);
         auto grad_ref = torch::autograd::grad({(reference * weights).sum()}, {x_ref})[0];
         // the tables stay in float on the CPU, as the position encoders pass them
@@ -83,7 +86,8 @@ TEST_P(RotaryOnDevice, ForwardAndBackwardMatchTheEagerFormulaInDouble) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, RotaryOnDevice,
                          ::testing::Combine(::testing::ValuesIn(test_devices()),
-                                            ::testing::Values(torch::kFloat, torch::kDouble, torch::kBFloat16)),
+                                            ::testing::Values(torch::kFloat, torch::kDouble, torch::kBFloat16,
+                                                              torch::kHalf)),
                          [](const auto& info) {
                            return device_name(std::get<0>(info.param)) + "_" +
                                   std::string(c10::toString(std::get<1>(info.param)));

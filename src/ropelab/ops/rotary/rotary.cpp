@@ -95,7 +95,8 @@ std::vector<torch::Tensor> rotate_all_cpu(const std::vector<torch::Tensor>& xs, 
 
 #if ROPELAB_WITH_CUDA
 /// The CUDA entry: the kernel (rotary_cuda.cu) on contiguous copies, one launch per tensor
-/// on the current stream of the tensors' GPU; float and double.
+/// on the current stream of the tensors' GPU; float and double, and fp16 and bf16 with float
+/// tables and arithmetic.
 std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs, const torch::Tensor& cos,
                                            const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
   // The launch uses the current device's context: kRotary.run (rotate_all, the only caller)
@@ -105,6 +106,26 @@ std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs,
     auto x = x0.contiguous();
     const auto r = rows_of(x, time_dim, cos);
     auto out = torch::empty_like(x);
+    const auto stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+    if (x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16) {
+      auto c = cos.to(x.device(), torch::kFloat).contiguous(), s = sin.to(x.device(), torch::kFloat).contiguous();
+      const RotaryCudaArgs16 args{reinterpret_cast<const uint16_t*>(x.data_ptr()),
+                                  reinterpret_cast<uint16_t*>(out.data_ptr()),
+                                  c.data_ptr<float>(),
+                                  s.data_ptr<float>(),
+                                  r.count,
+                                  r.inner,
+                                  r.T,
+                                  r.Dh,
+                                  r.half,
+                                  interleaved,
+                                  sign,
+                                  x.scalar_type() == torch::kHalf ? Rotary16::fp16 : Rotary16::bf16};
+      const int error = rotary_cuda(args, stream);
+      TORCH_CHECK(error == 0, "rotary: CUDA kernel launch failed with cudaError ", error);
+      outs.push_back(out);
+      continue;
+    }
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "rotary_cuda", [&] {
       auto c = cos.to(x.device(), x.scalar_type()).contiguous(), s = sin.to(x.device(), x.scalar_type()).contiguous();
       RotaryCudaArgs<scalar_t> args{x.data_ptr<scalar_t>(),
@@ -118,7 +139,7 @@ std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs,
                                     r.half,
                                     interleaved,
                                     static_cast<scalar_t>(sign)};
-      const int error = rotary_cuda(args, c10::cuda::getCurrentCUDAStream(x.device().index()).stream());
+      const int error = rotary_cuda(args, stream);
       TORCH_CHECK(error == 0, "rotary: CUDA kernel launch failed with cudaError ", error);
     });
     outs.push_back(out);
@@ -202,7 +223,8 @@ RotaryImpl parse_rotary_impl(const std::string& name) { return parse_enum(name, 
 bool rotary_fused_supports(const torch::Tensor& x) {
   if (x.layout() != torch::kStrided || !kRotary.runs_on(x.device().type())) return false;
   const auto type = x.scalar_type();
-  return type == torch::kFloat || type == torch::kDouble || (x.device().is_cpu() && type == torch::kBFloat16);
+  if (type == torch::kFloat || type == torch::kDouble) return true;
+  return x.device().is_cpu() ? type == torch::kBFloat16 : type == torch::kBFloat16 || type == torch::kHalf;
 }
 
 torch::Tensor rotary_fused(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin, int64_t time_dim,

@@ -33,7 +33,8 @@ RotaryImpl parse_rotary_impl(const std::string& name);
 
 /// Whether rotary_fused and rotary_fused_qk run for x: a strided tensor on the CPU (float,
 /// double, bfloat16; the CPU loop, ops/rotary/rotary_cpu.h) or, in a CUDA build, on a CUDA
-/// device (float, double; rotary_cuda.cu). Otherwise rotate with rotary_eager_broadcast.
+/// device (float, double, fp16, bf16; rotary_cuda.cu). Otherwise rotate with
+/// rotary_eager_broadcast.
 bool rotary_fused_supports(const torch::Tensor& x);
 
 /// Fused rotation of one tensor, differentiable.

@@ -2,7 +2,10 @@
 // reading x and the cos/sin tables once and writing the output once. One launch per
 // tensor: rotary_qk launches once for q and once for k, on the same stream (rotary.cpp).
 // Built only when the Torch found has CUDA (CMakeLists.txt); no Torch headers here.
-// x is contiguous (..., T, ..., Dh); time step of row r = (r / inner) % T.
+// x is contiguous (..., T, ..., Dh); time step of row r = (r / inner) % T. fp16 and bf16
+// inputs are read and written in their own type and computed in float with float tables.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "ropelab/ops/rotary/rotary_cuda.h"
@@ -11,10 +14,29 @@ namespace ropelab {
 
 namespace {
 
-template <typename T>
-__global__ void rotary_kernel(const T* __restrict__ x, T* __restrict__ out, const T* __restrict__ cos,
-                              const T* __restrict__ sin, int64_t rows, int64_t inner, int64_t steps, int64_t Dh,
-                              int64_t half, bool interleaved, T sign) {
+/// Loads and stores of an element as its arithmetic type (Acc): the identity for float and
+/// double, a conversion for the 16-bit types.
+template <typename T, typename Acc>
+struct Element {
+  __device__ static Acc load(const T& v) { return v; }
+  __device__ static T store(Acc v) { return v; }
+};
+template <>
+struct Element<__half, float> {
+  __device__ static float load(const __half& v) { return __half2float(v); }
+  __device__ static __half store(float v) { return __float2half_rn(v); }
+};
+template <>
+struct Element<__nv_bfloat16, float> {
+  __device__ static float load(const __nv_bfloat16& v) { return __bfloat162float(v); }
+  __device__ static __nv_bfloat16 store(float v) { return __float2bfloat16_rn(v); }
+};
+
+template <typename T, typename Acc>
+__global__ void rotary_kernel(const T* __restrict__ x, T* __restrict__ out, const Acc* __restrict__ cos,
+                              const Acc* __restrict__ sin, int64_t rows, int64_t inner, int64_t steps, int64_t Dh,
+                              int64_t half, bool interleaved, Acc sign) {
+  using E = Element<T, Acc>;
   // Each row has `half` pairs and Dh - 2*half pass-through elements: Dh - half work items.
   const int64_t per_row = Dh - half;
   const int64_t total = rows * per_row;
@@ -24,11 +46,11 @@ __global__ void rotary_kernel(const T* __restrict__ x, T* __restrict__ out, cons
     T* o = out + row * Dh;
     if (j < half) {
       const int64_t t = (row / inner) % steps;
-      const T c = cos[t * half + j], s = sign * sin[t * half + j];
+      const Acc c = cos[t * half + j], s = sign * sin[t * half + j];
       const int64_t i1 = interleaved ? 2 * j : j, i2 = interleaved ? 2 * j + 1 : j + half;
-      const T x1 = xr[i1], x2 = xr[i2];
-      o[i1] = x1 * c - x2 * s;
-      o[i2] = x2 * c + x1 * s;
+      const Acc x1 = E::load(xr[i1]), x2 = E::load(xr[i2]);
+      o[i1] = E::store(x1 * c - x2 * s);
+      o[i2] = E::store(x2 * c + x1 * s);
     } else {
       const int64_t k = 2 * half + (j - half);
       o[k] = xr[k];
@@ -36,16 +58,28 @@ __global__ void rotary_kernel(const T* __restrict__ x, T* __restrict__ out, cons
   }
 }
 
-template <typename T>
-int launch(const RotaryCudaArgs<T>& a, cudaStream_t stream) {
-  const int64_t total = a.rows * (a.Dh - a.half);
+template <typename T, typename Acc>
+int launch(const T* x, T* out, const Acc* cos, const Acc* sin, int64_t rows, int64_t inner, int64_t steps, int64_t Dh,
+           int64_t half, bool interleaved, Acc sign, cudaStream_t stream) {
+  const int64_t total = rows * (Dh - half);
   if (total == 0) return 0;
   const int threads = 256;
   const int64_t wanted = (total + threads - 1) / threads;
   const int blocks = static_cast<int>(wanted < 65535 * 8 ? wanted : 65535 * 8);
-  rotary_kernel<T><<<blocks, threads, 0, stream>>>(a.x, a.out, a.cos, a.sin, a.rows, a.inner, a.steps, a.Dh, a.half,
-                                                   a.interleaved, a.sign);
+  rotary_kernel<T, Acc>
+      <<<blocks, threads, 0, stream>>>(x, out, cos, sin, rows, inner, steps, Dh, half, interleaved, sign);
   return static_cast<int>(cudaGetLastError());
+}
+
+template <typename T>
+int launch(const RotaryCudaArgs<T>& a, cudaStream_t stream) {
+  return launch<T, T>(a.x, a.out, a.cos, a.sin, a.rows, a.inner, a.steps, a.Dh, a.half, a.interleaved, a.sign, stream);
+}
+
+template <typename T>
+int launch16(const RotaryCudaArgs16& a, cudaStream_t stream) {
+  return launch<T, float>(reinterpret_cast<const T*>(a.x), reinterpret_cast<T*>(a.out), a.cos, a.sin, a.rows, a.inner,
+                          a.steps, a.Dh, a.half, a.interleaved, a.sign, stream);
 }
 
 }  // namespace
@@ -55,6 +89,10 @@ int rotary_cuda(const RotaryCudaArgs<float>& args, void* stream) {
 }
 int rotary_cuda(const RotaryCudaArgs<double>& args, void* stream) {
   return launch(args, static_cast<cudaStream_t>(stream));
+}
+int rotary_cuda(const RotaryCudaArgs16& args, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  return args.format == Rotary16::fp16 ? launch16<__half>(args, s) : launch16<__nv_bfloat16>(args, s);
 }
 
 }  // namespace ropelab
