@@ -130,6 +130,9 @@ class Trainer {
   void write_metrics(const std::function<void()>& write);
   /// An epoch ends when fewer batches than one update needs remain in its plan.
   void next_epoch_if_done(const std::vector<std::vector<size_t>>& plan);
+  /// The state of the run found in the run directory: its checkpoint, its config.yaml (a
+  /// config the resume changed is written there), its early stop.
+  void resume_run(const ConfigFiles& files);
   /// The batches of the current epoch, in order.
   std::vector<std::vector<size_t>> epoch_plan() const;
   /// train.precision: auto: times both on the next batch, keeps the faster (the same on
@@ -203,36 +206,7 @@ Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::stri
                                                                              .betas({t_.adam_beta1(), t_.adam_beta2()})
                                                                              .eps(t_.adam_eps())
                                                                              .weight_decay(t_.weight_decay()));
-  if (resume) {
-    const auto from = paths_.resume_from();
-    load_checkpoint(from, module, optimizer_.get(), &progress_);
-    *log_ << "resume: " << from << " at step " << progress_.step << std::endl;
-    // train.precision: auto was resolved when the run started: it goes on in what was measured
-    if (t_.precision() == Precision::automatic) {
-      const auto saved = files.read({paths_.config}, {}).train.precision();
-      if (saved != Precision::automatic) config_.train.precision(saved);
-    }
-    // config.yaml says what the run goes on with: a config the resume changed (--set) is
-    // written there, the one before kept as config.stepN.yaml (the first of a step, which
-    // is the one that trained up to it)
-    if (writer_) {
-      std::ifstream in(paths_.config, std::ios::binary);
-      const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      const auto now = files.write(config_);
-      if (before != now) {
-        const auto until = paths_.config_until(progress_.step);
-        if (!fs::exists(until)) write_file_atomically(until, before, "config");
-        write_file_atomically(paths_.config, now, "config");
-        *log_ << "resume: the config changed: " << paths_.config << " holds it now, " << until
-              << " the one the run trained with up to step " << progress_.step << std::endl;
-      }
-    }
-    // a run that stopped early stays stopped (unless train.patience has been raised since)
-    stop_ = t_.patience() > 0 && progress_.bad_validations >= t_.patience();
-    if (stop_)
-      *log_ << "early stop: the run stopped at step " << progress_.step << " after " << progress_.bad_validations
-            << " validations without improvement (train.patience=" << t_.patience() << ")" << std::endl;
-  }
+  if (resume) resume_run(files);
   int64_t parameters = 0;
   for (const auto& p : module.parameters()) parameters += p.numel();
   *log_ << "model: " << parameters << " parameters on " << device_ << ", " << threads_ << " threads";
@@ -241,6 +215,38 @@ Trainer::Trainer(const Config& config, const ConfigFiles& files, const std::stri
   // what the speeds of this log were measured on, kept with the run (and in its record)
   *log_ << "machine: " << describe(machine_info()) << std::endl;
   if (writer_) metrics_ = std::make_unique<MetricsLog>(paths_.metrics);
+}
+
+void Trainer::resume_run(const ConfigFiles& files) {
+  auto& module = model_->module();
+  const auto from = paths_.resume_from();
+  load_checkpoint(from, module, optimizer_.get(), &progress_);
+  *log_ << "resume: " << from << " at step " << progress_.step << std::endl;
+  // train.precision: auto was resolved when the run started: it goes on in what was measured
+  if (t_.precision() == Precision::automatic) {
+    const auto saved = files.read({paths_.config}, {}).train.precision();
+    if (saved != Precision::automatic) config_.train.precision(saved);
+  }
+  // config.yaml says what the run goes on with: a config the resume changed (--set) is
+  // written there, the one before kept as config.stepN.yaml (the first of a step, which
+  // is the one that trained up to it)
+  if (writer_) {
+    std::ifstream in(paths_.config, std::ios::binary);
+    const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto now = files.write(config_);
+    if (before != now) {
+      const auto until = paths_.config_until(progress_.step);
+      if (!fs::exists(until)) write_file_atomically(until, before, "config");
+      write_file_atomically(paths_.config, now, "config");
+      *log_ << "resume: the config changed: " << paths_.config << " holds it now, " << until
+            << " the one the run trained with up to step " << progress_.step << std::endl;
+    }
+  }
+  // a run that stopped early stays stopped (unless train.patience has been raised since)
+  stop_ = t_.patience() > 0 && progress_.bad_validations >= t_.patience();
+  if (stop_)
+    *log_ << "early stop: the run stopped at step " << progress_.step << " after " << progress_.bad_validations
+          << " validations without improvement (train.patience=" << t_.patience() << ")" << std::endl;
 }
 
 void Trainer::validate() {

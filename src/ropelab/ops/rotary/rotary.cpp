@@ -18,6 +18,8 @@
 #include <torch/csrc/jit/frontend/resolver.h>
 #include <torch/script.h>
 
+#include <type_traits>
+
 #include "ropelab/util/enum_names.h"
 
 namespace ropelab {
@@ -106,42 +108,35 @@ std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs,
     auto x = x0.contiguous();
     const auto r = rows_of(x, time_dim, cos);
     auto out = torch::empty_like(x);
-    const auto stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
-    if (x.scalar_type() == torch::kHalf || x.scalar_type() == torch::kBFloat16) {
-      auto c = cos.to(x.device(), torch::kFloat).contiguous(), s = sin.to(x.device(), torch::kFloat).contiguous();
-      const RotaryCudaArgs16 args{reinterpret_cast<const uint16_t*>(x.data_ptr()),
-                                  reinterpret_cast<uint16_t*>(out.data_ptr()),
-                                  c.data_ptr<float>(),
-                                  s.data_ptr<float>(),
-                                  r.count,
-                                  r.inner,
-                                  r.T,
-                                  r.Dh,
-                                  r.half,
-                                  interleaved,
-                                  sign,
-                                  x.scalar_type() == torch::kHalf ? Rotary16::fp16 : Rotary16::bf16};
-      const int error = rotary_cuda(args, stream);
+    void* stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+    // one launch with tables of type Table (the format of a 16-bit input after the arguments)
+    auto launch = [&](const auto* in, auto* to, auto sign_of_table, auto... format) {
+      using Table = decltype(sign_of_table);
+      const auto table = c10::CppTypeToScalarType<Table>::value;
+      auto c = cos.to(x.device(), table).contiguous(), s = sin.to(x.device(), table).contiguous();
+      const RotaryCudaArgs<std::remove_const_t<std::remove_pointer_t<decltype(in)>>, Table> args{
+          in,
+          to,
+          c.template data_ptr<Table>(),
+          s.template data_ptr<Table>(),
+          r.count,
+          r.inner,
+          r.T,
+          r.Dh,
+          r.half,
+          interleaved,
+          sign_of_table};
+      const int error = rotary_cuda(args, format..., stream);
       TORCH_CHECK(error == 0, "rotary: CUDA kernel launch failed with cudaError ", error);
-      outs.push_back(out);
-      continue;
-    }
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "rotary_cuda", [&] {
-      auto c = cos.to(x.device(), x.scalar_type()).contiguous(), s = sin.to(x.device(), x.scalar_type()).contiguous();
-      RotaryCudaArgs<scalar_t> args{x.data_ptr<scalar_t>(),
-                                    out.data_ptr<scalar_t>(),
-                                    c.data_ptr<scalar_t>(),
-                                    s.data_ptr<scalar_t>(),
-                                    r.count,
-                                    r.inner,
-                                    r.T,
-                                    r.Dh,
-                                    r.half,
-                                    interleaved,
-                                    static_cast<scalar_t>(sign)};
-      const int error = rotary_cuda(args, stream);
-      TORCH_CHECK(error == 0, "rotary: CUDA kernel launch failed with cudaError ", error);
-    });
+    };
+    const auto type = x.scalar_type();
+    if (type == torch::kHalf || type == torch::kBFloat16)
+      launch(reinterpret_cast<const uint16_t*>(x.data_ptr()), reinterpret_cast<uint16_t*>(out.data_ptr()), sign,
+             type == torch::kHalf ? Rotary16::fp16 : Rotary16::bf16);
+    else
+      AT_DISPATCH_FLOATING_TYPES(type, "rotary_cuda", [&] {
+        launch(x.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), static_cast<scalar_t>(sign));
+      });
     outs.push_back(out);
   }
   return outs;

@@ -71,28 +71,23 @@ int launch(const T* x, T* out, const Acc* cos, const Acc* sin, int64_t rows, int
   return static_cast<int>(cudaGetLastError());
 }
 
-template <typename T>
-int launch(const RotaryCudaArgs<T>& a, cudaStream_t stream) {
-  return launch<T, T>(a.x, a.out, a.cos, a.sin, a.rows, a.inner, a.steps, a.Dh, a.half, a.interleaved, a.sign, stream);
-}
-
-template <typename T>
-int launch16(const RotaryCudaArgs16& a, cudaStream_t stream) {
-  return launch<T, float>(reinterpret_cast<const T*>(a.x), reinterpret_cast<T*>(a.out), a.cos, a.sin, a.rows, a.inner,
+template <typename T, typename Stored, typename Table>
+int launch(const RotaryCudaArgs<Stored, Table>& a, cudaStream_t stream) {
+  return launch<T, Table>(reinterpret_cast<const T*>(a.x), reinterpret_cast<T*>(a.out), a.cos, a.sin, a.rows, a.inner,
                           a.steps, a.Dh, a.half, a.interleaved, a.sign, stream);
 }
 
 }  // namespace
 
 int rotary_cuda(const RotaryCudaArgs<float>& args, void* stream) {
-  return launch(args, static_cast<cudaStream_t>(stream));
+  return launch<float>(args, static_cast<cudaStream_t>(stream));
 }
 int rotary_cuda(const RotaryCudaArgs<double>& args, void* stream) {
-  return launch(args, static_cast<cudaStream_t>(stream));
+  return launch<double>(args, static_cast<cudaStream_t>(stream));
 }
-int rotary_cuda(const RotaryCudaArgs16& args, void* stream) {
+int rotary_cuda(const RotaryCudaArgs<uint16_t, float>& args, Rotary16 format, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
-  return args.format == Rotary16::fp16 ? launch16<__half>(args, s) : launch16<__nv_bfloat16>(args, s);
+  return format == Rotary16::fp16 ? launch<__half>(args, s) : launch<__nv_bfloat16>(args, s);
 }
 
 }  // namespace ropelab

@@ -6,34 +6,25 @@
 
 namespace ropelab {
 
-template <typename T>
+/// x and out (rows of Dh) in T; the tables (steps, half) and the arithmetic in Table: T for
+/// float and double, float for the 16-bit types (whose raw bits x and out then are).
+template <typename T, typename Table = T>
 struct RotaryCudaArgs {
   const T* x;
   T* out;
-  const T* cos;  // (steps, half)
-  const T* sin;
+  const Table* cos;  // (steps, half)
+  const Table* sin;
   int64_t rows, inner, steps, Dh, half;
   bool interleaved;
-  T sign;  // +1 rotate, -1 inverse (the backward pass)
+  Table sign;  // +1 rotate, -1 inverse (the backward pass)
 };
 
-/// A 16-bit input's format: x and out are its raw bits, the tables float, and the arithmetic
-/// float (the rounding happens once, at the store).
+/// A 16-bit input's format, rounded once, at the store.
 enum class Rotary16 { fp16, bf16 };
-struct RotaryCudaArgs16 {
-  const uint16_t* x;
-  uint16_t* out;
-  const float* cos;  // (steps, half)
-  const float* sin;
-  int64_t rows, inner, steps, Dh, half;
-  bool interleaved;
-  float sign;
-  Rotary16 format;
-};
 
 /// Launches on `stream` (a cudaStream_t); returns the cudaError_t of the launch (0 = ok).
 int rotary_cuda(const RotaryCudaArgs<float>& args, void* stream);
 int rotary_cuda(const RotaryCudaArgs<double>& args, void* stream);
-int rotary_cuda(const RotaryCudaArgs16& args, void* stream);
+int rotary_cuda(const RotaryCudaArgs<uint16_t, float>& args, Rotary16 format, void* stream);
 
 }  // namespace ropelab
