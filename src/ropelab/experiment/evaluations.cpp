@@ -167,11 +167,12 @@ void passkey_evals(const Config& config, const TestEvaluations& asked, std::vect
   };
   const auto trained = config.data.context();
   std::vector<int64_t> taken, beyond;  // the lengths the model can take; those past data.context
-  for (auto l : grid.lengths)
-    if (longest == 0 || passkey_context(l, grid.digits) <= longest) {
-      taken.push_back(l);
-      if (passkey_context(l, grid.digits) > trained) beyond.push_back(l);
-    }
+  for (auto l : grid.lengths) {
+    const int64_t tokens = passkey_context(l, grid.digits);
+    if (longest > 0 && tokens > longest) continue;
+    taken.push_back(l);
+    if (tokens > trained) beyond.push_back(l);
+  }
   passkey(grid.lengths, taken, {}, {Measure::passkey, 0});  // a prompt too long gets a cell that says why
   const auto& attention = config.model.attention();
   if (beyond.empty() || attention.type() != AttentionType::softmax || attention.window() > 0 ||

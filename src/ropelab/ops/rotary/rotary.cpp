@@ -103,8 +103,14 @@ std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs,
                                            const torch::Tensor& sin, int64_t time_dim, bool interleaved, float sign) {
   // The launch uses the current device's context: kRotary.run (rotate_all, the only caller)
   // has made the tensors' GPU current.
+  const auto type = xs[0].scalar_type();
+  const bool bits16 = type == torch::kHalf || type == torch::kBFloat16;
+  // the tables once for every tensor: in the inputs' type, or float for the 16-bit types
+  const auto c = cos.to(xs[0].device(), bits16 ? torch::kFloat : type).contiguous(),
+             s = sin.to(xs[0].device(), bits16 ? torch::kFloat : type).contiguous();
   std::vector<torch::Tensor> outs;
   for (const auto& x0 : xs) {
+    TORCH_CHECK(x0.scalar_type() == type, "rotary: q and k must share a dtype");
     auto x = x0.contiguous();
     const auto r = rows_of(x, time_dim, cos);
     auto out = torch::empty_like(x);
@@ -112,25 +118,13 @@ std::vector<torch::Tensor> rotate_all_cuda(const std::vector<torch::Tensor>& xs,
     // one launch with tables of type Table (the format of a 16-bit input after the arguments)
     auto launch = [&](const auto* in, auto* to, auto sign_of_table, auto... format) {
       using Table = decltype(sign_of_table);
-      const auto table = c10::CppTypeToScalarType<Table>::value;
-      auto c = cos.to(x.device(), table).contiguous(), s = sin.to(x.device(), table).contiguous();
       const RotaryCudaArgs<std::remove_const_t<std::remove_pointer_t<decltype(in)>>, Table> args{
-          in,
-          to,
-          c.template data_ptr<Table>(),
-          s.template data_ptr<Table>(),
-          r.count,
-          r.inner,
-          r.T,
-          r.Dh,
-          r.half,
-          interleaved,
-          sign_of_table};
+          in,   to,     c.data_ptr<Table>(), s.data_ptr<Table>(), r.count, r.inner, r.T,
+          r.Dh, r.half, interleaved,         sign_of_table};
       const int error = rotary_cuda(args, format..., stream);
       TORCH_CHECK(error == 0, "rotary: CUDA kernel launch failed with cudaError ", error);
     };
-    const auto type = x.scalar_type();
-    if (type == torch::kHalf || type == torch::kBFloat16)
+    if (bits16)
       launch(reinterpret_cast<const uint16_t*>(x.data_ptr()), reinterpret_cast<uint16_t*>(out.data_ptr()), sign,
              type == torch::kHalf ? Rotary16::fp16 : Rotary16::bf16);
     else
