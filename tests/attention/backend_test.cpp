@@ -182,9 +182,21 @@ TEST_F(Attention, KernelSettingPicksThePathAndEveryPathWindowsAlike) {
   EXPECT_EQ(dropping.path(in), Path::aten);  // attention dropout in training
   dropping.eval();
   EXPECT_EQ(dropping.path(in), Path::streaming);
+  // bf16 operands: no CPU kernel takes them, the chunked form and ATen ops compute them in
+  // float (the scores and the softmax) and give bf16, both within its rounding of the float
+  // computation on the same values
+  AttentionInputs in_float = in;
   in.q = in.q.to(torch::kBFloat16), in.k = in.k.to(torch::kBFloat16), in.v = in.v.to(torch::kBFloat16);
-  EXPECT_EQ(SoftmaxAttention(AttentionOptions{}).path(in), Path::aten);  // no bf16 kernel
-  EXPECT_EQ(SoftmaxAttention(AttentionOptions().kernel(AttentionKernel::chunked)).path(in), Path::aten);
+  in_float.q = in.q.to(torch::kFloat), in_float.k = in.k.to(torch::kFloat), in_float.v = in.v.to(torch::kFloat);
+  const auto expected_bf16 = aten.reference_forward(in_float);
+  for (const auto& [kernel, path] :
+       {std::pair{AttentionKernel::automatic, Path::aten}, {AttentionKernel::chunked, Path::chunked}}) {
+    SoftmaxAttention attention(AttentionOptions().kernel(kernel));
+    EXPECT_EQ(attention.path(in), path);
+    const auto out = attention.forward(in);
+    EXPECT_EQ(out.scalar_type(), torch::kBFloat16);
+    EXPECT_LT(max_diff(out.to(torch::kFloat), expected_bf16), 1e-2) << to_string(kernel);
+  }
 }
 
 /// Sinks at cache positions by their definition, row by row in double: query i (aligned with
@@ -400,4 +412,16 @@ TEST(SoftmaxPath, FollowsTheKernelSetting) {
   EXPECT_EQ(softmax_path(K::materialized, gpu), P::aten);
   gpu.chunked_fits = false;
   EXPECT_EQ(softmax_path(K::chunked, gpu), P::aten);
+  // PyTorch's own kernel (LibTorch 2.0 and later) for `auto` off the CPU, dropout included
+  SoftmaxCall plain = gpu;
+  plain.sdpa_fits = true;
+  EXPECT_EQ(softmax_path(K::automatic, plain), P::sdpa);
+  plain.dropout = true;
+  EXPECT_EQ(softmax_path(K::automatic, plain), P::sdpa);
+  for (auto kernel : {K::streaming, K::chunked, K::materialized}) EXPECT_EQ(softmax_path(kernel, plain), P::aten);
+  plain.contextual = true;
+  EXPECT_EQ(softmax_path(K::automatic, plain), P::contextual);
+  SoftmaxCall cpu_plain = cpu;  // the CPU keeps its kernels
+  cpu_plain.sdpa_fits = true;
+  EXPECT_EQ(softmax_path(K::automatic, cpu_plain), P::streaming);
 }

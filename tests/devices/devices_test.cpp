@@ -7,6 +7,7 @@
 #include "ropelab/attention/softmax.h"
 #include "ropelab/config/config.h"
 #include "ropelab/ops/attention/chunked_attention.h"
+#include "ropelab/ops/attention/sdpa_attention.h"
 #include "ropelab/ops/rotary/rotary.h"
 #include "ropelab/position/position_encoder.h"
 #include "ropelab/task/translation_task.h"
@@ -93,6 +94,24 @@ INSTANTIATE_TEST_SUITE_P(Devices, RotaryOnDevice,
                                   std::string(c10::toString(std::get<1>(info.param)));
                          });
 
+/// The output and the gradients of `leaves` for the loss sum(out * w), each in double on the CPU.
+std::vector<torch::Tensor> output_and_gradients(const torch::Tensor& out, const torch::Tensor& w,
+                                                const std::vector<torch::Tensor>& leaves) {
+  auto grads = torch::autograd::grad({(out * w).sum()}, leaves);
+  std::vector<torch::Tensor> result{out.detach().cpu().to(torch::kDouble)};
+  for (const auto& g : grads) result.push_back(g.cpu().to(torch::kDouble));
+  return result;
+}
+
+/// Each of `got` (the output, then the gradients) within `tol` of `expected`, relative to the
+/// largest expected value where that exceeds 1.
+void expect_close_to(const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& expected, double tol) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_LT(max_diff(got[i], expected[i]), tol * std::max(1.0, expected[i].abs().max().item<double>()))
+        << (i == 0 ? "output" : "gradient " + std::to_string(i - 1));
+}
+
 // --- streaming attention in chunks of device operations ------------------------------------
 
 class ChunkedAttentionOnDevice : public ::testing::TestWithParam<std::tuple<torch::Device, torch::Dtype>> {
@@ -130,18 +149,10 @@ TEST_P(ChunkedAttentionOnDevice, MatchesTheDoubleReferenceWithBiasesAndGradients
         reference ? attention.reference_forward(in)
                   : chunked_attention(in.q, in.k, in.v, in.key_padding_mask, bias, {{true, 9, 2}, {}, {5, 7, 1 << 24}});
     for (const auto& p : fire->parameters()) leaves.push_back(p);
-    auto grads = torch::autograd::grad({(out * w.to(on, type)).sum()}, leaves);
-    std::vector<torch::Tensor> result{out.detach().cpu().to(torch::kDouble)};
-    for (const auto& g : grads) result.push_back(g.cpu().to(torch::kDouble));
-    return result;
+    return output_and_gradients(out, w.to(on, type), leaves);
   };
   const auto expected = run(torch::kCPU, torch::kDouble, true);
-  const auto got = run(device, dtype, false);
-  const double tol = dtype == torch::kDouble ? 1e-10 : 2e-4;
-  ASSERT_EQ(got.size(), expected.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_LT(max_diff(got[i], expected[i]), tol * std::max(1.0, expected[i].abs().max().item<double>()))
-        << (i == 0 ? "output" : "gradient " + std::to_string(i - 1));
+  expect_close_to(run(device, dtype, false), expected, dtype == torch::kDouble ? 1e-10 : 2e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ChunkedAttentionOnDevice,
@@ -259,6 +270,47 @@ TEST(Cuda, ReducedPrecisionUpdatesTrackFp32) {
   };
   const double fp32 = loss_of(Precision::fp32);
   for (auto precision : {Precision::bf16, Precision::fp16}) EXPECT_NEAR(loss_of(precision), fp32, 0.02 * fp32);
+}
+
+// Without a bias or a window, `auto` off the CPU hands the call to PyTorch's
+// scaled_dot_product_attention (LibTorch 2.0 and later): the mask aligned at the bottom right for
+// cached decoding (Tq < Tk), padding, fp32 and bf16, against the ATen path in double on the CPU.
+TEST(Cuda, ScaledDotProductAttentionMatchesTheDoubleReference) {
+  const torch::Device device(torch::kCUDA, 0);
+  ROPELAB_SKIP_WITHOUT(device);
+  if (!sdpa_compiled()) GTEST_SKIP() << "this LibTorch has no scaled_dot_product_attention";
+  torch::manual_seed(0);
+  const int64_t B = 2, H = 2, Dh = 64;
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    for (auto [tq, tk, padded] :
+         {std::tuple<int64_t, int64_t, bool>{33, 33, false}, {33, 33, true}, {7, 40, true}, {1, 40, false}}) {
+      SCOPED_TRACE(std::string(c10::toString(dtype)) + " Tq " + std::to_string(tq) + " Tk " + std::to_string(tk) +
+                   (padded ? " padded" : ""));
+      // the inputs as the device holds them in `dtype`, so that the reference starts from the same values
+      auto rounded = [&](std::vector<int64_t> shape) { return torch::randn(shape).to(dtype).to(torch::kDouble); };
+      auto q = rounded({B, H, tq, Dh}), k = rounded({B, H, tk, Dh}), v = rounded({B, H, tk, Dh}),
+           w = rounded({B, H, tq, Dh});
+      torch::Tensor pad;
+      if (padded) {
+        pad = torch::zeros({B, tk}, torch::kBool);
+        pad[1][tk - 2] = true;
+      }
+      SoftmaxAttention attention{AttentionOptions{}};
+      auto run = [&](const torch::Device& on, torch::Dtype type, bool reference) {
+        std::vector<torch::Tensor> leaves;
+        for (const auto& t : {q, k, v}) leaves.push_back(t.to(on, type).requires_grad_(true));
+        const AttentionInputs in{leaves[0], leaves[1], leaves[2], padded ? pad.to(on) : pad, {}, true};
+        if (!reference) {
+          EXPECT_EQ(attention.path(in), SoftmaxAttention::Path::sdpa);
+        }
+        const auto out = reference ? attention.reference_forward(in) : attention.forward(in);
+        return output_and_gradients(out, w.to(on, type), leaves);
+      };
+      const auto expected = run(torch::kCPU, torch::kDouble, true);
+      // bf16: the output and the gradients rounded once to 8 bits of mantissa
+      expect_close_to(run(device, dtype, false), expected, dtype == torch::kFloat ? 2e-4 : 3e-2);
+    }
+  }
 }
 
 TEST(Cuda, PerformerMatchesItsCpuResultAndGradients) {

@@ -429,9 +429,13 @@ TEST(StreamingAttention, RejectsWhatItCannotRun) {
 
 TEST(ChunkedAttention, RejectsWhatItCannotRun) {
   auto q = torch::randn({2, 1, 4, 8});
-  const auto half = q.to(torch::kBFloat16);
+  const auto integer = q.to(torch::kInt);
   EXPECT_TRUE(chunked_attention_available(q, q, q));
-  EXPECT_FALSE(chunked_attention_available(half, half, half));
+  EXPECT_FALSE(chunked_attention_available(integer, integer, integer));
+  const auto half = q.to(torch::kBFloat16);  // computed in float; a bias in float or in bf16, not double
+  EXPECT_TRUE(chunked_attention_available(half, half, half, ScoreBias{{}, torch::randn({1, 7})}));
+  EXPECT_FALSE(chunked_attention_available(half, half, half, ScoreBias{{}, torch::randn({1, 7}, torch::kDouble)}));
+  EXPECT_FALSE(chunked_attention_available(q, q, q, ScoreBias{{}, torch::randn({1, 7}, torch::kBFloat16)}));
   EXPECT_FALSE(chunked_attention_available(q, q, q, ScoreBias{{}, torch::randn({1, 6})}));  // needs Tq + Tk - 1 = 7
   EXPECT_FALSE(chunked_attention_available(q, q[0].unsqueeze(0), q[0].unsqueeze(0)));       // k of another batch
   EXPECT_FALSE(chunked_attention_available(q, q, q.to(torch::kDouble)));
@@ -440,9 +444,41 @@ TEST(ChunkedAttention, RejectsWhatItCannotRun) {
             }).find("chunk sizes must be positive, got 4 x 0"),
             std::string::npos);
   EXPECT_NE(ropelab::testing::error_of([&] {
-              chunked_attention(half, half, half, {});
-            }).find("chunked_attention: needs float or double q, k, v"),
+              chunked_attention(integer, integer, integer, {});
+            }).find("chunked_attention: needs floating q, k, v"),
             std::string::npos);
+}
+
+// fp16 and bf16 are computed in float, chunk by chunk: against the double run of the same
+// rounded inputs, causal with a window, sinks and padding, a relative table in float (as the
+// position encoders give it) and the gradients of q, k, v and the table.
+TEST(ChunkedAttention, HalfPrecisionIsComputedInFloat) {
+  torch::manual_seed(0);
+  const int64_t B = 2, H = 2, Tq = 13, Tk = 19, Dh = 8;
+  auto pad = torch::zeros({B, Tk}, torch::kBool);
+  pad[1][Tk - 1] = true;
+  const KernelOptions options{KeyVisibility{true, 9, 2}, {}, {5, 7, 1 << 24}};
+  for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    auto rounded = [&](std::vector<int64_t> shape) { return torch::randn(shape).to(dtype).to(torch::kDouble); };
+    const auto q = rounded({B, H, Tq, Dh}), k = rounded({B, H, Tk, Dh}), v = rounded({B, H, Tk, Dh});
+    const auto table = torch::randn({H, Tq + Tk - 1}, torch::kDouble), w = torch::randn({B, H, Tq, Dh}, torch::kDouble);
+    auto run = [&](torch::Dtype type, torch::Dtype table_type) {
+      std::vector<torch::Tensor> leaves;
+      for (const auto& t : {q, k, v}) leaves.push_back(t.to(type).requires_grad_(true));
+      leaves.push_back(table.to(table_type).requires_grad_(true));
+      const auto out = chunked_attention(leaves[0], leaves[1], leaves[2], pad, ScoreBias{{}, leaves[3]}, options);
+      EXPECT_EQ(out.scalar_type(), type);
+      std::vector<torch::Tensor> result{out.detach().to(torch::kDouble)};
+      for (const auto& g : torch::autograd::grad({(out.to(torch::kDouble) * w).sum()}, leaves))
+        result.push_back(g.to(torch::kDouble));
+      return result;
+    };
+    const auto expected = run(torch::kDouble, torch::kDouble), got = run(dtype, torch::kFloat);
+    for (size_t i = 0; i < got.size(); ++i)  // the output and the input gradients rounded once to the type
+      EXPECT_LT(max_diff(got[i], expected[i]), 1e-2 * std::max(1.0, expected[i].abs().max().item<double>()))
+          << (i == 0 ? "output" : "gradient " + std::to_string(i - 1));
+  }
 }
 
 // The query chunk: as given, or the most rows whose scores over B x H x keys fit the budget

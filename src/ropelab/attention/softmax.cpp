@@ -9,12 +9,14 @@
 #include "ropelab/attention/contextual.h"
 #include "ropelab/ops/attention/chunked_attention.h"
 #include "ropelab/ops/attention/fused_attention.h"
+#include "ropelab/ops/attention/sdpa_attention.h"
 #include "ropelab/ops/attention/streaming_attention.h"
 
 namespace ropelab {
 
 SoftmaxPath softmax_path(AttentionKernel kernel, const SoftmaxCall& call) {
   if (call.contextual) return SoftmaxPath::contextual;
+  if (!call.on_cpu && call.sdpa_fits && kernel == AttentionKernel::automatic) return SoftmaxPath::sdpa;
   if (call.dropout) return SoftmaxPath::aten;
   if (kernel == AttentionKernel::chunked) return call.chunked_fits ? SoftmaxPath::chunked : SoftmaxPath::aten;
   if (kernel != AttentionKernel::materialized && call.streaming_fits) return SoftmaxPath::streaming;
@@ -41,9 +43,11 @@ SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
   SoftmaxCall call;
   call.contextual = in.contextual.defined();
   call.dropout = dropout_ > 0.0 && is_training();
-  if (call.contextual || call.dropout) return softmax_path(kernel_, call);
   const ScoreBias& bias = in.logit_bias;
   call.on_cpu = in.q.device().is_cpu();
+  call.sdpa_fits = !in.logit_bias.sinks.defined() &&
+                   sdpa_attention_available(in.q, in.k, in.v, bias, {in.causal, in.window, in.sinks});
+  if (call.contextual || call.dropout) return softmax_path(kernel_, call);
   call.streaming_fits = streaming_attention_available(in.q, in.k, in.v, bias);
   call.chunked_fits = chunked_attention_available(in.q, in.k, in.v, bias);
   // both CPU kernels take the same operands (ops/attention/operands.h: cpu_attention_operands_ok)
@@ -65,6 +69,8 @@ torch::Tensor SoftmaxAttention::forward(const AttentionInputs& in) {
       return fused_attention_cpu(in.q, in.k, in.v, in.key_padding_mask, bias, options);
     case Path::contextual:
       return contextual_attention(in, dropout_, is_training());
+    case Path::sdpa:
+      return sdpa_attention(in.q, in.k, in.v, in.key_padding_mask, in.causal, is_training() ? dropout_ : 0.0);
     case Path::aten:
       break;
   }
@@ -125,7 +131,9 @@ std::pair<torch::Tensor, torch::Tensor> SoftmaxAttention::reference(const Attent
   const int64_t tk = in.k.size(-2);
   // scale q (Tq x Dh) rather than the scores (Tq x Tk)
   auto q = in.q * (1.0 / std::sqrt(static_cast<double>(in.q.size(-1))));
-  auto scores = torch::matmul(q, in.k.transpose(-2, -1));  // (B, H, Tq, Tk)
+  // (B, H, Tq, Tk), in float for fp16 and bf16 (the softmax's type), as the kernels compute them
+  auto scores = torch::matmul(q, in.k.transpose(-2, -1));
+  scores = scores.to(at::toOpMathType(scores.scalar_type()));
   if (in.logit_bias.defined()) scores = scores + in.logit_bias.to_dense(tq, tk);
 
   // broadcastable to (B, H, Tq, Tk), true = hidden
@@ -136,15 +144,15 @@ std::pair<torch::Tensor, torch::Tensor> SoftmaxAttention::reference(const Attent
   }
   // float's lowest finite value (also for double scores), not -inf: a row with every key
   // hidden then gives uniform weights instead of NaN, and its output is ignored by the caller
-  // anyway. Half and bfloat16 cannot hold it: masked_fill throws an overflow error for them.
+  // anyway.
   if (mask.defined()) scores = scores.masked_fill(mask, std::numeric_limits<float>::lowest());
-  auto probs = torch::softmax(scores, -1, at::toOpMathType(scores.scalar_type()));  // fp32 for bf16 and fp16
+  auto probs = torch::softmax(scores, -1);
   if (mask.defined())  // a query that sees no key gets a zero output, as from the CPU kernels
     probs = probs.masked_fill(mask.all(-1, true), 0.0);
   torch::Tensor row_lse;  // (B, H, Tq)
-  if (lse) row_lse = torch::logsumexp(scores.to(probs.scalar_type()), -1);
+  if (lse) row_lse = torch::logsumexp(scores, -1);
   if (dropout_ > 0.0 && is_training()) probs = torch::dropout(probs, dropout_, true);
-  return {torch::matmul(probs, in.v), row_lse};  // (B, H, Tq, Dh)
+  return {torch::matmul(probs.to(in.v.scalar_type()), in.v), row_lse};  // (B, H, Tq, Dh)
 }
 
 }  // namespace ropelab

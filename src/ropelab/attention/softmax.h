@@ -11,9 +11,10 @@
 namespace ropelab {
 
 /// Which computation the softmax backend takes for a call: the streaming or the materialized
-/// CPU kernel, the chunked form (any device), ATen ops, or CoPE's blocks of rows
-/// (attention/contextual.h).
-enum class SoftmaxPath { streaming, chunked, materialized, aten, contextual };
+/// CPU kernel, the chunked form (any device), ATen ops, CoPE's blocks of rows
+/// (attention/contextual.h), or PyTorch's scaled_dot_product_attention (LibTorch 2.0 and later,
+/// off the CPU; ops/attention/sdpa_attention.h).
+enum class SoftmaxPath { streaming, chunked, materialized, aten, contextual, sdpa };
 
 /// What that choice depends on, beside the kernel setting: the facts of one call.
 struct SoftmaxCall {
@@ -23,20 +24,22 @@ struct SoftmaxCall {
   bool streaming_fits = true;     // streaming_attention_available
   bool chunked_fits = true;       // chunked_attention_available
   bool materialized_fits = true;  // fused_attention_available
+  bool sdpa_fits = false;         // sdpa_attention_available
   int64_t scores = 0;             // B x H x Tq x Tk
 };
 
-/// The rule of AttentionKernel (attention/backend.h): CoPE takes its own path; attention
-/// dropout the ATen path; `chunked` the chunked form where it fits; otherwise the streaming
-/// kernel where it fits (not under `materialized`), then the materialized kernel (not under
-/// `streaming`), then off the CPU the chunked form for `streaming`, and for `auto` where one
-/// call's scores exceed one chunk (AttentionChunks::budget); ATen ops for the rest.
+/// The rule of AttentionKernel (attention/backend.h): CoPE takes its own path; off the CPU,
+/// `auto` takes PyTorch's scaled_dot_product_attention where it fits (no bias, no window; with
+/// attention dropout too, which it applies itself); attention dropout the ATen path; `chunked` the chunked form where
+/// it fits; otherwise the streaming kernel where it fits (not under `materialized`), then the materialized kernel (not
+/// under `streaming`), then off the CPU the chunked form for `streaming`, and for `auto` where one call's scores exceed
+/// one chunk (AttentionChunks::budget); ATen ops for the rest.
 SoftmaxPath softmax_path(AttentionKernel kernel, const SoftmaxCall& call);
 
 /// Scaled dot-product attention (Vaswani et al. 2017, 3.2.1):
 /// softmax(Q K^T / sqrt(Dh) + bias, masked) V, with dropout on the probabilities.
-/// Without active attention dropout it runs the kernel AttentionOptions::kernel picks
-/// (softmax_path); otherwise reference_forward's ATen ops.
+/// It runs the kernel AttentionOptions::kernel picks (softmax_path); with active attention
+/// dropout, reference_forward's ATen ops or PyTorch's scaled_dot_product_attention.
 class SoftmaxAttention : public AttentionBackendImpl {
  public:
   explicit SoftmaxAttention(const AttentionOptions& options);

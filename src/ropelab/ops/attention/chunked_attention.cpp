@@ -267,10 +267,26 @@ class ChunkedAttention : public torch::autograd::Function<ChunkedAttention> {
 
 }  // namespace
 
+namespace {
+
+bool half_precision(torch::ScalarType type) { return type == torch::kHalf || type == torch::kBFloat16; }
+
+/// Every form of `bias` in float (a form already in float is itself).
+ScoreBias bias_in_float(const ScoreBias& bias) {
+  auto f = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat) : t; };
+  ScoreBias out(f(bias.dense), f(bias.relative), bias.fire, f(bias.forget));
+  for (auto* t : {&out.fire.psi, &out.fire.inv_norm, &out.fire.w1, &out.fire.b1, &out.fire.w2, &out.fire.b2})
+    *t = f(*t);
+  return out;
+}
+
+}  // namespace
+
 bool chunked_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const ScoreBias& bias) {
   const auto type = q.scalar_type();
-  return (type == torch::kFloat || type == torch::kDouble) && attention_operands_fit(q, k, v, bias) &&
+  const bool half = half_precision(type);
+  return (type == torch::kFloat || type == torch::kDouble || half) && attention_operands_fit(q, k, v, bias, half) &&
          k.size(0) == q.size(0) && k.size(1) == q.size(1) && k.size(3) == q.size(3) && v.sizes() == k.sizes();
 }
 
@@ -302,8 +318,14 @@ std::pair<torch::Tensor, torch::Tensor> chunked_attention_lse(const torch::Tenso
                                                               const torch::Tensor& key_padding_mask,
                                                               const ScoreBias& bias, const KernelOptions& options) {
   check_kernel_call("chunked_attention", chunked_attention_available(q, k, v, bias),
-                    "float or double q, k, v (B, H, T, Dh) on one device and biases of their type, device and shape", q,
-                    k, key_padding_mask, options);
+                    "floating q, k, v (B, H, T, Dh) on one device and biases of their type (or float for fp16 and "
+                    "bf16), device and shape",
+                    q, k, key_padding_mask, options);
+  if (half_precision(q.scalar_type())) {  // each chunk in float, as flash attention accumulates
+    auto [out, lse] = chunked_attention_lse(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat),
+                                            key_padding_mask, bias_in_float(bias), options);
+    return {out.to(q.scalar_type()), lse};
+  }
   const auto x = AttentionExtras::of(q, key_padding_mask, bias);
   auto outputs = ChunkedAttention::apply(q, k, v, x.pad, x.dense, x.relative, x.psi, x.inv_norm, x.w1, x.b1, x.w2, x.b2,
                                          x.forget, options);

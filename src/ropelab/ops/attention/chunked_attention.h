@@ -25,9 +25,10 @@
 
 namespace ropelab {
 
-/// Whether the chunked form can run: q, k, v (B, H, T, Dh) of float or double on one device,
-/// k and v of q's batch and heads, and a bias of q's type and device in the shapes of
-/// score_bias.h.
+/// Whether the chunked form can run: q, k, v (B, H, T, Dh) of one floating type on one device,
+/// k and v of q's batch and heads, and a bias of q's type (or float, for fp16 and bf16) and
+/// device in the shapes of score_bias.h. fp16 and bf16 are computed in float, chunk by chunk
+/// (the copies of q, k and v in float are O(T)), and the output returned in q's type.
 bool chunked_attention_available(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                  const ScoreBias& bias = {});
 

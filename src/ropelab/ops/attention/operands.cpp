@@ -7,11 +7,14 @@
 namespace ropelab {
 
 bool attention_operands_fit(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                            const ScoreBias& bias) {
+                            const ScoreBias& bias, bool float_bias_ok) {
   const auto type = q.scalar_type();
   const auto device = q.device();
-  auto fits = [&](const torch::Tensor& t) { return t.scalar_type() == type && t.device() == device; };
-  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || !fits(k) || !fits(v)) return false;
+  auto operand = [&](const torch::Tensor& t) { return t.scalar_type() == type && t.device() == device; };
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || !operand(k) || !operand(v)) return false;
+  auto fits = [&](const torch::Tensor& t) {
+    return operand(t) || (float_bias_ok && t.scalar_type() == torch::kFloat && t.device() == device);
+  };
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2);
   const auto& dense = bias.dense;
   const auto& relative = bias.relative;

@@ -10,10 +10,10 @@
 namespace ropelab {
 
 /// Whether q (B, H, Tq, Dh), k and v (B, H, Tk, Dh) are 4-d tensors of one floating type on
-/// q's device, and the bias's forms, where defined, of that type and device in the shapes of
-/// score_bias.h.
+/// q's device, and the bias's forms, where defined, of that type (or float, with
+/// `float_bias_ok`) and device in the shapes of score_bias.h.
 bool attention_operands_fit(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                            const ScoreBias& bias);
+                            const ScoreBias& bias, bool float_bias_ok = false);
 
 /// attention_operands_fit, and CPU tensors of float or double (with the BLAS routine for
 /// that type loaded) with unit last strides.
