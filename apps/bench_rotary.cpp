@@ -23,15 +23,15 @@ void add_bench_rotary(CLI::App& bench) {
   cmd->add_option("--repeats", a->options.repeats, "timed repeats (median reported)")
       ->check(positive())
       ->capture_default_str();
-  cmd->add_option("--dtype", a->dtype, "float | double | bfloat16")
-      ->check(CLI::IsMember({"float", "double", "bfloat16"}))
+  cmd->add_option("--dtype", a->dtype, kBenchDtypes)
+      ->check(CLI::IsMember({"float", "double", "bfloat16", "float16"}))
       ->capture_default_str();
   a->flags.add_to(*cmd, "one JSON object per row");
   cmd->callback([a] {
     const auto device = a->flags.apply();
     const auto threads = torch::get_num_threads();
     auto& o = a->options;
-    o.dtype = a->dtype == "double" ? torch::kDouble : a->dtype == "bfloat16" ? torch::kBFloat16 : torch::kFloat;
+    o.dtype = parse_bench_dtype(a->dtype);
     const auto rows = bench_rotary(o, device);
     if (!a->flags.json)
       std::printf("q, k [%ld, %ld, %ld, %ld] %s on %s, %ld threads, median of %ld\n%-10s %10s %8s %12s\n",
@@ -40,6 +40,9 @@ void add_bench_rotary(CLI::App& bench) {
                   static_cast<long>(o.repeats), "method", "ms", "ratio", "max |diff|");
     for (const auto& r : rows) {
       if (!a->flags.json_line({{"bench", "rotary"},
+                               {"device", device.str()},
+                               {"dtype", a->dtype},
+                               {"shape", o.shape},
                                {"method", r.name},
                                {"median_ms", 1e3 * r.timing.median},
                                {"min_ms", 1e3 * r.timing.min},

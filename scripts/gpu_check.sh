@@ -9,11 +9,21 @@
 #   1. builds ropelab against that LibTorch in build-gpu (Gloo off: PyTorch's wheels ship no
 #      Gloo headers; NCCL from the wheel's nvidia-nccl package when present);
 #   2. runs the device tests (tests/devices, Device.*, the CUDA tests of the other suites);
-#   3. runs bench rotary, bench attention (softmax against Performer, and the chunked streaming
-#      attention against the whole score matrix) and bench train (fp32, and fp16 with its loss
-#      scale) with --device cuda;
-#   4. prints one table (also written to build-gpu/gpu_check.md) and exits non-zero if a
-#      step failed.
+#   3. runs, with --device cuda, every benchmark of the GPU targets beside its PyTorch peer
+#      (scripts/gpu_peers.py, the same work from Python on the same GPU): bench rotary at
+#      [2048, 16, 12, 64] and [4096, 8, 32, 128] in fp32, bf16 and fp16; attention without a
+#      bias in bf16 (`auto`, which takes PyTorch's scaled_dot_product_attention from LibTorch
+#      2.0) against F.scaled_dot_product_attention; attention with ALiBi, Kerple, T5 and FIRE
+#      (and a window with sinks) in bf16, forward and backward, against FlexAttention compiled
+#      with the same score modification; 131072 tokens of forward (peak memory); bench train of
+#      the toy model in fp32, fp16 and bf16, and of a GPU-sized model (d_model 512, 6 + 6 layers,
+#      8 heads, 16384 target tokens a batch) in fp32 and bf16 against its PyTorch twin;
+#   4. prints one table (also written to build-gpu/gpu_check.md), with a row per comparison
+#      (scripts/gpu_compare.py: ropelab's time over the peer's), writes the table, the GPU,
+#      driver, torch and CUDA versions, every JSON line and the device tests' log to
+#      bench/results/gpu_check-YYYYMMDD-HHMMSS.log (GPU_CHECK_RESULTS names another folder, such
+#      as the device tool's $OUT), and exits non-zero if a step failed. Each step is stopped
+#      after GPU_CHECK_STEP_LIMIT seconds (120); GPU_CHECK_PYTHON names the peers' Python.
 # CLI11, yaml-cpp, nlohmann-json, GoogleTest and SentencePiece come from the system when
 # CMake finds them; otherwise from the Debian packages that `--pack` downloads into
 # .gpu-deps/ (carry that folder to a machine without internet). They are unpacked into / with
@@ -83,33 +93,117 @@ else
 fi
 
 # --- benchmarks ------------------------------------------------------------------------------
+# Every bench's JSON lines (with "device") and the PyTorch peers' (scripts/gpu_peers.py) go
+# to $build/gpu_check.*.log; scripts/gpu_compare.py reads them all into the comparison rows.
 bench() { # name[:label], figures-from-json (python expression over rows), arguments...
   local name=${1%%:*} label=${1//:/ } summary=$2
   shift 2
   local log=$build/gpu_check.bench_${label// /_}.log
-  if "$cli" bench "$name" --device "$device" --json "$@" >"$log" 2>&1; then
+  if timeout "$step_limit" "$cli" bench "$name" --device "$device" --json "$@" >"$log" 2>&1; then
     row "bench $label" ok "$(python3 -c "import json,sys; rows=[json.loads(l) for l in open(sys.argv[1]) if l.startswith('{')]; print($summary)" "$log")"
   else
     row "bench $label" FAILED "$(tail -1 "$log")"
   fi
 }
+peer() { # label, gpu_peers.py arguments...: PyTorch on the same device, the same work
+  local label=$1
+  shift
+  local log=$build/gpu_check.peer_${label// /_}.log
+  if timeout "$step_limit" "$peer_python" scripts/gpu_peers.py "$@" --device "$device" >"$log" 2>&1; then
+    row "peer $label" ok "$(grep -c '^{' "$log") rows ($(grep -c '"skipped"' "$log") skipped)"
+  else
+    row "peer $label" FAILED "$(tail -1 "$log")"
+  fi
+}
+step_limit=${GPU_CHECK_STEP_LIMIT:-120}
+peer_python=${GPU_CHECK_PYTHON:-python3}  # the torch of the build (scripts/gpu_env.sh); a dry run may name another
+# the model of target 4: d_model 512, 6 + 6 layers, 8 heads, 64 x 256 = 16384 target tokens a batch
+gpu_model=(--set model.d_model=512 --set model.heads=8 --set model.encoder_layers=6 --set model.decoder_layers=6
+  --set model.d_ff=2048 --batch 64 --length 256)
+peer_model=(--d-model 512 --heads 8 --layers 6 --ffn 2048 --batch 64 --length 256)
+if [ "$device" = cpu ]; then  # the dry run: every step once, at sizes a CPU finishes in seconds
+  rotary_shapes=(64,2,4,32) rotary_dtypes=(float bfloat16) attention_seq=(256 512) bias_seq=(256) long_seq=4096
+  chunked_seq=(512)
+  gpu_model=(--set model.d_model=64 --set model.heads=2 --set model.encoder_layers=1 --set model.decoder_layers=1
+    --set model.d_ff=128 --batch 4 --length 16)
+  peer_model=(--d-model 64 --heads 2 --layers 1 --ffn 128 --batch 4 --length 16)
+else
+  rotary_shapes=(2048,16,12,64 4096,8,32,128) rotary_dtypes=(float bfloat16 float16)
+  attention_seq=(1024 4096 16384) bias_seq=(4096 16384) long_seq=131072 chunked_seq=(4096 16384)
+fi
 if [ -x "$cli" ]; then
-  bench rotary "', '.join(f\"{r['method']} {r['median_ms']:.3f} ms\" for r in rows)" --repeats 20
+  # 1. fused rotary against the additive baseline and TorchScript, per shape and dtype
+  for shape in "${rotary_shapes[@]}"; do
+    for dtype in "${rotary_dtypes[@]}"; do
+      bench "rotary:$shape:$dtype" "', '.join(f\"{r['method']} {r['median_ms']:.3f} ms\" for r in rows)" --repeats 20 \
+        --shape "$shape" --dtype "$dtype"
+    done
+  done
   bench attention "'; '.join(f\"T={r['T']} softmax {r['softmax_ms']:.2f} ms {r['softmax_peak_mib']:.0f} MiB, performer {r['performer_ms']:.2f} ms {r['performer_peak_mib']:.0f} MiB\" for r in rows)" --seq 1024 4096 --mode causal
-  # streaming attention in chunks of device ops against the whole score matrix (ATen ops)
-  bench attention:chunked "'; '.join(f\"T={r['T']} chunked {r['chunked_ms']:.2f} ms {r['chunked_peak_mib']:.0f} MiB, materialized {r['materialized_ms']:.2f} ms {r['materialized_peak_mib']:.0f} MiB\" for r in rows)" --compare chunked,materialized --bias alibi --seq 4096 16384 --mode causal
+  # 2. no bias, bf16: `auto` (PyTorch's scaled_dot_product_attention from LibTorch 2.0) against
+  #    the chunked form, and the same call from Python
+  bench attention:plain:bf16 "'; '.join(f\"T={r['T']} auto {r['softmax_ms']:.2f} ms, chunked {r['chunked_ms']:.2f} ms\" for r in rows)" \
+    --compare softmax,chunked --dtype bfloat16 --mode causal --seq "${attention_seq[@]}"
+  peer "sdpa bf16" attention --peers sdpa --dtype bfloat16 --seq "${attention_seq[@]}"
+  # 3. biases, bf16, forward and backward with the learned biases' gradients, against
+  #    FlexAttention (compiled) with the same score modification; a window with sinks; and
+  #    131072 tokens of forward (its peak memory)
+  for bias in alibi kerple t5 fire; do
+    bench "attention:$bias:bf16" "'; '.join(f\"T={r['T']} chunked {r['chunked_ms']:.2f} ms {r['chunked_peak_mib']:.0f} MiB, materialized {r['materialized_ms']:.2f} ms\" for r in rows)" \
+      --compare chunked,materialized --bias "$bias" --dtype bfloat16 --mode causal --seq "${bias_seq[@]}"
+  done
+  bench "attention:alibi:window:sinks" "'; '.join(f\"T={r['T']} chunked {r['chunked_ms']:.2f} ms {r['chunked_peak_mib']:.0f} MiB\" for r in rows)" \
+    --compare chunked,materialized --bias alibi --window 1024 --sinks 4 --dtype bfloat16 --mode causal --seq "${bias_seq[@]}"
+  peer "flex bf16" attention --peers flex --bias alibi,kerple,t5,fire --dtype bfloat16 --seq "${bias_seq[@]}"
+  peer "flex window sinks" attention --peers flex --bias alibi --window 1024 --sinks 4 --window-positions sequence \
+    --dtype bfloat16 --seq "${bias_seq[@]}"
+  bench "attention:long" "'; '.join(f\"T={r['T']} forward {r['chunked_ms']:.0f} ms, peak {r['chunked_peak_mib']:.0f} MiB\" for r in rows)" \
+    --compare chunked,streaming --bias alibi --dtype bfloat16 --mode causal --forward-only --repeats 1 --seq "$long_seq"
+  bench attention:chunked "'; '.join(f\"T={r['T']} chunked {r['chunked_ms']:.2f} ms {r['chunked_peak_mib']:.0f} MiB, materialized {r['materialized_ms']:.2f} ms {r['materialized_peak_mib']:.0f} MiB\" for r in rows)" --compare chunked,materialized --bias alibi --seq "${chunked_seq[@]}" --mode causal
+  # 4. training updates: the toy model in each precision, and the GPU-sized model in fp32 and
+  #    bf16 against its PyTorch peer (eager, scaled_dot_product_attention)
   bench train "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, {r['parameters']} parameters\" for r in rows)" --steps 20 --warmup 5
   # fp16 with its loss scale: the updates skipped while the scale settles are not timed
   [ "$device" = cpu ] ||
     bench train:fp16 "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, loss scale {'settled' if r['loss_scale_settled'] else 'NOT settled'} after {r['settling_updates']} overflows, {r['skipped_updates']} updates skipped\" for r in rows)" --steps 20 --warmup 5 --set train.precision=fp16
+  bench train:bf16 "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s\" for r in rows)" --steps 20 --warmup 5 --set train.precision=bf16
+  for precision in fp32 bf16; do
+    bench "train:d512:$precision" "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, {r['parameters']} parameters, {r['dropout_sites']} dropout sites\" for r in rows)" \
+      --steps 10 --warmup 3 --set train.precision=$precision "${gpu_model[@]}"
+    peer "train d512 $precision" train --dtype "$([ $precision = bf16 ] && echo bfloat16 || echo float32)" \
+      --steps 10 --warmup 3 "${peer_model[@]}"
+  done
 fi
 
-# --- the table -------------------------------------------------------------------------------
+# --- the table, and the log in bench/results -------------------------------------------------
+if ls "$build"/gpu_check.bench_*.log >/dev/null 2>&1; then
+  while IFS= read -r line; do rows+=("$line"); done < <(python3 scripts/gpu_compare.py "$build"/gpu_check.*.log)
+fi
+results=${GPU_CHECK_RESULTS:-bench/results}
+mkdir -p "$results"
+logfile=$results/gpu_check-$(date -u +%Y%m%d-%H%M%S).log
 {
   echo "ropelab gpu_check on $(hostname), $(date -u +%Y-%m-%dT%H:%MZ), device $device"
+  echo "tree: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with changes)')"
+  echo "host CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
+  [ "$device" = cpu ] || echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+  python3 -c "import torch; print(f'torch {torch.__version__}, CUDA {torch.version.cuda}')" 2>/dev/null
   echo
   echo "| step | result | figures |"
   echo "| --- | --- | --- |"
   printf '%s\n' "${rows[@]}"
-} | tee "$build/gpu_check.md" 2>/dev/null || true
+} >"$build/gpu_check.md"
+{
+  cat "$build/gpu_check.md"
+  echo
+  echo "## every JSON line (ropelab's benches and the PyTorch peers)"
+  for log in "$build"/gpu_check.bench_*.log "$build"/gpu_check.peer_*.log; do
+    [ -f "$log" ] && grep -h '^{' "$log"
+  done
+  echo
+  echo "## the device tests"
+  cat "$build/gpu_check.tests.log" 2>/dev/null
+} >"$logfile"
+cat "$build/gpu_check.md"
+say "log: $logfile"
 exit $failed

@@ -71,6 +71,8 @@ TEST(Cli, BadFlagsAndDevicesFail) {
        "--bias: fire needs two softmax kernels; the performer backend takes no logit bias (e.g. --compare "
        "streaming,materialized) (see --help)"},
       {"generate --run /tmp --min-new -1", "--min-new: must be >= 0, got -1"},
+      {"bench attention --compare streaming,materialized --sinks 4",
+       "--sinks: sinks are the keys seen beside a window: give --window too"},
   };
   for (const auto& [args, line] : flag_cases) {
     const auto r = run(args);
@@ -141,4 +143,20 @@ TEST(Cli, BenchAttentionSweepsFromAFolderWithSpacesAndQuotes) {
   EXPECT_GT(row.at("materialized_ms").get<double>(), 0) << r.output;
   EXPECT_EQ(r.output.find("failed"), std::string::npos) << r.output;
   std::filesystem::remove_all(top);
+}
+
+// A learned bias in bf16 with a window and sinks: every case measured (in its child) and named.
+TEST(Cli, BenchAttentionTimesALearnedBiasInBf16WithAWindow) {
+  const auto r = run("bench attention --seq 32 --mode causal --compare chunked,materialized --bias kerple --dtype "
+                     "bfloat16 --window 8 --sinks 2 --batch 1 --heads 2 --head-dim 8 --repeats 1 --threads 1 --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto at = r.output.find("{\"bench\"");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const auto row = nlohmann::json::parse(r.output.substr(at, r.output.find('\n', at) - at));
+  EXPECT_EQ(row.at("dtype"), "bfloat16") << r.output;
+  EXPECT_EQ(row.at("bias"), "kerple") << r.output;
+  EXPECT_EQ(row.at("window"), 8) << r.output;
+  EXPECT_EQ(row.at("sinks"), 2) << r.output;
+  EXPECT_GT(row.at("chunked_ms").get<double>(), 0) << r.output;
+  EXPECT_GT(row.at("materialized_ms").get<double>(), 0) << r.output;
 }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ropelab/attention/softmax.h"
+#include "ropelab/ops/attention/sdpa_attention.h"
 
 namespace ropelab {
 
@@ -51,6 +52,7 @@ bool variant_materializes(const AttentionVariant& variant, const AttentionBenchO
   if (variant.type != AttentionType::softmax) return false;
   SoftmaxCall call;  // float32 operands every kernel takes, on `device`
   call.on_cpu = call.streaming_fits = call.materialized_fits = device.is_cpu();
+  call.sdpa_fits = o.bias == BenchBias::none && o.window == 0 && sdpa_compiled();  // PyTorch's kernel keeps O(T)
   call.scores = o.batch * o.heads * length * length;
   const auto path = softmax_path(variant.kernel, call);
   return path == SoftmaxPath::materialized || path == SoftmaxPath::aten;
@@ -97,7 +99,8 @@ void sweep_attention(const AttentionBenchOptions& o, const AttentionVariant (&va
         // forward and backward (one forward alone), none for the streaming kernel or the
         // chunked form (FIRE per tile included) or the Performer, one more for FIRE's dense bias where the kernel
         // materializes. Skip what cannot fit.
-        const double square = 4.0 * static_cast<double>(o.batch * o.heads) * static_cast<double>(T * T);
+        const double square = static_cast<double>(c10::elementSize(o.dtype)) * static_cast<double>(o.batch * o.heads) *
+                              static_cast<double>(T * T);
         const bool materializes = variant_materializes(variant, o, T, device);
         const double need = square * ((materializes ? (o.backward ? 3.0 : 1.0) : 0.0) +
                                       (o.bias == BenchBias::fire && materializes ? (o.backward ? 2.0 : 1.0) : 0.0));
@@ -119,6 +122,12 @@ void sweep_attention(const AttentionBenchOptions& o, const AttentionVariant (&va
                                          to_string(o.bias),
                                          "--repeats",
                                          std::to_string(o.repeats),
+                                         "--dtype",
+                                         bench_dtype_name(o.dtype),
+                                         "--window",
+                                         std::to_string(o.window),
+                                         "--sinks",
+                                         std::to_string(o.sinks),
                                          "--tiles",
                                          std::to_string(o.tiles.queries) + "x" + std::to_string(o.tiles.keys),
                                          "--device",

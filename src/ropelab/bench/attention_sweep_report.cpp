@@ -31,11 +31,12 @@ AttentionSweepReport::AttentionSweepReport(const AttentionBenchOptions& options,
 void AttentionSweepReport::print_header() const {
   const auto& o = options_;
   std::printf(
-      "attention %s: B=%ld H=%ld Dh=%ld, bias %s, streaming tiles %s, Performer m=%ld, %s, %ld threads, median "
-      "of %ld\n"
+      "attention %s: B=%ld H=%ld Dh=%ld, %s, bias %s, window %ld, sinks %ld, streaming tiles %s, Performer m=%ld, "
+      "%s, %ld threads, median of %ld\n"
       "%-14s %7s %15s %15s %16s %16s %9s\n",
       o.backward ? "forward+backward" : "forward", static_cast<long>(o.batch), static_cast<long>(o.heads),
-      static_cast<long>(o.head_dim), bias_.c_str(), tiles_.c_str(), static_cast<long>(o.features), device_.c_str(),
+      static_cast<long>(o.head_dim), bench_dtype_name(o.dtype).c_str(), bias_.c_str(), static_cast<long>(o.window),
+      static_cast<long>(o.sinks), tiles_.c_str(), static_cast<long>(o.features), device_.c_str(),
       static_cast<long>(threads_), static_cast<long>(o.repeats), "mode", "T", (first_ + " ms").c_str(),
       (second_ + " ms").c_str(), (first_ + " MiB").c_str(), (second_ + " MiB").c_str(), "ratio");
 }
@@ -44,7 +45,11 @@ nlohmann::ordered_json AttentionSweepReport::json(const AttentionSweepRow& r) co
   return {{"bench", "attention"},
           {"mode", mode_name(r.causal)},
           {"pass", options_.backward ? "forward+backward" : "forward"},
+          {"device", device_},
+          {"dtype", bench_dtype_name(options_.dtype)},
           {"bias", bias_},
+          {"window", options_.window},
+          {"sinks", options_.sinks},
           {"tiles", tiles_},
           {"T", r.length},
           {first_ + "_ms", r.ms[0]},

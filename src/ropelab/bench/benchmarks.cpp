@@ -168,24 +168,39 @@ void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
 }  // namespace
 
 namespace {
-const EnumNames<BenchBias, 3> kBenchBiasNames{
-    {{BenchBias::none, "none"}, {BenchBias::alibi, "alibi"}, {BenchBias::fire, "fire"}}};
+const EnumNames<BenchBias, 5> kBenchBiasNames{{{BenchBias::none, "none"},
+                                               {BenchBias::alibi, "alibi"},
+                                               {BenchBias::fire, "fire"},
+                                               {BenchBias::kerple, "kerple"},
+                                               {BenchBias::t5, "t5"}}};
 
 /// The bias of `o` for T queries and keys, as the stack hands it to attention.
 LogitBias bench_logit_bias(const AttentionBenchOptions& o, const torch::Device& device) {
   if (o.bias == BenchBias::none) return {};
   torch::NoGradGuard no_grad;
   const PositionGeometry geometry{o.heads * o.head_dim, o.heads, o.causal};
-  if (o.bias == BenchBias::alibi) {
-    auto alibi = make_position_encoder(PositionOptions().type(PositionType::alibi), geometry);
-    alibi->to(device);
-    return LogitBias::relative_table(relative_bias_table(*alibi, o.length, o.length, device));
+  // the parameters in the operands' type, as a model in that type holds them
+  if (o.bias != BenchBias::fire) {
+    const auto type = o.bias == BenchBias::alibi    ? PositionType::alibi
+                      : o.bias == BenchBias::kerple ? PositionType::kerple
+                                                    : PositionType::t5_bias;
+    auto encoder = make_position_encoder(PositionOptions().type(type), geometry);
+    encoder->to(device, o.dtype);
+    return LogitBias::relative_table(relative_bias_table(*encoder, o.length, o.length, device).to(o.dtype));
   }
   auto fire = make_position_encoder(PositionOptions().type(PositionType::fire), geometry);
-  fire->to(device);
+  fire->to(device, o.dtype);
   return LogitBias::factored(fire->factored_bias(o.length, o.length));  // a kernel without it makes it dense
 }
 }  // namespace
+
+namespace {
+const EnumNames<torch::Dtype, 4> kBenchDtypeNames{
+    {{torch::kFloat, "float"}, {torch::kDouble, "double"}, {torch::kBFloat16, "bfloat16"}, {torch::kHalf, "float16"}}};
+}  // namespace
+
+torch::Dtype parse_bench_dtype(const std::string& name) { return parse_enum(name, kBenchDtypeNames, "dtype"); }
+std::string bench_dtype_name(torch::Dtype dtype) { return enum_name(dtype, kBenchDtypeNames); }
 
 std::string to_string(BenchBias bias) { return enum_name(bias, kBenchBiasNames); }
 BenchBias parse_bench_bias(const std::string& name) { return parse_enum(name, kBenchBiasNames, "bench bias"); }
@@ -197,22 +212,31 @@ AttentionBenchResult bench_attention(const AttentionBenchOptions& o, const torch
       o.head_dim);
   backend->to(device);
   backend->train();
-  const auto bias = bench_logit_bias(o, device);
+  auto bias = bench_logit_bias(o, device);
+  // the backward of a learned bias (Kerple, T5, FIRE) takes its gradient, as training does:
+  // each of its tensors a leaf (ALiBi's fixed slopes have none)
+  std::vector<torch::Tensor> bias_leaves;
+  if (o.bias != BenchBias::alibi)
+    for (auto* t : {&bias.relative, &bias.fire.psi, &bias.fire.inv_norm, &bias.fire.w1, &bias.fire.b1, &bias.fire.w2,
+                    &bias.fire.b2})
+      if (t->defined()) bias_leaves.push_back(*t = t->detach().requires_grad_(true));
+  const auto options = torch::TensorOptions().device(device).dtype(o.dtype);
   auto make = [&] {
-    return torch::randn({o.batch, o.heads, o.length, o.head_dim}, torch::TensorOptions().device(device))
-        .mul_(0.5)
-        .requires_grad_(true);
+    return torch::randn({o.batch, o.heads, o.length, o.head_dim}, options).mul_(0.5).requires_grad_(true);
   };
   auto q = make(), k = make(), v = make();
-  auto weights = torch::randn({o.batch, o.heads, o.length, o.head_dim}, torch::TensorOptions().device(device));
+  auto weights = torch::randn({o.batch, o.heads, o.length, o.head_dim}, options);
+  const AttentionInputs inputs{q, k, v, {}, bias, o.causal, o.window, o.sinks};
   auto step = [&] {
     if (!o.backward) {
       torch::NoGradGuard no_grad;
-      backend->forward(AttentionInputs{q, k, v, {}, bias, o.causal});
+      backend->forward(inputs);
       return;
     }
-    auto out = backend->forward(AttentionInputs{q, k, v, {}, bias, o.causal});
-    torch::autograd::grad({(out * weights).sum()}, {q, k, v});
+    auto out = backend->forward(inputs);
+    std::vector<torch::Tensor> leaves{q, k, v};
+    leaves.insert(leaves.end(), bias_leaves.begin(), bias_leaves.end());
+    torch::autograd::grad({(out * weights).sum()}, leaves);
   };
   detail::synchronize(device);
   const double resident = proc_status_mib("VmRSS");
@@ -230,8 +254,8 @@ AttentionBenchResult bench_attention(const AttentionBenchOptions& o, const torch
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(gpu));
     // StatType::AGGREGATE, which is 0 in every LibTorch; the enum moved namespaces in 2.x.
     const size_t aggregate = 0;
-    const double inputs = 4.0 * static_cast<double>(q.numel() + k.numel() + v.numel() + weights.numel());
-    result.peak_mib = (static_cast<double>(stats.allocated_bytes[aggregate].peak) - inputs) / (1024.0 * 1024.0);
+    const double held = static_cast<double>(q.element_size() * (q.numel() + k.numel() + v.numel() + weights.numel()));
+    result.peak_mib = (static_cast<double>(stats.allocated_bytes[aggregate].peak) - held) / (1024.0 * 1024.0);
   }
 #endif
   return result;

@@ -105,9 +105,15 @@ struct RotaryBenchOptions {
 /// implementation (eager, script, fused), all forward on the same tensors.
 std::vector<RotaryBenchRow> bench_rotary(const RotaryBenchOptions& options, const torch::Device& device);
 
-/// The logit bias an attention benchmark adds: none, ALiBi's relative table (Press et al.
-/// 2022) or FIRE's dense bias (Li et al. 2024), from the position encoders themselves.
-enum class BenchBias { none, alibi, fire };
+/// The element type a kernel benchmark runs in: float, double, bfloat16, float16.
+torch::Dtype parse_bench_dtype(const std::string& name);
+std::string bench_dtype_name(torch::Dtype dtype);
+inline constexpr const char* kBenchDtypes = "float | double | bfloat16 | float16";
+
+/// The logit bias an attention benchmark adds: none, the relative tables of ALiBi (Press et al.
+/// 2022), Kerple (Chi et al. 2022, its logarithmic form) and T5 (Raffel et al. 2020), or FIRE's
+/// factored bias (Li et al. 2024), from the position encoders themselves.
+enum class BenchBias { none, alibi, fire, kerple, t5 };
 std::string to_string(BenchBias bias);
 BenchBias parse_bench_bias(const std::string& name);
 
@@ -119,7 +125,9 @@ struct AttentionBenchOptions {
   int64_t batch = 1, heads = 8, head_dim = 64;
   int64_t features = 256;  // Performer m
   BenchBias bias = BenchBias::none;
-  bool backward = true;  // forward + backward; false: the forward alone, without autograd
+  torch::Dtype dtype = torch::kFloat;  // of q, k, v and the bias's parameters
+  int64_t window = 0, sinks = 0;       // causal or not: KeyVisibility's
+  bool backward = true;                // forward + backward; false: the forward alone, without autograd
   int64_t warmup = 1, repeats = 3;
   StreamingTiles tiles;  // the streaming kernel's
 };
