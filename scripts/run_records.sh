@@ -4,7 +4,17 @@
 #
 #   scripts/run_records.sh pack OUT [RECORDS]     every finished run of OUT/runs not yet in
 #                                                 RECORDS -> RECORDS/NAME.tar.xz
+#   scripts/run_records.sh pack-trained OUT [RECORDS]
+#                                                 every run of OUT/runs that trained to its end
+#                                                 but lacks evaluations (RUN/trained, no
+#                                                 ablation.done) -> RECORDS/NAME.trained.tar.xz,
+#                                                 with its checkpoint_best.pt
 #   scripts/run_records.sh unpack OUT [RECORDS]   every RECORDS/*.tar.xz -> OUT/runs/NAME
+#
+# A trained record splits a study between machines or sessions: one trains, a later one unpacks
+# the run and `ropelab ablate` runs only its missing evaluations (a run that trained is not
+# trained again). Packing the finished run later removes its trained record, and unpacking
+# prefers a finished record to a trained one.
 #
 # RECORDS defaults to OUT/records. A run is finished when ablate marked it (ablation.done:
 # trained, and every evaluation asked of it written). An archive holds the run's folder and
@@ -26,7 +36,7 @@ die() {
   exit 1
 }
 
-[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: scripts/run_records.sh pack|unpack OUT [RECORDS]"
+[ $# -ge 2 ] && [ $# -le 3 ] || die "usage: scripts/run_records.sh pack|pack-trained|unpack OUT [RECORDS]"
 action=$1 out=${2%/}
 records=${3:-$out/records}
 keep_best=${RUN_RECORDS_KEEP_BEST:-}
@@ -49,20 +59,31 @@ members() {
 }
 
 case $action in
-  pack)
+  pack | pack-trained)
     [ -d "$out/runs" ] || die "$out/runs: no such folder (OUT is an ablate output directory)"
     mkdir -p "$records" || die "$records: cannot create the folder"
     packed=0 present=0
     for run in "$out"/runs/*/; do
       name=$(basename "$run")
-      [ -f "$out/runs/$name/ablation.done" ] || continue
-      archive=$records/$name.tar.xz
+      if [ "$action" = pack ]; then
+        [ -f "$out/runs/$name/ablation.done" ] || continue
+        archive=$records/$name.tar.xz
+      else
+        if [ ! -f "$out/runs/$name/trained" ] || [ -f "$out/runs/$name/ablation.done" ]; then continue; fi
+        [ -f "$out/runs/$name/checkpoint_best.pt" ] ||
+          die "$out/runs/$name/checkpoint_best.pt: a trained run's record needs its checkpoint for the evaluations"
+        archive=$records/$name.trained.tar.xz
+        [ -f "$records/$name.tar.xz" ] && continue  # its finished record is there
+      fi
       if [ -f "$archive" ]; then
         present=$((present + 1))
         continue
       fi
       list=$(mktemp)
       members "$name" >"$list"
+      if [ "$action" = pack-trained ] && ! grep -qx "runs/$name/checkpoint_best.pt" "$list"; then
+        echo "runs/$name/checkpoint_best.pt" >>"$list"
+      fi
       if ! tar -C "$out" -cJf "$archive.tmp" -T "$list"; then
         rm -f "$archive.tmp" "$list"
         die "$archive: tar failed"
@@ -71,6 +92,9 @@ case $action in
       mv "$archive.tmp" "$archive" || die "$archive: cannot move the archive into place"
       packed=$((packed + 1))
       echo "run_records: $archive ($(du -h "$archive" | cut -f1))"
+      if [ "$action" = pack ] && [ -f "$records/$name.trained.tar.xz" ]; then
+        rm -f "$records/$name.trained.tar.xz" && echo "run_records: $records/$name.trained.tar.xz: superseded, removed"
+      fi
     done
     echo "run_records: $packed runs packed into $records, $present there already"
     ;;
@@ -86,8 +110,13 @@ case $action in
     for archive in "$records"/*.tar.xz; do
       [ -f "$archive" ] || continue
       name=$(basename "$archive" .tar.xz)
+      marker=ablation.done
+      if [[ $name == *.trained ]]; then  # a trained record: the finished one, if any, wins
+        name=${name%.trained} marker=trained
+        [ -f "$records/$name.tar.xz" ] && continue
+      fi
       run=$out/runs/$name
-      if [ -f "$run/ablation.done" ]; then
+      if [ -f "$run/ablation.done" ] || { [ $marker = trained ] && [ -f "$run/trained" ]; }; then
         kept=$((kept + 1))
         continue
       fi
@@ -99,13 +128,13 @@ case $action in
       finished=0
       while IFS= read -r member; do
         case $member in
-          "runs/$name/ablation.done") finished=1 ;;
+          "runs/$name/$marker") finished=1 ;;
           */../* | */..) die "$archive: holds a path that leaves its run ($member)" ;;
           "runs/$name" | "runs/$name/" | "runs/$name/"* | "runs/$name.log") ;;
           *) die "$archive: holds files outside runs/$name ($member)" ;;
         esac
       done <<<"$listing"
-      [ $finished = 1 ] || die "$archive: holds no finished run (no runs/$name/ablation.done)"
+      [ $finished = 1 ] || die "$archive: holds no $( [ $marker = trained ] && echo trained || echo finished) run (no runs/$name/$marker)"
       # An unfinished run is set aside, not deleted, as `ropelab train` does (RUN.old-TIME).
       if [ -e "$run" ]; then
         old=$run.old-$(date +%Y%m%d-%H%M%S)
@@ -132,5 +161,5 @@ case $action in
     done
     echo "run_records: $added runs unpacked into $out/runs, $kept there finished already"
     ;;
-  *) die "unknown action '$action' (pack or unpack)" ;;
+  *) die "unknown action '$action' (pack, pack-trained or unpack)" ;;
 esac

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """scripts/run_records.sh on ablation directories made here: which runs it packs (finished ones,
 once), what an archive holds (no checkpoints, lock or cached data; checkpoint_best.pt of a run
-that fine-tunes start from, or where RUN_RECORDS_KEEP_BEST matches), and what unpacking keeps, replaces and refuses."""
+that fine-tunes start from, or where RUN_RECORDS_KEEP_BEST matches), trained runs' records with their
+best checkpoint (pack-trained) until the finished record replaces them, and what unpacking keeps,
+replaces and refuses."""
 import fcntl
 import os
 import pathlib
@@ -243,6 +245,45 @@ class RunRecords(unittest.TestCase):
         self.assertEqual((fresh / "runs" / "alibi.seed1" / "eval.test.ctx512.json").read_text(), '{"perplexity": 2.9}\n')
         self.assertEqual((fresh / "runs" / "alibi.seed1.log").read_text(), "log of alibi.seed1\n")
         self.assertEqual(sorted(p.name for p in fresh.iterdir()), [".lock", "runs"])
+
+    def test_a_trained_run_travels_with_its_best_checkpoint_until_its_finished_record_replaces_it(self):
+        make_run(self.out, "rotary.seed1", finished=False, extra={"trained": ""})
+        make_run(self.out, "alibi.seed1", finished=False)  # training: not a record of either kind
+        make_run(self.out, "fire.seed1")  # finished: `pack`'s
+        records = self.out / "records"
+        packed = run("pack-trained", self.out)
+        self.assertEqual(packed.returncode, 0, packed.stderr)
+        self.assertEqual(sorted(p.name for p in records.iterdir()), ["rotary.seed1.trained.tar.xz"])
+        self.assertEqual(members(records / "rotary.seed1.trained.tar.xz"),
+                         ["runs/rotary.seed1.log", "runs/rotary.seed1/checkpoint_best.pt",
+                          "runs/rotary.seed1/config.yaml", "runs/rotary.seed1/eval.test.ctx512.json",
+                          "runs/rotary.seed1/trained"])
+        self.assertIn("0 runs packed", run("pack-trained", self.out).stdout)
+        # elsewhere: the run as trained, with the checkpoint its evaluations read
+        elsewhere = self.root / "elsewhere"
+        unpacked = run("unpack", elsewhere, records)
+        self.assertEqual(unpacked.returncode, 0, unpacked.stderr)
+        self.assertEqual((elsewhere / "runs" / "rotary.seed1" / "checkpoint_best.pt").read_bytes(), b"weights")
+        self.assertTrue((elsewhere / "runs" / "rotary.seed1" / "trained").exists())
+        self.assertFalse((elsewhere / "runs" / "rotary.seed1" / "ablation.done").exists())
+        self.assertIn("0 runs unpacked", run("unpack", elsewhere, records).stdout)  # kept as it is
+        # evaluated there and packed finished: its trained record goes, and the finished one is unpacked
+        (elsewhere / "runs" / "rotary.seed1" / "ablation.done").write_text("")
+        finished = run("pack", elsewhere, records)
+        self.assertEqual(finished.returncode, 0, finished.stderr)
+        self.assertEqual(sorted(p.name for p in records.iterdir()), ["rotary.seed1.tar.xz"])
+        again = run("unpack", self.out, records)  # the local run, trained only, set aside for the finished one
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertTrue((self.out / "runs" / "rotary.seed1" / "ablation.done").exists())
+        self.assertTrue(any(p.name.startswith("rotary.seed1.old-") for p in (self.out / "runs").iterdir()))
+
+    def test_a_trained_run_without_its_checkpoint_is_refused(self):
+        run_dir = make_run(self.out, "rotary.seed1", finished=False, extra={"trained": ""})
+        (run_dir / "checkpoint_best.pt").unlink()
+        refused = run("pack-trained", self.out)
+        self.assertEqual(refused.returncode, 1)
+        self.assertIn("rotary.seed1/checkpoint_best.pt: a trained run's record needs its checkpoint", refused.stderr)
+        self.assertEqual(len(refused.stderr.strip().splitlines()), 1, refused.stderr)
 
     def test_bad_arguments_fail_with_one_line(self):
         for args, message in ((["frob", self.out], "unknown action 'frob'"),
