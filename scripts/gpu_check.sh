@@ -147,14 +147,14 @@ if [ -x "$cli" ]; then
   peer "sdpa bf16" attention --peers sdpa --dtype bfloat16 --seq "${attention_seq[@]}"
   # 3. biases, bf16, forward and backward with the learned biases' gradients, against
   #    FlexAttention (compiled) with the same score modification; a window with sinks; and
-  #    131072 tokens of forward (its peak memory)
+  #    131072 tokens of forward (its peak memory); the peers first here, after ropelab above
+  peer "flex bf16" attention --peers flex --bias alibi,kerple,t5,fire --dtype bfloat16 --seq "${bias_seq[@]}"
   for bias in alibi kerple t5 fire; do
     bench "attention:$bias:bf16" "'; '.join(f\"T={r['T']} chunked {r['chunked_ms']:.2f} ms {r['chunked_peak_mib']:.0f} MiB, materialized {r['materialized_ms']:.2f} ms\" for r in rows)" \
       --compare chunked,materialized --bias "$bias" --dtype bfloat16 --mode causal --seq "${bias_seq[@]}"
   done
   bench "attention:alibi:window:sinks" "'; '.join(f\"T={r['T']} chunked {r['chunked_ms']:.2f} ms {r['chunked_peak_mib']:.0f} MiB\" for r in rows)" \
     --compare chunked,materialized --bias alibi --window 1024 --sinks 4 --dtype bfloat16 --mode causal --seq "${bias_seq[@]}"
-  peer "flex bf16" attention --peers flex --bias alibi,kerple,t5,fire --dtype bfloat16 --seq "${bias_seq[@]}"
   peer "flex window sinks" attention --peers flex --bias alibi --window 1024 --sinks 4 --window-positions sequence \
     --dtype bfloat16 --seq "${bias_seq[@]}"
   bench "attention:long" "'; '.join(f\"T={r['T']} forward {r['chunked_ms']:.0f} ms, peak {r['chunked_peak_mib']:.0f} MiB\" for r in rows)" \
@@ -167,12 +167,19 @@ if [ -x "$cli" ]; then
   [ "$device" = cpu ] ||
     bench train:fp16 "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, loss scale {'settled' if r['loss_scale_settled'] else 'NOT settled'} after {r['settling_updates']} overflows, {r['skipped_updates']} updates skipped\" for r in rows)" --steps 20 --warmup 5 --set train.precision=fp16
   bench train:bf16 "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s\" for r in rows)" --steps 20 --warmup 5 --set train.precision=bf16
-  for precision in fp32 bf16; do
-    bench "train:d512:$precision" "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, {r['parameters']} parameters, {r['dropout_sites']} dropout sites\" for r in rows)" \
-      --steps 10 --warmup 3 --set train.precision=$precision "${gpu_model[@]}"
-    peer "train d512 $precision" train --dtype "$([ $precision = bf16 ] && echo bfloat16 || echo float32)" \
-      --steps 10 --warmup 3 "${peer_model[@]}"
-  done
+  # ropelab then the peer in fp32, the peer then ropelab in bf16: the order alternates
+  train_ours() {
+    bench "train:d512:$1" "', '.join(f\"{r['target_tokens_per_s']:.0f} target tok/s, {r['parameters']} parameters, {r['dropout_sites']} dropout sites\" for r in rows)" \
+      --steps 10 --warmup 3 --set train.precision="$1" "${gpu_model[@]}"
+  }
+  train_peer() {
+    peer "train d512 $1" train --dtype "$([ "$1" = bf16 ] && echo bfloat16 || echo float32)" --steps 10 --warmup 3 \
+      "${peer_model[@]}"
+  }
+  train_ours fp32
+  train_peer fp32
+  train_peer bf16
+  train_ours bf16
 fi
 
 # --- the table, and the log in bench/results -------------------------------------------------
