@@ -147,8 +147,9 @@ TEST(Cli, BenchAttentionSweepsFromAFolderWithSpacesAndQuotes) {
 
 // A learned bias in bf16 with a window and sinks: every case measured (in its child) and named.
 TEST(Cli, BenchAttentionTimesALearnedBiasInBf16WithAWindow) {
-  const auto r = run("bench attention --seq 32 --mode causal --compare chunked,materialized --bias kerple --dtype "
-                     "bfloat16 --window 8 --sinks 2 --batch 1 --heads 2 --head-dim 8 --repeats 1 --threads 1 --json");
+  const auto r =
+      run("bench attention --seq 32 --mode causal --compare chunked,materialized --bias kerple --dtype "
+          "bfloat16 --window 8 --sinks 2 --batch 1 --heads 2 --head-dim 8 --repeats 1 --threads 1 --json");
   ASSERT_EQ(r.code, 0) << r.output;
   const auto at = r.output.find("{\"bench\"");
   ASSERT_NE(at, std::string::npos) << r.output;
