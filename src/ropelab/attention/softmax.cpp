@@ -45,7 +45,8 @@ SoftmaxAttention::Path SoftmaxAttention::path(const AttentionInputs& in) const {
   call.dropout = dropout_ > 0.0 && is_training();
   const ScoreBias& bias = in.logit_bias;
   call.on_cpu = in.q.device().is_cpu();
-  call.sdpa_fits = !in.logit_bias.sinks.defined() &&
+  // PyTorch's kernel is offered off the CPU only: a CPU call (every call of Debian's build) skips the check
+  call.sdpa_fits = !call.on_cpu && !in.logit_bias.sinks.defined() &&
                    sdpa_attention_available(in.q, in.k, in.v, bias, {in.causal, in.window, in.sinks});
   if (call.contextual || call.dropout) return softmax_path(kernel_, call);
   call.streaming_fits = streaming_attention_available(in.q, in.k, in.v, bias);
