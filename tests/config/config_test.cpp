@@ -213,6 +213,10 @@ TEST_F(ConfigTest, TrainPositionsFollowTheContextAndCoverTheTrainingSequence) {
   EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.range=4096"})),
             "--set: model.decoder_position.train_positions.range=4096 is not read (model.decoder_position.type=rotary, "
             "scaling.type=none); it applies to train_positions.type: randomized or pose");
+  EXPECT_EQ(load_error({}, with({"model.position.type=rotary", "model.position.train_positions.type=pose",
+                                 "model.position.train_positions.drawn_at_eval=true"})),
+            "--set: model.decoder_position.train_positions.drawn_at_eval=true is not read "
+            "(model.decoder_position.type=rotary, scaling.type=none); it applies to train_positions.type: randomized");
   // settings whose positions would not be the drawn ones in training, which an evaluation
   // of the trained run (positions 0 ... T - 1) may take
   const std::vector<std::string> dynamic = {"model.position.type=rotary", "model.position.train_positions.type=pose",

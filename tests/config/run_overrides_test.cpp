@@ -10,6 +10,7 @@ using namespace ropelab;
 TEST(RunOverrides, TheKeysAreListedOnceInTheShorthandsSpelling) {
   EXPECT_EQ(run_override_keys(),
             "data.{eval_tokens,documents}, model.position.rotary_impl, model.position.scaling.*, "
+            "model.position.train_positions.drawn_at_eval, "
             "model.attention.{kernel,window,layer_windows,sinks,window_positions}, decode.*");
 }
 
@@ -19,7 +20,7 @@ TEST(RunOverrides, KeysThatLeaveTheParametersAloneAreTaken) {
         "model.encoder_position.rotary_impl=fused", "model.position.scaling={type: yarn, factor: 8}",
         "model.position={scaling: {type: linear}}", "decode.beam=2", "decode={beam: 1, lenpen: 0}",
         "data.eval_tokens=100", "data.documents=true", "model.attention.window=8", "model.attention.kernel=streaming",
-        "model.attention.window_positions=sequence"})
+        "model.attention.window_positions=sequence", "model.position.train_positions.drawn_at_eval=true"})
     EXPECT_EQ(run_override_error(assignment), "") << assignment;
 }
 

@@ -39,13 +39,17 @@ TEST(ContextGainBuckets, DoubleFromTheWindowAndStopAtTheContext) {
 }
 
 // The control of the protocol itself: a "windowed" pass whose window covers the whole
-// evaluation window sees every key, so every bucket gains exactly 0 (and has tokens).
+// evaluation window sees every key, so every bucket gains exactly 0 (and has tokens); with
+// positions drawn at evaluation too, since both passes draw the same ones.
 TEST_F(ContextGainTest, AWindowCoveringTheContextGainsExactlyZero) {
   const auto text = write("docs.txt", ropelab::testing::named_documents(5, 12));
   for (const std::string position :
-       {"{type: rotary}", "{type: alibi}", "{type: fire}", "{type: none, forget_gate: true}"}) {
+       {"{type: rotary}", "{type: alibi}", "{type: fire}", "{type: none, forget_gate: true}",
+        "{type: rotary, train_positions: {type: randomized, drawn_at_eval: true}}"}) {
     SCOPED_TRACE(position);
     const auto config = gain_config(text, position);
+    ASSERT_EQ(config.model.decoder_position().train_positions().drawn_at_eval(),
+              position.find("drawn_at_eval") != std::string::npos);
     LanguageModelTask task(config);
     const auto tokenizer = train_tokenizer(config.tokenizer, std::vector<std::string>{"x"}, dir_.string());
     torch::manual_seed(1);

@@ -148,6 +148,37 @@ TEST_F(TrainingPositions, AStackTrainsOnDrawnPositionsAndEvaluatesOnContiguousOn
   EXPECT_GT(pose.back(), t);
 }
 
+// With drawn_at_eval (the reference code's test-time choice), evaluation draws as training
+// does: T sorted rows of the range, a new draw per call, the same ones from the same seed.
+TEST_F(TrainingPositions, DrawnAtEvalDrawsInEvaluationToo) {
+  const int64_t t = 8, range = 1000;
+  LanguageModel lm(tiny_options().decoder_position(
+      PositionOptions()
+          .type(PositionType::learned)
+          .max_len(range)
+          .train_positions(drawn(TrainPositionsType::randomized, range).drawn_at_eval(true))));
+  lm->eval();
+  const auto tokens = torch::randint(1, 23, {3, t});
+  auto used_rows = [&](uint64_t seed) {
+    lm->zero_grad();
+    torch::manual_seed(seed);
+    lm(tokens).sum().backward();
+    const auto grad = lm->decoder->position()->named_parameters()["table.weight"].grad();
+    return as_vector(grad.abs().sum(1).nonzero().flatten());
+  };
+  const auto rows = used_rows(5);
+  ASSERT_EQ(rows.size(), static_cast<size_t>(t));  // one draw for the batch
+  EXPECT_GT(rows.back(), t);
+  EXPECT_EQ(used_rows(5), rows);
+  EXPECT_NE(used_rows(6), rows);
+  torch::manual_seed(5);
+  const auto drawn_out = lm(tokens);
+  torch::manual_seed(5);
+  const auto again = lm(tokens);
+  EXPECT_EQ(max_diff(drawn_out, again), 0.0);
+  EXPECT_GT(max_diff(drawn_out, lm(tokens, nullptr, Positions::range(0, t, 1, torch::kCPU))), 1e-4);
+}
+
 // Every encoder that takes drawn positions trains on them (a finite loss and gradient, and a
 // loss other than on 0 ... T - 1), and in evaluation the drawing changes nothing: the same
 // weights give the same outputs as without it, by full recomputation and by cached decoding.

@@ -56,6 +56,7 @@ void describe(V& v, PositionOptions& p) {
     auto& t = p.train_positions();
     v.choice("type", t.type(), parse_train_positions_type);
     v("range", t.range());
+    v.run_may_change([&] { v("drawn_at_eval", t.drawn_at_eval()); });
   });
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -107,8 +108,13 @@ EvalReport context_gain_report(const Task& task, const TaskModel& full, const Ta
   const double start = now_seconds();
   const auto max_tokens = task.config().train.max_tokens();
   std::vector<std::vector<double>> full_nll, windowed_nll;
+  // Both passes start from one generator state, so that positions drawn at evaluation
+  // (train_positions.drawn_at_eval) are the same in both and only the window differs.
+  const auto draws = torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kLong).item<int64_t>();
+  torch::manual_seed(static_cast<uint64_t>(draws));
   const auto totals =
       evaluate_loss(task, full, ExampleView(windows), max_tokens, 0.0, device, nullptr, nullptr, &full_nll);
+  torch::manual_seed(static_cast<uint64_t>(draws));
   const auto narrow =
       evaluate_loss(task, windowed, ExampleView(windows), max_tokens, 0.0, device, nullptr, nullptr, &windowed_nll);
   auto buckets = context_gain_buckets(gain.window, gain.context);

@@ -228,10 +228,15 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
   return final_norm ? final_norm(h) : h;
 }
 
-bool StackImpl::drawn_positions() const { return is_training() && options_.position().train_positions().drawn(); }
+bool StackImpl::drawn_positions() const {
+  const auto& t = options_.position().train_positions();
+  return t.drawn() && (is_training() || t.drawn_at_eval());
+}
 
 Positions StackImpl::training_positions(int64_t rows, int64_t length, const torch::Device& device) const {
-  TORCH_CHECK(drawn_positions(), "Stack: training positions are drawn in training with train_positions set");
+  TORCH_CHECK(drawn_positions(),
+              "Stack: positions are drawn in training with train_positions set (in evaluation "
+              "with drawn_at_eval)");
   return draw_training_positions(options_.position().train_positions(), rows, length, device);
 }
 

@@ -134,8 +134,9 @@ class StackImpl : public torch::nn::Module {
   /// each step's length, which needs every key kept (softmax attention, no window) and 1-D
   /// positions; otherwise decoding recomputes the prefix.
   bool decodes_incrementally() const;
-  /// Whether a call without positions of its own trains on drawn ones (train_positions set,
-  /// training mode); evaluation and decoding count 0, ..., T - 1.
+  /// Whether a call without positions of its own (and without a cache) uses drawn ones:
+  /// train_positions set, in training mode, or in evaluation too with drawn_at_eval;
+  /// otherwise it counts 0, ..., T - 1.
   bool drawn_positions() const;
   /// Positions for `rows` sequences of `length` tokens drawn as train_positions says
   /// (position/training_positions.h); only while drawn_positions().

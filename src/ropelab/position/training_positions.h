@@ -1,7 +1,8 @@
 #pragma once
 /// Positions a stack trains on in place of 0, ..., T - 1, so that training sees the
 /// positions (and distances) of sequences longer than the training context. Evaluation and
-/// decoding always count 0, ..., T - 1.
+/// decoding count 0, ..., T - 1, unless randomized positions are drawn at evaluation too
+/// (drawn_at_eval, the reference code's choice).
 ///
 ///   contiguous  0, ..., T - 1
 ///   randomized  T positions drawn without replacement from [0, range) and sorted, one draw
@@ -33,6 +34,11 @@ struct TrainPositionsOptions {
   /// should know (PoSE's target context). A length: unset (0) in a Config it is 64 C, C the
   /// training context (position/context_defaults.h).
   TORCH_ARG(int64_t, range) = 32768;
+  /// randomized: evaluation without a cache draws its positions too, one sorted sample from
+  /// [0, range) per call, as Ruoss et al. 2023's reference code does at test time; false:
+  /// it counts 0, ..., T - 1. Cached decoding counts 0, ..., T - 1 either way (a draw for
+  /// T tokens cannot grow one token at a time).
+  TORCH_ARG(bool, drawn_at_eval) = false;
 };
 
 std::string to_string(TrainPositionsType type);

@@ -45,6 +45,9 @@ bool dynamic(const PositionOptions& o) {
 }
 bool yarn_or_dynamic(const PositionOptions& o) { return yarn(o) || dynamic(o); }
 bool drawn(const PositionOptions& o) { return positioned(o.type()) && o.train_positions().drawn(); }
+bool randomized(const PositionOptions& o) {
+  return positioned(o.type()) && o.train_positions().type() == TrainPositionsType::randomized;
+}
 
 /// A reset of one setting to its default: FIELD is its accessor ("max_len", "scaling().ramp").
 #define ROPELAB_RESET(FIELD) [](PositionOptions& o, const PositionOptions& d) { o.FIELD() = d.FIELD(); }
@@ -89,6 +92,8 @@ const std::vector<PositionSetting>& position_settings() {
       {"train_positions.type", by_type<positioned>, names<positioned>, ROPELAB_RESET(train_positions().type)},
       {"train_positions.range", drawn, [] { return std::string("train_positions.type: randomized or pose"); },
        ROPELAB_RESET(train_positions().range)},
+      {"train_positions.drawn_at_eval", randomized, [] { return std::string("train_positions.type: randomized"); },
+       ROPELAB_RESET(train_positions().drawn_at_eval)},
   };
   return settings;
 }
