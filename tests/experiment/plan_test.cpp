@@ -331,7 +331,7 @@ TEST_F(Plan, PasskeyIsAskedAgainUnderAWindowWithSinksPastTheContext) {
 // eval_scaling_factors: each static scaling at each fixed factor at every context, beside the
 // exact factor past the training context; a fixed factor equal to the exact one (2 at 16 =
 // 2 x 8) is the same evaluation, run once and read into both columns; dynamic NTK takes no
-// fixed factor; the rotary variant only.
+// fixed factor; the rotary variant only, and not when it trained on randomized positions.
 TEST_F(Plan, FixedFactorsAddColumnsAndShareTheExactFactorsEvaluation) {
   auto asked = spec_.evaluations;
   asked.scalings = {"yarn", "dynamic_ntk"};
@@ -349,6 +349,12 @@ TEST_F(Plan, FixedFactorsAddColumnsAndShareTheExactFactorsEvaluation) {
   std::sort(tags.begin(), tags.end());
   EXPECT_EQ(std::adjacent_find(tags.begin(), tags.end()), tags.end());  // no evaluation twice
   EXPECT_EQ(ablation_evals(config_of(0, 1), asked).size(), 2u);         // alibi: no scalings
+  auto randomized = config_of(1, 1);  // rotary trained on positions that span the lengths: no scalings
+  randomized.model.decoder_position().train_positions().type(TrainPositionsType::randomized);
+  EXPECT_EQ(ablation_evals(randomized, asked).size(), 2u);
+  auto pose = config_of(1, 1);  // PoSE is read with and without YaRN (Zhu et al. 2024)
+  pose.model.decoder_position().train_positions().type(TrainPositionsType::pose);
+  EXPECT_EQ(ablation_evals(pose, asked).size(), 7u);
 }
 
 // A grid reaches variants that do not read every key it sets: one warning per such variant

@@ -82,7 +82,10 @@ void window_perplexity_evals(const Config& config, const TestEvaluations& asked,
       else
         out.push_back(std::move(e));
     };
-    const bool scalable = traits.scalable && position.scaling().type() == RopeScalingType::none;
+    // randomized positions already span the evaluation lengths (train_positions.range): the
+    // method is read as trained, not scaled
+    const bool scalable = traits.scalable && position.scaling().type() == RopeScalingType::none &&
+                          position.train_positions().type() != TrainPositionsType::randomized;
     if (scalable && c > trained)
       for (const auto& scaling : asked.scalings)  // to this context: s = context / data.context
         scaled(scaling, static_cast<double>(c) / static_cast<double>(trained), false);
