@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "../test_util.h"
+#include "ropelab/config/config.h"
 #include "ropelab/model/transformer.h"
 #include "ropelab/position/position_traits.h"
 #include "ropelab/position/unused_settings.h"
@@ -177,6 +178,37 @@ TEST_F(TrainingPositions, DrawnAtEvalDrawsInEvaluationToo) {
   const auto again = lm(tokens);
   EXPECT_EQ(max_diff(drawn_out, again), 0.0);
   EXPECT_GT(max_diff(drawn_out, lm(tokens, nullptr, Positions::range(0, t, 1, torch::kCPU))), 1e-4);
+}
+
+// Evaluation that draws is held to what training on drawn positions is (a dynamic scaling
+// per call, a window at cache positions), and a translator, whose search decodes through
+// caches at 0 ... T - 1, cannot draw at evaluation: one line each, when the config loads.
+TEST_F(TrainingPositions, DrawnAtEvalRefusesWhatWouldNotUseTheDrawnPositions) {
+  const std::vector<std::string> lm = {"task=lm",
+                                       "data.format=text",
+                                       "data.context=64",
+                                       "model.position.type=rotary",
+                                       "model.position.train_positions.type=randomized",
+                                       "model.position.train_positions.drawn_at_eval=true"};
+  auto error = [&](const std::vector<std::string>& base, const std::vector<std::string>& more) {
+    auto all = base;
+    all.insert(all.end(), more.begin(), more.end());
+    return ropelab::testing::error_of([&] { load_config({{}, all}); });
+  };
+  EXPECT_EQ(error(lm, {}), "");
+  EXPECT_EQ(error(lm, {"model.position.scaling.type=dynamic_ntk"}),
+            "--set: model.decoder_position.scaling.dynamic=call follows the call's largest position, which "
+            "model.decoder_position.train_positions.type=randomized puts near the range in training; use token");
+  EXPECT_EQ(error(lm, {"model.attention.window=16"}),
+            "--set: model.attention.window_positions=cache places the queries of a window at cache positions (at "
+            "most sinks + window - 1), not at the drawn positions of model.decoder_position.train_positions.type="
+            "randomized; use sequence");
+  EXPECT_EQ(error(lm, {"model.position.train_positions.drawn_at_eval=false", "model.attention.window=16"}), "");
+  EXPECT_EQ(error({"model.position.type=rotary", "model.position.train_positions.type=randomized",
+                   "model.position.train_positions.drawn_at_eval=true"},
+                  {}),
+            "--set: model.encoder_position.train_positions.drawn_at_eval=true applies to language models: a "
+            "translator's search decodes through caches, at positions 0 ... T - 1");
 }
 
 // Every encoder that takes drawn positions trains on them (a finite loss and gradient, and a

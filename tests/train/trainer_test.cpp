@@ -414,6 +414,30 @@ TEST_F(Training, AnEarlyStoppedRunStaysStopped) {
   EXPECT_FALSE(std::filesystem::exists(run + "/config.step3.yaml"));  // the same config: nothing to keep
 }
 
+// A language model trained on randomized positions and validated on drawn ones too: every
+// validation draws the same positions, so the same weights (updates of lr 1e-30 leave them
+// as they are) score the same loss each time, and early stopping reads weights, not draws.
+TEST_F(Training, ValidationsDrawTheSamePositionsEveryTime) {
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "line " + std::to_string(i * 7919 % 1000) + " of the text, and more words\n";
+  const auto data = write("text.txt", text);
+  const auto config = load_config(
+      {{},
+       {"task=lm", "data.format=text", "tokenizer.type=byte", "data.context=32", "data.train=" + data,
+        "data.valid=" + data, "model.d_model=16", "model.heads=2", "model.d_ff=16", "model.decoder_layers=1",
+        "model.position={type: rotary, train_positions: {type: randomized, drawn_at_eval: true}}",
+        "train.max_tokens=64", "train.steps=4", "train.log_every=1", "train.valid_every=1", "train.threads=1",
+        "train.lr_schedule=constant", "train.lr=1e-30"}});
+  const auto run = (dir_ / "run").string();
+  train(config, yaml_config_files(), run, false);
+  std::vector<std::string> losses;
+  std::ifstream in(run + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);)
+    if (line.find("\"event\":\"valid\"") != std::string::npos) losses.push_back(line.substr(line.find("\"loss\":")));
+  ASSERT_EQ(losses.size(), 4u);
+  for (const auto& loss : losses) EXPECT_EQ(loss, losses.front());
+}
+
 // Performer features: validation and the saved checkpoint use the features the last update
 // trained with. With redraw_every equal to the number of updates, no update ever sees a
 // new draw, so the run equals one that never redraws; a redraw inside the run is kept

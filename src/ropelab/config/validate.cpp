@@ -209,6 +209,11 @@ void check_data(const Config& c, const Check& require) {
           "must name the token that ends a row");
 }
 
+/// Whether evaluation draws positions as training does (a key that only randomized reads).
+bool drawn_at_eval(const TrainPositionsOptions& t) {
+  return t.type() == TrainPositionsType::randomized && t.drawn_at_eval();
+}
+
 /// Drawn training positions cover the longest training sequence: data.context tokens for a
 /// task that trains on windows, data.max_len for one that trains on whole examples.
 void check_train_positions(const Config& c, const std::string& key, const PositionOptions& p, const Check& require) {
@@ -222,6 +227,8 @@ void check_train_positions(const Config& c, const std::string& key, const Positi
   require(t.range() >= longest, key + ".train_positions.range", t.range(),
           "is below " + std::string(windowed ? "data.context=" : "data.max_len=") + std::to_string(longest) + ": " +
               to_string(t.type()) + " draws positions for a whole training sequence within [0, range)");
+  require(!drawn_at_eval(t) || !task_traits(c.task).encoder_decoder, key + ".train_positions.drawn_at_eval", "true",
+          "applies to language models: a translator's search decodes through caches, at positions 0 ... T - 1");
 }
 
 void check_decode(const DecodeOptions& d, const Check& require) {
@@ -232,8 +239,8 @@ void check_decode(const DecodeOptions& d, const Check& require) {
           "must be >= 1 when decode.max_len_a is 0");
 }
 
-/// Settings that evaluation may take but training on drawn positions cannot: the positions
-/// they use would not be the drawn ones.
+/// Settings that evaluation may take but training on drawn positions cannot (nor evaluation
+/// with positions drawn too): the positions they use would not be the drawn ones.
 void check_drawn_training(const Config& c, const std::string& key, const PositionOptions& p, const Check& require) {
   const auto& t = p.train_positions();
   if (!t.drawn()) return;
@@ -271,6 +278,9 @@ void validate_config(const Config& c, const ConfigFail& fail) {
   if (task_traits(c.task).encoder_decoder)
     check_train_positions(c, "model.encoder_position", m.encoder_position(), require);
   check_train_positions(c, "model.decoder_position", m.decoder_position(), require);
+  // positions drawn at evaluation too: every evaluation is held to what training is
+  if (drawn_at_eval(m.decoder_position().train_positions()))
+    check_drawn_training(c, "model.decoder_position", m.decoder_position(), require);
   check_train(c.train, require);
   check_data(c, require);
   check_decode(c.decode, require);

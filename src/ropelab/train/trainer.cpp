@@ -251,6 +251,10 @@ void Trainer::resume_run(const ConfigFiles& files) {
 
 void Trainer::validate() {
   if (data_.valid.empty()) return;
+  // Every validation, on every rank, from one generator state: positions drawn at
+  // evaluation (train_positions.drawn_at_eval) are then the same each time, so validations
+  // compare weights, not draws. The next update seeds its own stream.
+  torch::manual_seed(static_cast<uint64_t>(t_.seed()) * 1000003ULL + 999983ULL);
   const auto v = [&] {  // in the training's precision
     PrecisionScope precision(t_.precision(), device_);
     return evaluate_loss(*task_, *model_, ExampleView(data_.valid), t_.max_tokens(), t_.label_smoothing(), device_);
