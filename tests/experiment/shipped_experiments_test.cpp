@@ -66,8 +66,8 @@ TEST(ShippedExperiments, EveryVariantLoadsAndTheRecordedStudiesKeepTheirSettings
 
 // The effective-context studies: every variant loads and validates, each of its evaluations'
 // --set loads on its config as a trained run's config.yaml does, and every setting that is a
-// length follows the training context (drawn positions over 64 C, the scalings'
-// original_max C, FIRE's initial L at most C, windows below C).
+// length follows the training context (drawn positions over 64 C, or 256 C where drawn at
+// evaluation too; the scalings' original_max C, FIRE's initial L at most C, windows below C).
 TEST(ShippedExperiments, EffectiveContextStudiesTakeTheirLengthsFromTheContext) {
   const auto cwd = std::filesystem::current_path();
   std::filesystem::current_path(ROPELAB_SOURCE_DIR);
