@@ -149,8 +149,9 @@ TEST_F(TrainingPositions, AStackTrainsOnDrawnPositionsAndEvaluatesOnContiguousOn
   EXPECT_GT(pose.back(), t);
 }
 
-// With drawn_at_eval (the reference code's test-time choice), evaluation draws as training
-// does: T sorted rows of the range, a new draw per call, the same ones from the same seed.
+// With drawn_at_eval (the reference code's test-time choice), evaluation of randomized
+// positions draws as training does: T sorted rows of the range, a new draw per call, the
+// same ones from the same seed.
 TEST_F(TrainingPositions, DrawnAtEvalDrawsInEvaluationToo) {
   const int64_t t = 8, range = 1000;
   LanguageModel lm(tiny_options().decoder_position(
@@ -178,6 +179,14 @@ TEST_F(TrainingPositions, DrawnAtEvalDrawsInEvaluationToo) {
   const auto again = lm(tokens);
   EXPECT_EQ(max_diff(drawn_out, again), 0.0);
   EXPECT_GT(max_diff(drawn_out, lm(tokens, nullptr, Positions::range(0, t, 1, torch::kCPU))), 1e-4);
+  // only randomized reads the key: PoSE with it set still evaluates at 0 ... T - 1
+  LanguageModel pose(tiny_options().decoder_position(
+      PositionOptions()
+          .type(PositionType::learned)
+          .max_len(range)
+          .train_positions(drawn(TrainPositionsType::pose, range).drawn_at_eval(true))));
+  pose->eval();
+  EXPECT_EQ(max_diff(pose(tokens), pose(tokens, nullptr, Positions::range(0, t, 1, torch::kCPU))), 0.0);
 }
 
 // Evaluation that draws is held to what training on drawn positions is (a dynamic scaling

@@ -209,11 +209,6 @@ void check_data(const Config& c, const Check& require) {
           "must name the token that ends a row");
 }
 
-/// Whether evaluation draws positions as training does (a key that only randomized reads).
-bool drawn_at_eval(const TrainPositionsOptions& t) {
-  return t.type() == TrainPositionsType::randomized && t.drawn_at_eval();
-}
-
 /// Drawn training positions cover the longest training sequence: data.context tokens for a
 /// task that trains on windows, data.max_len for one that trains on whole examples.
 void check_train_positions(const Config& c, const std::string& key, const PositionOptions& p, const Check& require) {
@@ -227,7 +222,7 @@ void check_train_positions(const Config& c, const std::string& key, const Positi
   require(t.range() >= longest, key + ".train_positions.range", t.range(),
           "is below " + std::string(windowed ? "data.context=" : "data.max_len=") + std::to_string(longest) + ": " +
               to_string(t.type()) + " draws positions for a whole training sequence within [0, range)");
-  require(!drawn_at_eval(t) || !task_traits(c.task).encoder_decoder, key + ".train_positions.drawn_at_eval", "true",
+  require(!t.draws_at_eval() || !task_traits(c.task).encoder_decoder, key + ".train_positions.drawn_at_eval", "true",
           "applies to language models: a translator's search decodes through caches, at positions 0 ... T - 1");
 }
 
@@ -279,7 +274,7 @@ void validate_config(const Config& c, const ConfigFail& fail) {
     check_train_positions(c, "model.encoder_position", m.encoder_position(), require);
   check_train_positions(c, "model.decoder_position", m.decoder_position(), require);
   // positions drawn at evaluation too: every evaluation is held to what training is
-  if (drawn_at_eval(m.decoder_position().train_positions()))
+  if (m.decoder_position().train_positions().draws_at_eval())
     check_drawn_training(c, "model.decoder_position", m.decoder_position(), require);
   check_train(c.train, require);
   check_data(c, require);

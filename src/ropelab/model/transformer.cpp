@@ -230,7 +230,7 @@ torch::Tensor StackImpl::forward(const torch::Tensor& x, StackInputs in, Decoder
 
 bool StackImpl::drawn_positions() const {
   const auto& t = options_.position().train_positions();
-  return t.drawn() && (is_training() || t.drawn_at_eval());
+  return t.drawn() && (is_training() || t.draws_at_eval());
 }
 
 Positions StackImpl::training_positions(int64_t rows, int64_t length, const torch::Device& device) const {

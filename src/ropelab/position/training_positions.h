@@ -29,6 +29,9 @@ enum class TrainPositionsType { contiguous, randomized, pose };
 struct TrainPositionsOptions {
   /// Whether positions are drawn (not contiguous).
   bool drawn() const { return type_ != TrainPositionsType::contiguous; }
+  /// Whether evaluation draws them too: randomized with drawn_at_eval (only randomized
+  /// reads the key).
+  bool draws_at_eval() const { return type_ == TrainPositionsType::randomized && drawn_at_eval_; }
   TORCH_ARG(TrainPositionsType, type) = TrainPositionsType::contiguous;
   /// randomized, pose: positions are drawn within [0, range): the longest length the model
   /// should know (PoSE's target context). A length: unset (0) in a Config it is 64 C, C the
