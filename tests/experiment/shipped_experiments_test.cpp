@@ -100,8 +100,8 @@ TEST(ShippedExperiments, EffectiveContextStudiesTakeTheirLengthsFromTheContext) 
       EXPECT_EQ(p.scaling().original_max(), c);
       if (p.train_positions().drawn()) {
         ++drawn;
-        // the longest evaluation (64x); drawn at evaluation too, 4 times it, as Ruoss et al.
-        // 2023 draw from 2048 positions for tests to 500 (a draw of n from n is 0 ... n - 1)
+        // the longest evaluation (64x); drawn at evaluation too, 4 times it, well above it as
+        // Ruoss et al. 2023's range is (a draw of n from n is 0 ... n - 1)
         EXPECT_EQ(p.train_positions().range(), (p.train_positions().drawn_at_eval() ? 256 : 64) * c);
       }
       if (p.type() == PositionType::fire) {
