@@ -7,10 +7,26 @@ using namespace ropelab::cli_test;
 
 namespace {
 
-/// `eval --context-gain W` on a run trained at 8: a line per bucket with its interval and
-/// tokens; a window that covers the context, or a gain with sliding windows, refused in one line.
+/// `eval --context-gain W` on a run trained at 8: the perplexity at the context from its
+/// full pass, equal to `--per-position`'s; a line per bucket with its interval and tokens; a
+/// window that covers the context, or a gain with sliding windows, refused in one line.
 void context_gain_command_line(const std::string& run_dir) {
+  // its full pass writes the perplexity at 32 as well: the files `--context 32 --per-position` writes
+  const auto ppl = run_dir + "/eval.test.ctx32";
+  for (const auto* file : {".json", ".items.tsv", ".positions.csv", ".positions.svg"})
+    std::filesystem::remove(ppl + file);
   auto r = run("eval --run " + run_dir + " --context 32 --context-gain 8");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("perplexity = ", 0), 0u) << r.output;  // the companion first
+  const auto items = read_text(ppl + ".items.tsv"), positions = read_text(ppl + ".positions.csv");
+  EXPECT_EQ(nlohmann::json::parse(read_text(ppl + ".json")).at("perplexity").get<double>(),
+            nlohmann::json::parse(read_text(ppl + ".gain8.json")).at("perplexity").get<double>());
+  ASSERT_TRUE(std::filesystem::exists(ppl + ".positions.svg"));
+  r = run("eval --run " + run_dir + " --context 32 --per-position");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(read_text(ppl + ".items.tsv"), items);
+  EXPECT_EQ(read_text(ppl + ".positions.csv"), positions);
+  r = run("eval --run " + run_dir + " --context 32 --context-gain 8");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("\ncontext gain [8, 16): "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" nats/token (95% CI "), std::string::npos) << r.output;

@@ -357,6 +357,26 @@ TEST_F(Plan, FixedFactorsAddColumnsAndShareTheExactFactorsEvaluation) {
   EXPECT_EQ(ablation_evals(pose, asked).size(), 7u);
 }
 
+// Context gain's full pass is the perplexity at its context, and its command writes that
+// report too: where both are missing, the gain's command runs alone; where only the
+// perplexity is, its own command runs.
+TEST_F(Plan, AContextGainGivesThePerplexityAtItsContextToo) {
+  spec_.evaluations.gain_windows = {8};
+  const auto dir = plan(1, 2).dir;
+  disk_.started[dir] = config_of(1, 2);
+  disk_.trained_to_the_end.insert(dir);
+  const std::vector<std::string> gain16{"eval", "--split", "test", "--context", "16", "--context-gain",
+                                        "8",    "--run",   dir,    "--threads", "3"};
+  EXPECT_EQ(plan(1, 2).steps, (Steps{kEval8, gain16}));  // no gain at 8: nothing past the window
+  disk_.evaluated.insert({dir, "test.ctx16.gain8"});
+  auto ppl16 = kEval8;
+  ppl16[4] = "16";
+  EXPECT_EQ(plan(1, 2).steps, (Steps{kEval8, ppl16}));
+  disk_.evaluated.erase({dir, "test.ctx16.gain8"});
+  disk_.evaluated.insert({dir, "test.ctx16"});
+  EXPECT_EQ(plan(1, 2).steps, (Steps{kEval8, gain16}));
+}
+
 // A grid reaches variants that do not read every key it sets: one warning per such variant
 // when the experiment loads, and the variant's training takes its config as it is.
 TEST_F(Plan, KeysAVariantDoesNotReadAreOneWarningPerVariant) {

@@ -9,6 +9,7 @@
 
 #include "ropelab/data/text.h"
 #include "ropelab/eval/loss.h"
+#include "ropelab/eval/window_perplexity.h"
 #include "ropelab/util/clock.h"
 
 namespace ropelab {
@@ -112,8 +113,10 @@ EvalReport context_gain_report(const Task& task, const TaskModel& full, const Ta
   // (train_positions.drawn_at_eval) are the same in both and only the window differs.
   const auto draws = torch::randint(std::numeric_limits<int64_t>::max(), {1}, torch::kLong).item<int64_t>();
   torch::manual_seed(static_cast<uint64_t>(draws));
+  std::vector<ExampleLoss> per_window, per_position;
   const auto totals =
-      evaluate_loss(task, full, ExampleView(windows), max_tokens, 0.0, device, nullptr, nullptr, &full_nll);
+      evaluate_loss(task, full, ExampleView(windows), max_tokens, 0.0, device, &per_window, &per_position, &full_nll);
+  const double full_seconds = now_seconds() - start;
   torch::manual_seed(static_cast<uint64_t>(draws));
   const auto narrow =
       evaluate_loss(task, windowed, ExampleView(windows), max_tokens, 0.0, device, nullptr, nullptr, &windowed_nll);
@@ -159,6 +162,9 @@ EvalReport context_gain_report(const Task& task, const TaskModel& full, const Ta
     << number("%.4f", narrow.perplexity()) << " with the last " << gain.window;
   report.summary = s.str();
   report.fields["seconds"] = now_seconds() - start;
+  // the full pass is the window perplexity at this context (`eval --context C --per-position`)
+  report.companions.push_back(window_perplexity_report(name, gain.context, gain.context, windows, totals, per_window,
+                                                       per_position, full_seconds));
   // per unit and bucket, for tests between runs
   report.item_columns = {"unit", "bucket_begin", "bucket_end", "gain", "tokens"};
   for (size_t k = 0; k < buckets.size(); ++k)

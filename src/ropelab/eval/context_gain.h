@@ -11,6 +11,8 @@
 /// nats per token, each with a 95% bootstrap interval over the evaluation's units: its
 /// documents, or without data.documents its windows (fixed blocks of the stream).
 /// Memory stays O(C) per window: both passes run the model's own kernel (streaming on CPU).
+/// The full pass is also the window perplexity at C (non-overlapping windows, with the loss
+/// by position): the report carries that one as its companion, so one command gives both.
 
 #include <memory>
 #include <string>

@@ -28,6 +28,9 @@ struct EvalReport {
   std::vector<double> position_loss, position_tokens;
   std::string summary;                // printed to stdout
   std::vector<std::string> warnings;  // printed to stderr
+  /// Reports of the same passes under another protocol, written before this one (context
+  /// gain: the window perplexity of its full pass, with the loss by position).
+  std::vector<EvalReport> companions;
 };
 
 /// ProtocolKind::translation_quality: the split's sources decoded and scored against its

@@ -32,7 +32,14 @@ EvalReport window_perplexity(const Task& task, const TaskModel& model, const Tok
   std::vector<ExampleLoss> per_window, per_position;
   const auto totals = evaluate_loss(task, model, ExampleView(windows), config.train.max_tokens(), 0.0, device,
                                     &per_window, window.per_position ? &per_position : nullptr);
-  const double seconds = now_seconds() - start;
+  return window_perplexity_report(name, context, stride, windows, totals, per_window, per_position,
+                                  now_seconds() - start);
+}
+
+EvalReport window_perplexity_report(const std::string& name, int64_t context, int64_t stride,
+                                    const std::vector<Example>& windows, const LossTotals& totals,
+                                    const std::vector<ExampleLoss>& per_window,
+                                    const std::vector<ExampleLoss>& per_position, double seconds) {
   const double perplexity = totals.perplexity();
   const auto tokens = static_cast<int64_t>(totals.tokens);
   EvalReport report;

@@ -126,6 +126,7 @@ void context_gain_evals(const Config& config, const TestEvaluations& asked, std:
       e.args = {"eval", "--split", "test", "--context", std::to_string(c), "--context-gain", std::to_string(w)};
       for (const auto& o : overrides) e.args.insert(e.args.end(), {"--set", o});
       e.tag = context_gain_tag("test", c, w) + evaluation_tag(overrides);
+      e.also_writes = window_perplexity_tag("test", c, 0) + evaluation_tag(overrides);  // its full pass
       auto buckets = context_gain_buckets(w, c);
       if (buckets.size() > 1) buckets.push_back({w, c});
       for (const auto& b : buckets) e.columns.push_back({"gain@" + b.name(), ColumnKey::gain(c, w, b.begin, b.end)});

@@ -24,6 +24,9 @@ struct AblationEval {
   bool items = false;                                      // the report has test items for paired tests between runs
   bool positions = false;  // window perplexity: the mean loss by position (--per-position)
   int64_t context = 0;     // window perplexity: the evaluation context
+  /// The tag of another evaluation whose report this one's command writes too (context
+  /// gain: the window perplexity at its context, with positions); "" for none.
+  std::string also_writes;
   /// Numbers the report must hold for it to be this evaluation's (passkey_seed: its documents);
   /// with report_may_lack, a report written before it recorded them counts too.
   std::vector<std::pair<std::string, double>> report_equals;

@@ -83,9 +83,16 @@ Job plan_job(const ExperimentSpec& spec, const Variant& variant, int64_t seed, c
     job.steps.push_back(std::move(train));
     job.trains = true;
   }
-  for (const auto& eval : ablation_evals(job.config, spec.evaluations)) {
-    if (trained && disk.has_evaluation(job.dir, eval)) continue;
-    auto step = eval.args;
+  const auto evals = ablation_evals(job.config, spec.evaluations);
+  std::vector<const AblationEval*> missing;
+  for (const auto& eval : evals)
+    if (!trained || !disk.has_evaluation(job.dir, eval)) missing.push_back(&eval);
+  for (const auto* eval : missing) {
+    // an evaluation whose report another one left to run writes too is not run on its own
+    if (std::any_of(missing.begin(), missing.end(),
+                    [&](const AblationEval* o) { return !o->also_writes.empty() && o->also_writes == eval->tag; }))
+      continue;
+    auto step = eval->args;
     step.insert(step.end(), {"--run", job.dir});
     step.insert(step.end(), runtime.begin(), runtime.end());
     job.steps.push_back(std::move(step));
