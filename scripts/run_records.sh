@@ -8,7 +8,9 @@
 #                                                 every run of OUT/runs that trained to its end
 #                                                 but lacks evaluations (RUN/trained, no
 #                                                 ablation.done) -> RECORDS/NAME.trained.tar.xz,
-#                                                 with its checkpoint_best.pt
+#                                                 with its checkpoint_best.pt and the
+#                                                 evaluations it holds so far (packed again
+#                                                 when the run gained files since)
 #   scripts/run_records.sh unpack OUT [RECORDS]   every RECORDS/*.tar.xz -> OUT/runs/NAME
 #
 # A trained record splits a study between machines or sessions: one trains, a later one unpacks
@@ -58,6 +60,15 @@ members() {
   return 0
 }
 
+# Whether a file that run NAME's archive would hold is newer than ARCHIVE.
+changed_since() {
+  local name=$1 archive=$2 member
+  while IFS= read -r member; do
+    [ "$out/$member" -nt "$archive" ] && return 0
+  done < <(members "$name" 2>/dev/null)
+  return 1
+}
+
 case $action in
   pack | pack-trained)
     [ -d "$out/runs" ] || die "$out/runs: no such folder (OUT is an ablate output directory)"
@@ -75,7 +86,9 @@ case $action in
         archive=$records/$name.trained.tar.xz
         [ -f "$records/$name.tar.xz" ] && continue  # its finished record is there
       fi
-      if [ -f "$archive" ]; then
+      # a trained record is packed again when its run gained files since (evaluations run so
+      # far, which the next machine then does not run again); a finished record is final
+      if [ -f "$archive" ] && { [ "$action" = pack ] || ! changed_since "$name" "$archive"; }; then
         present=$((present + 1))
         continue
       fi

@@ -2,7 +2,8 @@
 """scripts/run_records.sh on ablation directories made here: which runs it packs (finished ones,
 once), what an archive holds (no checkpoints, lock or cached data; checkpoint_best.pt of a run
 that fine-tunes start from, or where RUN_RECORDS_KEEP_BEST matches), trained runs' records with their
-best checkpoint (pack-trained) until the finished record replaces them, and what unpacking keeps,
+best checkpoint (pack-trained), packed again as they gain evaluations, until the finished record
+replaces them, and what unpacking keeps,
 replaces and refuses."""
 import fcntl
 import os
@@ -258,6 +259,17 @@ class RunRecords(unittest.TestCase):
                          ["runs/rotary.seed1.log", "runs/rotary.seed1/checkpoint_best.pt",
                           "runs/rotary.seed1/config.yaml", "runs/rotary.seed1/eval.test.ctx512.json",
                           "runs/rotary.seed1/trained"])
+        self.assertIn("0 runs packed", run("pack-trained", self.out).stdout)
+        # an evaluation run since: the record is packed again with it (and still its checkpoint)
+        archive = records / "rotary.seed1.trained.tar.xz"
+        os.utime(archive, (archive.stat().st_mtime - 10,) * 2)
+        (self.out / "runs" / "rotary.seed1" / "eval.test.ctx1024.json").write_text('{"perplexity": 3.1}\n')
+        again = run("pack-trained", self.out)
+        self.assertIn("1 runs packed", again.stdout, again.stderr)
+        self.assertEqual(members(archive),
+                         ["runs/rotary.seed1.log", "runs/rotary.seed1/checkpoint_best.pt",
+                          "runs/rotary.seed1/config.yaml", "runs/rotary.seed1/eval.test.ctx1024.json",
+                          "runs/rotary.seed1/eval.test.ctx512.json", "runs/rotary.seed1/trained"])
         self.assertIn("0 runs packed", run("pack-trained", self.out).stdout)
         # elsewhere: the run as trained, with the checkpoint its evaluations read
         elsewhere = self.root / "elsewhere"
