@@ -6,9 +6,10 @@
 `ropelab ablate` writes results.md once every run of a study is evaluated; a study that
 spans machines or days is read before that from the reports in OUT/runs: per run (the
 variants of EXPERIMENT's grid, by their labels, and its seeds), the test perplexity at each
-context, the RoPE scalings evaluated, and the context gain over every bucket [W, C) with its
-95% bootstrap interval and p-value, as each report holds them. A blank cell is an evaluation
-not run yet. Nothing is computed here but the layout: each number is the report's own.
+context, the RoPE scalings evaluated, and the context gain with its 95% bootstrap interval
+(over [W, C) by context, then every bucket of each context with its p-value), as each report
+holds them. A blank cell is an evaluation not run yet. Nothing is computed here but the
+layout: each number is the report's own.
 """
 import glob
 import json
@@ -102,6 +103,19 @@ def main():
         print("|---|---|" + "---|" * len(cols))
         for label, seed, _ in rows:
             cells = [f"{ppl[(label, seed, c, s)]:.4f}" if (label, seed, c, s) in ppl else "" for c in cols]
+            if any(cells):
+                print(f"| {label} | {seed} | " + " | ".join(cells) + " |")
+    # every token past the window, by context: the bucket [W, C) of each report
+    for w in sorted({w for _, w in buckets}):
+        cols = [c for c, w2 in sorted(buckets) if w2 == w and f"{w}-{c}" in buckets[(c, w)]]
+        print(f"\n\nContext gain over [{w}, C), by context C (nats/token, 95% interval):\n")
+        print("| run | seed | " + " | ".join(str(c) for c in cols) + " |")
+        print("|---|---|" + "---|" * len(cols))
+        for label, seed, _ in rows:
+            cells = []
+            for c in cols:
+                g = gains.get((label, seed, c, w, f"{w}-{c}"))
+                cells.append("" if g is None or g[0] is None else f"{g[0]:+.5f} [{g[1][0]:+.5f}, {g[1][1]:+.5f}]")
             if any(cells):
                 print(f"| {label} | {seed} | " + " | ".join(cells) + " |")
     for (c, w) in sorted(buckets):

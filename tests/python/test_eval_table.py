@@ -62,6 +62,8 @@ class EvalTable(unittest.TestCase):
         self.assertNotIn("9.0000", out)
         self.assertIn("Context gain at 1024 over a window of 512", out)
         self.assertIn("| rotary | 1 | -0.82471 [-0.83343, -0.81332] p=0.002 |\n", out)
+        self.assertIn("Context gain over [512, C), by context C (nats/token, 95% interval):\n\n"
+                      "| run | seed | 1024 |\n|---|---|---|\n| rotary | 1 | -0.82471 [-0.83343, -0.81332] |\n", out)
         self.assertNotIn("| fire L0=C/4 | 1 |  |", out)  # a run with no gain has no row there
 
     def test_an_experiment_it_cannot_read_fails_with_one_line(self):
