@@ -63,6 +63,11 @@ def scaling_of(report):
     return "" if kind is None else f"{kind} {factor}"
 
 
+def nats(x):
+    """A gain: 5 decimals, or 2 significant digits where 5 decimals would read 0."""
+    return f"{x:+.5f}" if abs(x) >= 5e-6 or x == 0 else f"{x:+.1e}"
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: python3 scripts/eval_table.py EXPERIMENT OUT")
@@ -115,7 +120,7 @@ def main():
             cells = []
             for c in cols:
                 g = gains.get((label, seed, c, w, f"{w}-{c}"))
-                cells.append("" if g is None or g[0] is None else f"{g[0]:+.5f} [{g[1][0]:+.5f}, {g[1][1]:+.5f}]")
+                cells.append("" if g is None or g[0] is None else f"{nats(g[0])} [{nats(g[1][0])}, {nats(g[1][1])}]")
             if any(cells):
                 print(f"| {label} | {seed} | " + " | ".join(cells) + " |")
     for (c, w) in sorted(buckets):
@@ -130,7 +135,7 @@ def main():
                 if g is None or g[0] is None:
                     cells.append("")
                 else:
-                    cells.append(f"{g[0]:+.5f} [{g[1][0]:+.5f}, {g[1][1]:+.5f}] p={g[2]:.3f}")
+                    cells.append(f"{nats(g[0])} [{nats(g[1][0])}, {nats(g[1][1])}] p={g[2]:.3f}")
             if any(cells):
                 print(f"| {label} | {seed} | " + " | ".join(cells) + " |")
 

@@ -50,6 +50,9 @@ class EvalTable(unittest.TestCase):
         report(self.rotary, "ctx1024.w", {"context": 1024, "stride": 1024, "perplexity": 9.0},
                ["model.attention.window=512"])  # another override: not these tables'
         report(self.fire, "ctx512", {"context": 512, "stride": 512, "perplexity": 3.1715})
+        report(self.fire, "ctx2048.gain512",  # a gain too small for 5 decimals keeps 2 digits
+               {"context": 2048, "window": 512, "gain@512-2048": 1.5977e-07, "ci95@512-2048": [9.08e-09, 3.08e-07],
+                "p@512-2048": 0.04})
         report(self.rotary, "ctx1024.gain512",
                {"context": 1024, "window": 512, "perplexity": 4.76, "gain@512-1024": -0.82471,
                 "ci95@512-1024": [-0.83343, -0.81332], "p@512-1024": 0.002})
@@ -63,8 +66,11 @@ class EvalTable(unittest.TestCase):
         self.assertIn("Context gain at 1024 over a window of 512", out)
         self.assertIn("| rotary | 1 | -0.82471 [-0.83343, -0.81332] p=0.002 |\n", out)
         self.assertIn("Context gain over [512, C), by context C (nats/token, 95% interval):\n\n"
-                      "| run | seed | 1024 |\n|---|---|---|\n| rotary | 1 | -0.82471 [-0.83343, -0.81332] |\n", out)
-        self.assertNotIn("| fire L0=C/4 | 1 |  |", out)  # a run with no gain has no row there
+                      "| run | seed | 1024 | 2048 |\n|---|---|---|---|\n| rotary | 1 | -0.82471 [-0.83343, -0.81332] |  |\n",
+                      out)
+        self.assertNotIn("| fire L0=C/4 | 1 |  |\n", out)  # a run with no gain there has no row there
+        self.assertIn("| fire L0=C/4 | 1 |  | +1.6e-07 [+9.1e-09, +3.1e-07] |\n", out)
+        self.assertIn("| fire L0=C/4 | 1 | +1.6e-07 [+9.1e-09, +3.1e-07] p=0.040 |\n", out)
 
     def test_an_experiment_it_cannot_read_fails_with_one_line(self):
         (self.root / "two.yaml").write_text("grid:\n  a: [1]\n  b: [2]\n")
