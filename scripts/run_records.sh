@@ -92,17 +92,23 @@ case $action in
         present=$((present + 1))
         continue
       fi
+      # the archive is dated from before its files were listed, so that a report written
+      # while tar runs counts as newer (changed_since) and is packed the next time
+      listed=$(date +%s.%N)
       list=$(mktemp)
       members "$name" >"$list"
       if [ "$action" = pack-trained ] && ! grep -qx "runs/$name/checkpoint_best.pt" "$list"; then
         echo "runs/$name/checkpoint_best.pt" >>"$list"
       fi
-      if ! tar -C "$out" -cJf "$archive.tmp" -T "$list"; then
-        rm -f "$archive.tmp" "$list"
+      # a temporary name of its own: two packs at once never write the same file
+      partial=$(mktemp "$records/.$name.XXXXXX") || { rm -f "$list"; die "$records: cannot create a file"; }
+      if ! tar -C "$out" -cJf "$partial" -T "$list"; then
+        rm -f "$partial" "$list"
         die "$archive: tar failed"
       fi
       rm -f "$list"
-      mv "$archive.tmp" "$archive" || die "$archive: cannot move the archive into place"
+      touch -d "@$listed" "$partial" && chmod 644 "$partial" && mv "$partial" "$archive" ||
+        die "$archive: cannot move the archive into place"
       packed=$((packed + 1))
       echo "run_records: $archive ($(du -h "$archive" | cut -f1))"
       if [ "$action" = pack ] && [ -f "$records/$name.trained.tar.xz" ]; then
