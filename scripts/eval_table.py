@@ -27,8 +27,8 @@ def dir_name(variant):
 
 def variants(experiment):
     """[(label, variant name)] of the experiment's grid, in its order."""
-    with open(experiment) as f:
-        spec = yaml.safe_load(f)
+    with open(experiment) as f:  # every value as written (ropelab reads `true` as a word too)
+        spec = yaml.load(f, Loader=yaml.BaseLoader)
     grid = spec.get("grid") or {}
     if len(grid) != 1:
         sys.exit(f"eval_table: {experiment}: grid: one key expected, found {len(grid)}")
@@ -50,7 +50,10 @@ def reports(run):
 
 
 def scaling_of(report):
-    """'' for the plain evaluation, 'yarn 4' and the like for a scaled one, None otherwise."""
+    """'' for the plain evaluation, 'yarn 4' and the like for a scaled one, None otherwise
+    (another override, or a checkpoint or precision other than the ones `ablate` evaluates)."""
+    if report.get("checkpoint", "best") != "best" or report.get("precision", "fp32") != "fp32":
+        return None
     sets = [s for s in report.get("set", []) if not s.startswith("data.eval_tokens=")]
     kind = factor = None
     for s in sets:
@@ -85,6 +88,8 @@ def main():
         for r in rs:
             c = r["context"]
             if "window" in r:
+                if scaling_of(r) != "":
+                    continue
                 for key, value in r.items():
                     if key.startswith("gain@"):
                         b = key[len("gain@"):]

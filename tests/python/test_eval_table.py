@@ -50,6 +50,8 @@ class EvalTable(unittest.TestCase):
         report(self.rotary, "ctx1024.w", {"context": 1024, "stride": 1024, "perplexity": 9.0},
                ["model.attention.window=512"])  # another override: not these tables'
         report(self.fire, "ctx512", {"context": 512, "stride": 512, "perplexity": 3.1715})
+        report(self.fire, "ctx512.set_last", {"context": 512, "stride": 512, "perplexity": 7.0, "checkpoint": "last"})
+        report(self.fire, "ctx512.set_bf16", {"context": 512, "stride": 512, "perplexity": 8.0, "precision": "bf16"})
         report(self.fire, "ctx2048.gain512",  # a gain too small for 5 decimals keeps 2 digits
                {"context": 2048, "window": 512, "gain@512-2048": 1.5977e-07, "ci95@512-2048": [9.08e-09, 3.08e-07],
                 "p@512-2048": 0.04})
@@ -62,7 +64,8 @@ class EvalTable(unittest.TestCase):
         self.assertIn("| run | seed | 512 | 1024 |\n|---|---|---|---|\n"
                       "| rotary | 1 | 3.1719 | 4.7598 |\n| fire L0=C/4 | 1 | 3.1715 |  |\n", out)
         self.assertIn("yarn 4 (factor)\n\n| run | seed | 512 |\n|---|---|---|\n| rotary | 1 | 4.2124 |\n", out)
-        self.assertNotIn("9.0000", out)
+        for other in ("9.0000", "7.0000", "8.0000"):  # other overrides, checkpoints, precisions
+            self.assertNotIn(other, out)
         self.assertIn("Context gain at 1024 over a window of 512", out)
         self.assertIn("| rotary | 1 | -0.82471 [-0.83343, -0.81332] p=0.002 |\n", out)
         self.assertIn("Context gain over [512, C), by context C (nats/token, 95% interval):\n\n"
