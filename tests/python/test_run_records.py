@@ -289,6 +289,24 @@ class RunRecords(unittest.TestCase):
         self.assertTrue((self.out / "runs" / "rotary.seed1" / "ablation.done").exists())
         self.assertTrue(any(p.name.startswith("rotary.seed1.old-") for p in (self.out / "runs").iterdir()))
 
+    def test_a_report_written_while_tar_runs_is_packed_the_next_time(self):
+        make_run(self.out, "rotary.seed1", finished=False, extra={"trained": ""})
+        stub = self.root / "bin"
+        stub.mkdir()
+        real_tar = subprocess.run(["sh", "-c", "command -v tar"], capture_output=True, text=True).stdout.strip()
+        report = self.out / "runs" / "rotary.seed1" / "eval.test.ctx2048.json"
+        # a tar during which an evaluation writes its report (after the files were listed)
+        (stub / "tar").write_text(f'#!/bin/sh\n"{real_tar}" "$@" || exit $?\n'
+                                  f'[ -e "{report}" ] || echo "{{}}" > "{report}"\n')
+        (stub / "tar").chmod(0o755)
+        first = run("pack-trained", self.out, env={"PATH": f"{stub}:{os.environ['PATH']}"})
+        self.assertEqual(first.returncode, 0, first.stderr)
+        archive = self.out / "records" / "rotary.seed1.trained.tar.xz"
+        self.assertNotIn("runs/rotary.seed1/eval.test.ctx2048.json", members(archive))
+        again = run("pack-trained", self.out)
+        self.assertIn("1 runs packed", again.stdout, again.stderr)
+        self.assertIn("runs/rotary.seed1/eval.test.ctx2048.json", members(archive))
+
     def test_a_trained_run_without_its_checkpoint_is_refused(self):
         run_dir = make_run(self.out, "rotary.seed1", finished=False, extra={"trained": ""})
         (run_dir / "checkpoint_best.pt").unlink()
