@@ -78,7 +78,7 @@ TEST(ShippedExperiments, EffectiveContextStudiesTakeTheirLengthsFromTheContext) 
     if (entry.path().extension() != ".yaml" || name.rfind("effective_context_", 0) != 0) continue;
     // an experiment with retrieval probes (a top-level `retrieval:` block) reads their haystack,
     // data/prepare_sotu.sh's, absent from a fresh clone
-    const bool probes = testing::read_text(entry.path()).find("\nretrieval:") != std::string::npos;
+    const bool probes = ropelab::testing::read_text(entry.path()).find("\nretrieval:") != std::string::npos;
     if (probes && !std::filesystem::exists("data/corpora/sotu/test.txt")) continue;
     SCOPED_TRACE(name);
     ++experiments;
